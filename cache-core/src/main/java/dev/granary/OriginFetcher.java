@@ -1,0 +1,228 @@
+package dev.granary;
+
+import dev.granary.spi.Origin;
+import dev.granary.spi.Page;
+import dev.granary.spi.PageKey;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Function;
+import java.util.function.Supplier;
+import java.util.stream.Stream;
+
+/**
+ * Every request the cache makes to its origin goes through here: metered, bounded in concurrency, bounded in time,
+ * and — for page fills — coalesced, so concurrent misses on one page make one origin read.
+ *
+ * <h2>Threads</h2>
+ * Each origin request runs on its own virtual thread; at most {@link Origin#maxConcurrency()} data reads are in flight
+ * (a semaphore, not a pool size). Callers wait on the result with the cache's read timeout, so a hung origin costs a
+ * caller an {@link IOException} after the timeout, never a hang.
+ *
+ * <h2>Single flight and page ownership</h2>
+ * A {@link Flight} is registered under the page key before the fill starts; later misses on the same key join it (an
+ * atomic {@code compute} on the map bin increments its joiner count). When the fill is done, the flight first leaves
+ * the map (no one can join any more), then retains the page once per joiner and drops the fill's own reference: each
+ * joiner owns exactly one reference. A joiner that stops waiting (timeout, interrupt, another page of its read failed)
+ * hands its reference back through {@link #abandon(Flight)}.
+ */
+final class OriginFetcher implements AutoCloseable {
+
+    private final Origin origin;
+    private final URI originUri;
+    private final ExecutorService executor;
+    private final Semaphore permits;
+    private final ConcurrentHashMap<PageKey, Flight> flights = new ConcurrentHashMap<>();
+    private final LongAdder reads = new LongAdder();
+    private final LongAdder bytes = new LongAdder();
+    private final LongAdder metadataRequests = new LongAdder();
+    private final LongAdder errors = new LongAdder();
+
+    OriginFetcher(Origin origin) {
+        this.origin = origin;
+        this.originUri = origin.uri();
+        this.executor = Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("granary-origin-", 0).factory());
+        this.permits = new Semaphore(origin.maxConcurrency());
+    }
+
+    URI originUri() {
+        return originUri;
+    }
+
+    /** A fill in progress: completes with the page, retained once for each joiner. */
+    static final class Flight extends CompletableFuture<Page> {
+        private final AtomicInteger joiners = new AtomicInteger(1);
+    }
+
+    /** What fills a page once the origin was asked: allocates, reads, seals and offers it to the tiers. */
+    interface Filler {
+        /** Returns the filled, sealed page with one reference owned by the caller. */
+        Page fill(PageKey key) throws IOException;
+    }
+
+    /**
+     * Starts the fill of a page, or joins the one in progress. The caller must {@link #await} or {@link #abandon} the
+     * returned flight exactly once.
+     *
+     * @param recheck looks the page up again once the flight is registered, so a fill that finished just before is
+     *                not repeated; returns a retained page or null
+     */
+    Flight fetch(PageKey key, Function<PageKey, Page> recheck, Filler filler) {
+        Flight mine = new Flight();
+        Flight flight = flights.compute(key, (k, current) -> {
+            if (current == null) {
+                return mine;
+            }
+            current.joiners.incrementAndGet();
+            return current;
+        });
+        if (flight != mine) {
+            return flight;
+        }
+        try {
+            executor.execute(() -> runFill(mine, key, recheck, filler));
+        } catch (RejectedExecutionException e) {
+            flights.remove(key, mine);
+            mine.completeExceptionally(new IllegalStateException("cache is closed (expected: an open cache)", e));
+        }
+        return mine;
+    }
+
+    private void runFill(Flight flight, PageKey key, Function<PageKey, Page> recheck, Filler filler) {
+        Page page = null;
+        try {
+            page = recheck.apply(key);
+            if (page == null) {
+                page = filler.fill(key);
+            }
+        } catch (Throwable t) {
+            flights.remove(key, flight);
+            flight.completeExceptionally(t);
+            return;
+        }
+        flights.remove(key, flight);
+        // No one can join any more: hand one reference to each joiner, then drop the fill's own.
+        page.retain(flight.joiners.get());
+        page.release();
+        flight.complete(page);
+    }
+
+    /**
+     * Reads bytes of one object version from the origin into {@code page}'s writable memory, metered and bounded by
+     * the concurrency limit. Runs on the fill's virtual thread.
+     */
+    void readInto(dev.granary.ObjectInfo info, Page page) throws IOException {
+        try {
+            permits.acquire();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new InterruptedIOException("interrupted waiting for a read slot of origin " + originUri);
+        }
+        try {
+            reads.increment();
+            origin.read(info, page.key().offset(), page.writableSegment());
+            bytes.add(page.length());
+        } catch (IOException | RuntimeException e) {
+            errors.increment();
+            throw e;
+        } finally {
+            permits.release();
+        }
+    }
+
+    /** Asks the origin for an object's metadata on a virtual thread, waiting until the deadline. */
+    dev.granary.ObjectInfo stat(String key, long deadlineNanos) throws IOException {
+        CompletableFuture<dev.granary.ObjectInfo> result = new CompletableFuture<>();
+        try {
+            executor.execute(() -> {
+                metadataRequests.increment();
+                try {
+                    result.complete(origin.stat(key));
+                } catch (Throwable t) {
+                    if (!(t instanceof NoSuchObjectException)) {
+                        errors.increment();
+                    }
+                    result.completeExceptionally(t);
+                }
+            });
+        } catch (RejectedExecutionException e) {
+            throw new IllegalStateException("cache is closed (expected: an open cache)", e);
+        }
+        return await(result, deadlineNanos, () -> "the metadata of '" + key + "'");
+    }
+
+    /** Lists through the origin, counting the request. */
+    Stream<dev.granary.ObjectInfo> list(String prefix) throws IOException {
+        metadataRequests.increment();
+        try {
+            return origin.list(prefix);
+        } catch (IOException | UncheckedIOException e) {
+            errors.increment();
+            throw e;
+        }
+    }
+
+    /** Gives up on a flight: its page, if it ever arrives, is released rather than used. */
+    static void abandon(Flight flight) {
+        flight.thenAccept(Page::release);
+    }
+
+    /**
+     * Waits for a result until the deadline, unwrapping failures to the exception the origin threw.
+     *
+     * @throws IOException after the deadline, naming what was awaited and the origin
+     */
+    static <T> T await(CompletableFuture<T> future, long deadlineNanos, Supplier<String> what) throws IOException {
+        try {
+            long remaining = deadlineNanos - System.nanoTime();
+            return future.get(Math.max(0, remaining), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            throw new IOException("timed out waiting for " + what.get()
+                    + " from the origin (the cache's readTimeout elapsed; is the origin reachable?)", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new InterruptedIOException("interrupted waiting for " + what.get() + " from the origin");
+        } catch (ExecutionException e) {
+            throw rethrow(e.getCause());
+        }
+    }
+
+    private static IOException rethrow(Throwable cause) {
+        switch (cause) {
+            case IOException io -> {
+                return io;
+            }
+            case RuntimeException re -> throw re;
+            case Error err -> throw err;
+            default -> {
+                return new IOException(cause);
+            }
+        }
+    }
+
+    OriginStats stats() {
+        return new OriginStats(reads.sum(), bytes.sum(), metadataRequests.sum(), errors.sum(), origin.retries());
+    }
+
+    int inFlight() {
+        return flights.size();
+    }
+
+    /** Stops accepting work and interrupts fills in progress; their waiters fail. */
+    @Override
+    public void close() {
+        executor.shutdownNow();
+    }
+}

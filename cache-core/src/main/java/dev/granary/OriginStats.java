@@ -1,0 +1,12 @@
+package dev.granary;
+
+/**
+ * A snapshot of the cache's traffic to its origin, taken by {@link TieredCache#stats()}.
+ *
+ * @param reads            data requests (ranged reads) sent to the origin
+ * @param bytes            data bytes fetched from the origin
+ * @param metadataRequests stat and list requests
+ * @param errors           requests that failed (after the origin's own retries)
+ * @param retries          requests the origin retried on its own
+ */
+public record OriginStats(long reads, long bytes, long metadataRequests, long errors, long retries) {}

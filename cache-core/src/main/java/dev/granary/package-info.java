@@ -1,0 +1,17 @@
+/**
+ * The cache users code against.
+ *
+ * <p>Start at {@link dev.granary.TieredCache}: build one over an {@link dev.granary.spi.Origin} with one or more
+ * tiers, {@link dev.granary.TieredCache#read(String) read} through it, and close the {@link dev.granary.Lease} each
+ * read returns. {@link dev.granary.TieredCache#stats()} gives an immutable {@link dev.granary.CacheStats} snapshot.
+ *
+ * <p>Errors: {@link IllegalArgumentException} for bad arguments (the message names the value and what was expected),
+ * {@link IllegalStateException} for use after close, {@link dev.granary.NoSuchObjectException},
+ * {@link dev.granary.ObjectChangedException} and {@link java.io.EOFException} for what the origin says about an
+ * object, other {@link java.io.IOException}s for failing or silent origins.
+ *
+ * <p>Inside, the read path is: {@code TieredCache} (page math, tier lookups, fills) → {@code MetadataCache} (versions
+ * and their TTL, single-flight stats, stale-if-error) → {@code OriginFetcher} (virtual threads, the concurrency
+ * limit, timeouts, single-flight page fills) → the origin; {@code LeaseTracker} counts leases and finds leaks.
+ */
+package dev.granary;

@@ -1,0 +1,185 @@
+package dev.granary.spi;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+
+/**
+ * The bytes of one page in some tier's memory (or on the heap), with a reference count.
+ *
+ * <h2>Lifecycle</h2>
+ * A page is created with a count of one, owned by its creator. Whoever keeps a reference beyond the call that gave it
+ * {@linkplain #tryRetain() retains} it and {@linkplain #release() releases} it when done; when the count reaches zero
+ * the page {@linkplain #deallocate() deallocates} its memory, exactly once. A tier holds one reference for as long as
+ * the page is in its index; every {@code Lease} handed to a reader holds another. Eviction drops only the tier's
+ * reference, so memory a reader still holds is never freed or reused underneath it.
+ *
+ * <h2>Filling</h2>
+ * A freshly {@linkplain Tier#allocate(PageKey) allocated} page is unsealed: its filler writes the bytes through
+ * {@link #writableSegment()} and then {@linkplain #seal() seals} it, before publishing it to any other thread. After
+ * sealing, the page is immutable and only read-only views of it exist.
+ *
+ * <h2>Thread safety</h2>
+ * Reference counting is lock-free and safe from any thread. Filling is single-threaded by contract (one filler).
+ * Reads of a sealed page need no synchronisation beyond the safe publication that handed the page over (a concurrent
+ * map, a future).
+ */
+public abstract class Page {
+
+    private static final VarHandle REF_CNT;
+
+    static {
+        try {
+            REF_CNT = MethodHandles.lookup().findVarHandle(Page.class, "refCnt", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private final PageKey key;
+    private final MemorySegment memory;
+    private final MemorySegment readOnly;
+    private final ByteBuffer buffer;
+    @SuppressWarnings("unused") // accessed through REF_CNT
+    private volatile int refCnt = 1;
+    private volatile boolean sealed;
+
+    /**
+     * Creates an unsealed page over the given memory, with a reference count of one.
+     *
+     * @param key    the page's identity
+     * @param memory exactly {@code key.length()} bytes that this page owns until {@link #deallocate()}
+     * @throws IllegalArgumentException if the memory's size is not the key's length
+     */
+    protected Page(PageKey key, MemorySegment memory) {
+        if (memory.byteSize() != key.length()) {
+            throw new IllegalArgumentException(
+                    "page memory: " + memory.byteSize() + " bytes (expected: " + key.length() + ", the key's length)");
+        }
+        this.key = key;
+        this.memory = memory;
+        this.readOnly = memory.asReadOnly();
+        this.buffer = readOnly.asByteBuffer();
+    }
+
+    /** {@return the identity of the bytes this page holds} */
+    public final PageKey key() {
+        return key;
+    }
+
+    /** {@return the number of bytes, equal to {@code key().length()}} */
+    public final int length() {
+        return key.length();
+    }
+
+    /** {@return a read-only view of the page's bytes; valid while the caller holds a reference} */
+    public final MemorySegment segment() {
+        return readOnly;
+    }
+
+    /**
+     * Returns a read-only buffer over the page's bytes, shared by every caller: {@link ByteBuffer#slice(int, int)} or
+     * {@link ByteBuffer#duplicate()} it before changing position or limit. Valid while the caller holds a reference.
+     *
+     * @return the shared read-only buffer
+     */
+    public final ByteBuffer buffer() {
+        return buffer;
+    }
+
+    /**
+     * Returns the writable memory, for the page's single filler, until the page is sealed.
+     *
+     * @return the page's memory, writable
+     * @throws IllegalStateException if the page is already sealed
+     */
+    public final MemorySegment writableSegment() {
+        if (sealed) {
+            throw new IllegalStateException("page " + key + " is sealed (expected: an unsealed page being filled)");
+        }
+        return memory;
+    }
+
+    /** Marks the page as filled: from now on it is immutable. Idempotent. */
+    public final void seal() {
+        sealed = true;
+    }
+
+    /** {@return whether the page has been sealed} */
+    public final boolean isSealed() {
+        return sealed;
+    }
+
+    /**
+     * Adds one reference, unless the page was already freed.
+     *
+     * @return {@code true} if the caller now holds a reference; {@code false} if the count had reached zero, in which
+     *     case the page must not be used
+     */
+    public final boolean tryRetain() {
+        int count = (int) REF_CNT.getVolatile(this);
+        while (count > 0) {
+            int witness = (int) REF_CNT.compareAndExchange(this, count, count + 1);
+            if (witness == count) {
+                return true;
+            }
+            count = witness;
+        }
+        return false;
+    }
+
+    /**
+     * Adds {@code n} references on behalf of callers who will each release one. The caller must hold a reference.
+     *
+     * @param n the number of references to add, {@code >= 0}
+     * @throws IllegalArgumentException if {@code n} is negative
+     * @throws IllegalStateException    if the page was already freed
+     */
+    public final void retain(int n) {
+        if (n < 0) {
+            throw new IllegalArgumentException("references to add: " + n + " (expected: >= 0)");
+        }
+        if (n == 0) {
+            return;
+        }
+        int before = (int) REF_CNT.getAndAdd(this, n);
+        if (before <= 0) {
+            REF_CNT.getAndAdd(this, -n);
+            throw new IllegalStateException("page " + key + " retained after it was freed (reference count " + before
+                    + ")");
+        }
+    }
+
+    /**
+     * Drops one reference; the last one frees the memory.
+     *
+     * @return {@code true} if this call freed the page
+     * @throws IllegalStateException if the page was already freed (a double release: a bug in the caller)
+     */
+    public final boolean release() {
+        int after = (int) REF_CNT.getAndAdd(this, -1) - 1;
+        if (after > 0) {
+            return false;
+        }
+        if (after < 0) {
+            REF_CNT.getAndAdd(this, 1);
+            throw new IllegalStateException("page " + key + " released more often than retained");
+        }
+        deallocate();
+        return true;
+    }
+
+    /** {@return the current reference count; for diagnostics and tests} */
+    public final int refCnt() {
+        return (int) REF_CNT.getVolatile(this);
+    }
+
+    /** Returns this page's memory to its owner. Called exactly once, by the release that drops the count to zero. */
+    protected abstract void deallocate();
+
+    @Override
+    public String toString() {
+        return getClass().getSimpleName() + "[" + key + ", refCnt=" + refCnt() + "]";
+    }
+}

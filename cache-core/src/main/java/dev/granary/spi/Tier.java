@@ -1,0 +1,81 @@
+package dev.granary.spi;
+
+import dev.granary.TierStats;
+
+/**
+ * One level of the cache: off-heap memory, a local disk, or anything else that keeps pages closer than the origin.
+ *
+ * <p>A {@code TieredCache} consults its tiers in the order they were added. On a miss in every tier it fills the page
+ * from the origin, preferably straight into memory the first tier {@linkplain #allocate(PageKey) allocates}, and then
+ * {@linkplain #put(Page) offers} it to each tier; a hit in a lower tier is offered to the tiers above it.
+ *
+ * <h2>Contract</h2>
+ * <ul>
+ *   <li>A tier never returns bytes that differ from the bytes that were put under the same {@link PageKey}. A tier
+ *       that detects damage (a checksum mismatch) reports a miss, never the damaged bytes.</li>
+ *   <li>A miss is {@code null}, not an exception. Failures of the tier's own medium (a full or failing disk) are
+ *       reported in {@link #stats()} and degrade to misses and refused puts; they do not reach the reader.</li>
+ *   <li>Capacity is a bound the tier enforces itself, including on memory held by readers after eviction.</li>
+ * </ul>
+ *
+ * <h2>Thread safety</h2>
+ * Every method may be called concurrently from any number of threads. {@link #get(PageKey)} is the hot path: it must
+ * not block on anything but the tier's own medium.
+ *
+ * <h2>Lifecycle</h2>
+ * A tier belongs to one cache, which closes it. After {@link #close()}, {@code get} misses and {@code allocate} and
+ * {@code put} refuse; pages handed out before stay valid until released.
+ */
+public interface Tier extends AutoCloseable {
+
+    /** {@return a short name for stats and logs, such as {@code "memory"} or {@code "disk"}} */
+    String name();
+
+    /**
+     * Looks a page up.
+     *
+     * @param key the page's identity
+     * @return the page, retained once for the caller (who must {@linkplain Page#release() release} it), or
+     *     {@code null} on a miss
+     */
+    Page get(PageKey key);
+
+    /**
+     * Allocates an unsealed page in this tier's own storage, for the caller to fill and then {@linkplain #put(Page)
+     * put} back, so a fill from the origin lands in place without an extra copy. The page is not visible to
+     * {@link #get(PageKey)} until put.
+     *
+     * @param key the identity the page will have
+     * @return a page with one reference owned by the caller, or {@code null} if the tier cannot or will not hold the
+     *     page now (full of pages readers hold, admission refused, closed, or allocation not supported)
+     */
+    default Page allocate(PageKey key) {
+        return null;
+    }
+
+    /**
+     * Offers a sealed page for caching. If this tier allocated the page it keeps it as is; otherwise it copies the
+     * bytes. The caller's reference is neither consumed nor transferred: the caller still releases it.
+     *
+     * @param page a sealed page
+     * @return {@code true} if the tier now holds the page (or already held one with the same key); {@code false} if
+     *     it refused (admission, capacity, a failing medium, closed)
+     * @throws IllegalArgumentException if the page is not sealed
+     */
+    boolean put(Page page);
+
+    /**
+     * Drops every page of one object, in every version. Pages that readers hold stay valid until released.
+     *
+     * @param origin the origin's URI as a string
+     * @param key    the object key
+     */
+    void invalidate(String origin, String key);
+
+    /** {@return a snapshot of this tier's counters} */
+    TierStats stats();
+
+    /** Drops every page and releases the tier's resources once readers have released what they hold. Idempotent. */
+    @Override
+    void close();
+}

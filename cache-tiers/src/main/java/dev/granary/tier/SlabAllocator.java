@@ -1,0 +1,241 @@
+package dev.granary.tier;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Off-heap memory for one memory tier: slabs reserved from one shared {@link Arena}, carved into contiguous runs of
+ * fixed-size blocks, best fit, coalescing on free.
+ *
+ * <h2>The bound</h2>
+ * Slabs are reserved lazily and never beyond the capacity (the last slab is cut short to fit), so the off-heap memory
+ * this allocator ever holds — reserved, not just allocated — is at most the capacity. Nothing is returned to the OS
+ * before {@link #close()}: a cache that filled once stays filled.
+ *
+ * <h2>Layout</h2>
+ * Memory is addressed by global block index: block {@code b} lives in slab {@code b / blocksPerSlab}. A run never
+ * crosses a slab. Free runs are indexed twice: by start (to coalesce with neighbours on free) and by (length, start)
+ * (for best fit). An allocation of {@code n} bytes takes {@code ceil(n / blockSize)} blocks; the rounding is counted
+ * as used, so {@link #used()} is the honest footprint.
+ *
+ * <h2>Thread safety</h2>
+ * One lock guards the free-run indexes and the slab list. Allocation happens on fills (origin speed), never on hits;
+ * measured in {@code AllocatorBenchmark} (see docs/decisions/0001-memory-allocator.md).
+ *
+ * <h2>Lifecycle</h2>
+ * {@link #close()} marks the allocator closed; the arena is closed when the last live allocation is freed, so
+ * memory readers still hold stays valid after the tier is closed.
+ */
+final class SlabAllocator {
+
+    static final int BLOCK_SIZE = 512;
+    private static final int BLOCK_SHIFT = 9;
+
+    private final long capacity;
+    private final int blocksPerSlab;
+    private final long slabBytes;
+    private final Arena arena = Arena.ofShared();
+    private final ReentrantLock lock = new ReentrantLock();
+    private final List<MemorySegment> slabs = new ArrayList<>();
+    /** Free runs: start block → length in blocks. Guarded by lock. */
+    private final TreeMap<Long, Long> freeByStart = new TreeMap<>();
+    /** Free runs: (length << 32 | start), for best fit. Guarded by lock. */
+    private final TreeSet<Long> freeBySize = new TreeSet<>();
+    private final SlabListener listener;
+    private long reserved;
+    private volatile long used;
+    private long liveAllocations;
+    private boolean closed;
+    private boolean arenaClosed;
+
+    /** Told about each slab reserved, e.g. to page-lock it. Called under the allocator's lock. */
+    interface SlabListener {
+        void reserved(MemorySegment slab);
+    }
+
+    /**
+     * @param capacity  the bound on reserved memory, in bytes
+     * @param slabBytes the size of each reserved slab; the largest allocation possible
+     */
+    SlabAllocator(long capacity, long slabBytes, SlabListener listener) {
+        this.capacity = capacity;
+        long slab = Math.min(slabBytes, capacity);
+        this.blocksPerSlab = (int) (slab >>> BLOCK_SHIFT);
+        this.slabBytes = (long) blocksPerSlab << BLOCK_SHIFT;
+        this.listener = listener;
+    }
+
+    static long blocks(long length) {
+        return (length + BLOCK_SIZE - 1) >>> BLOCK_SHIFT;
+    }
+
+    /** {@return the bytes an allocation of {@code length} occupies: its blocks} */
+    static long footprint(long length) {
+        return blocks(length) << BLOCK_SHIFT;
+    }
+
+    long maxAllocation() {
+        return slabBytes;
+    }
+
+    /**
+     * Allocates {@code length} contiguous bytes.
+     *
+     * @return the first block of the run, or {@code -1} if no run fits (full, fragmented, closed, or larger than a
+     *     slab)
+     */
+    long allocate(int length) {
+        long n = Math.max(1, blocks(length));
+        if (n > blocksPerSlab) {
+            return -1;
+        }
+        lock.lock();
+        try {
+            if (closed) {
+                return -1;
+            }
+            Long fit = freeBySize.ceiling(n << 32);
+            if (fit == null && reserveSlab(n)) {
+                fit = freeBySize.ceiling(n << 32);
+            }
+            if (fit == null) {
+                return -1;
+            }
+            long runLength = fit >>> 32;
+            long start = fit & 0xFFFF_FFFFL;
+            removeFree(start, runLength);
+            if (runLength > n) {
+                addFree(start + n, runLength - n);
+            }
+            used += n << BLOCK_SHIFT;
+            liveAllocations++;
+            return start;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@return the memory of an allocation} */
+    MemorySegment segment(long start, int length) {
+        MemorySegment slab;
+        lock.lock();
+        try {
+            slab = slabs.get((int) (start / blocksPerSlab));
+        } finally {
+            lock.unlock();
+        }
+        return slab.asSlice((start % blocksPerSlab) << BLOCK_SHIFT, length);
+    }
+
+    /** Frees an allocation, coalescing it with free neighbours in the same slab. */
+    void free(long start, int length) {
+        long n = Math.max(1, blocks(length));
+        lock.lock();
+        try {
+            used -= n << BLOCK_SHIFT;
+            liveAllocations--;
+            long slab = start / blocksPerSlab;
+            long runStart = start;
+            long runLength = n;
+            Map.Entry<Long, Long> before = freeByStart.lowerEntry(start);
+            if (before != null && before.getKey() + before.getValue() == start && before.getKey() / blocksPerSlab == slab) {
+                removeFree(before.getKey(), before.getValue());
+                runStart = before.getKey();
+                runLength += before.getValue();
+            }
+            Long after = freeByStart.get(start + n);
+            if (after != null && (start + n) / blocksPerSlab == slab) {
+                removeFree(start + n, after);
+                runLength += after;
+            }
+            addFree(runStart, runLength);
+            maybeCloseArena();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@return bytes allocated now, rounded to blocks} */
+    long used() {
+        return used;
+    }
+
+    /** {@return bytes reserved from the OS so far; never more than the capacity} */
+    long reserved() {
+        lock.lock();
+        try {
+            return reserved;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@return the largest free run, in bytes, including memory not yet reserved} */
+    long largestFree() {
+        lock.lock();
+        try {
+            long largest = freeBySize.isEmpty() ? 0 : (freeBySize.last() >>> 32) << BLOCK_SHIFT;
+            return Math.max(largest, Math.min(slabBytes, capacity - reserved));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Refuses new allocations; the arena closes once every live allocation is freed. */
+    void close() {
+        lock.lock();
+        try {
+            closed = true;
+            maybeCloseArena();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@return whether the arena has been closed, i.e. all memory returned to the OS} */
+    boolean isReleased() {
+        lock.lock();
+        try {
+            return arenaClosed;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private boolean reserveSlab(long blocksNeeded) {
+        long size = Math.min(slabBytes, capacity - reserved) & ~((long) BLOCK_SIZE - 1);
+        if ((size >>> BLOCK_SHIFT) < blocksNeeded) {
+            return false;
+        }
+        MemorySegment slab = arena.allocate(slabBytes > size ? size : slabBytes, 4096);
+        long first = (long) slabs.size() * blocksPerSlab;
+        slabs.add(slab);
+        reserved += size;
+        addFree(first, size >>> BLOCK_SHIFT);
+        listener.reserved(slab);
+        return true;
+    }
+
+    private void addFree(long start, long length) {
+        freeByStart.put(start, length);
+        freeBySize.add(length << 32 | start);
+    }
+
+    private void removeFree(long start, long length) {
+        freeByStart.remove(start);
+        freeBySize.remove(length << 32 | start);
+    }
+
+    private void maybeCloseArena() {
+        if (closed && liveAllocations == 0 && !arenaClosed) {
+            arenaClosed = true;
+            arena.close();
+        }
+    }
+}
