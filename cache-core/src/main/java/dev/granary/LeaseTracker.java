@@ -93,12 +93,12 @@ final class LeaseTracker {
 
         @Override
         public void run() {
+            release(page, tracker);
             if (!explicitlyClosed) {
-                tracker.leaked.increment();
+                tracker.leaked.increment(); // after the release, so a reader of the counter sees the memory freed
                 LOG.log(System.Logger.Level.ERROR, "LEAK: a Lease was garbage collected without close(); its memory"
                         + " is released now, but close every lease (try-with-resources). It was created here:", trace);
             }
-            release(page, tracker);
         }
     }
 

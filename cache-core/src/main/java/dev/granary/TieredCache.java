@@ -329,7 +329,7 @@ public final class TieredCache implements AutoCloseable {
             PageKey key = pageKey(info, first + i);
             pages[i] = lookup(key);
             if (pages[i] == null) {
-                flights[i] = fetcher.fetch(key, this::lookup, k -> fill(info, k));
+                flights[i] = fetcher.fetch(key, this::recheck, k -> fill(info, k));
             }
         }
         int i = 0;
@@ -359,7 +359,7 @@ public final class TieredCache implements AutoCloseable {
         if (page != null) {
             return page;
         }
-        OriginFetcher.Flight flight = fetcher.fetch(key, this::lookup, k -> fill(info, k));
+        OriginFetcher.Flight flight = fetcher.fetch(key, this::recheck, k -> fill(info, k));
         try {
             return OriginFetcher.await(flight, deadline, describe(info, index));
         } catch (IOException | RuntimeException | Error e) {
@@ -370,9 +370,18 @@ public final class TieredCache implements AutoCloseable {
 
     /** Looks a page up in the tiers, in order; a hit below the first tier is copied into the tiers above. */
     private Page lookup(PageKey key) {
+        return lookup(key, false);
+    }
+
+    /** The fill's second look, once its flight is registered: not counted as a lookup. */
+    private Page recheck(PageKey key) {
+        return lookup(key, true);
+    }
+
+    private Page lookup(PageKey key, boolean quietly) {
         Tier[] tiers = this.tiers;
         for (int i = 0; i < tiers.length; i++) {
-            Page page = tiers[i].get(key);
+            Page page = quietly ? tiers[i].peek(key) : tiers[i].get(key);
             if (page != null) {
                 for (int j = 0; j < i; j++) {
                     tiers[j].put(page);

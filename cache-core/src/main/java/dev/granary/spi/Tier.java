@@ -41,6 +41,18 @@ public interface Tier extends AutoCloseable {
     Page get(PageKey key);
 
     /**
+     * Looks a page up like {@link #get(PageKey)}, but without counting a hit or miss and without telling the eviction
+     * policy: the cache's own second look, made once a fill is registered, so that a fill that completed a moment
+     * before is not repeated (and not counted twice).
+     *
+     * @param key the page's identity
+     * @return the page, retained once for the caller, or {@code null}
+     */
+    default Page peek(PageKey key) {
+        return get(key);
+    }
+
+    /**
      * Allocates an unsealed page in this tier's own storage, for the caller to fill and then {@linkplain #put(Page)
      * put} back, so a fill from the origin lands in place without an extra copy. The page is not visible to
      * {@link #get(PageKey)} until put.

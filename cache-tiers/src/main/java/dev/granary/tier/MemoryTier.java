@@ -96,6 +96,12 @@ public final class MemoryTier implements Tier {
     }
 
     @Override
+    public Page peek(PageKey key) {
+        Slot slot = index.get(key);
+        return slot != null && slot.tryRetain() ? slot : null;
+    }
+
+    @Override
     public Page allocate(PageKey key) {
         if (closed) {
             return null;

@@ -12,6 +12,7 @@ import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.DirectoryStream;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
@@ -178,8 +179,11 @@ public final class PosixOrigin implements Origin {
             Path realDir;
             try {
                 realDir = dir.toRealPath();
-            } catch (NoSuchFileException | NotDirectoryException e) {
-                return Stream.empty();
+            } catch (FileSystemException e) {
+                if (absent(e)) {
+                    return Stream.empty();
+                }
+                throw e;
             }
             if (!realDir.startsWith(realRoot) || !Files.isDirectory(realDir)) {
                 return Stream.empty();
@@ -217,8 +221,11 @@ public final class PosixOrigin implements Origin {
         Path real;
         try {
             real = path.toRealPath();
-        } catch (NoSuchFileException | NotDirectoryException e) {
-            throw new NoSuchObjectException(uri, key, e);
+        } catch (FileSystemException e) {
+            if (absent(e)) {
+                throw new NoSuchObjectException(uri, key, e);
+            }
+            throw e;
         }
         if (!real.startsWith(realRoot)) {
             throw new IllegalArgumentException("key: '" + key + "' leads to " + real
@@ -270,6 +277,12 @@ public final class PosixOrigin implements Origin {
         }
         return Long.toHexString(attrs.size()) + "-" + Long.toHexString(mtimeNanos)
                 + (inode == null ? "" : "-" + (inode instanceof Long l ? Long.toHexString(l) : inode));
+    }
+
+    /** Whether a path lookup failed because the path does not exist: ENOENT, or ENOTDIR (a file in the middle). */
+    private static boolean absent(FileSystemException e) {
+        return e instanceof NoSuchFileException || e instanceof NotDirectoryException
+                || "Not a directory".equals(e.getReason());
     }
 
     private static boolean containsDotDot(String prefix) {
