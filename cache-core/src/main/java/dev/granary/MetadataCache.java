@@ -1,5 +1,6 @@
 package dev.granary;
 
+import dev.granary.spi.Tier;
 import java.io.IOException;
 import java.util.Iterator;
 import java.util.concurrent.CompletableFuture;
@@ -24,18 +25,36 @@ final class MetadataCache {
 
     private static final System.Logger LOG = System.getLogger(MetadataCache.class.getName());
 
-    private record Entry(ObjectInfo info, long confirmedAt) {}
+    /**
+     * One known version of an object. Besides the version, it remembers the first tier's page 0 of the object (a
+     * hint): a hit on page 0 then only asks the tier to {@linkplain Tier#touch confirm} that page, instead of looking
+     * its key up again. The hint belongs to this version only; a new version is a new entry without one.
+     */
+    static final class Known {
+        final ObjectInfo info;
+        final long confirmedAt;
+        /** The first tier's {@linkplain Tier#hint hint} for page 0 of this version, or null. */
+        volatile Object hint;
+
+        Known(ObjectInfo info, long confirmedAt, Object hint) {
+            this.info = info;
+            this.confirmedAt = confirmedAt;
+            this.hint = hint;
+        }
+    }
 
     private final OriginFetcher fetcher;
     private final long ttlNanos;
     private final int capacity;
     private final LongSupplier ticker;
-    private final ConcurrentHashMap<String, Entry> entries = new ConcurrentHashMap<>();
-    private final ConcurrentHashMap<String, CompletableFuture<ObjectInfo>> inflight = new ConcurrentHashMap<>();
+    private final long timeoutNanos;
+    private final ConcurrentHashMap<String, Known> entries = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, CompletableFuture<Known>> inflight = new ConcurrentHashMap<>();
     private final LongAdder staleServes = new LongAdder();
     private final AtomicBoolean outageLogged = new AtomicBoolean();
 
-    MetadataCache(OriginFetcher fetcher, long ttlNanos, int capacity, LongSupplier ticker) {
+    MetadataCache(OriginFetcher fetcher, long ttlNanos, int capacity, LongSupplier ticker, long timeoutNanos) {
+        this.timeoutNanos = timeoutNanos;
         this.fetcher = fetcher;
         this.ttlNanos = ttlNanos;
         this.capacity = capacity;
@@ -43,18 +62,20 @@ final class MetadataCache {
     }
 
     /**
-     * Returns the object's current version as far as the TTL allows, asking the origin when it has expired.
+     * Returns the object's current version as far as the TTL allows, asking the origin when it has expired and waiting
+     * for it at most the read timeout.
      *
      * @throws NoSuchObjectException if the origin says the object does not exist
      * @throws IOException           if the origin cannot be asked and no earlier version is known
      */
-    ObjectInfo get(String key, long deadlineNanos) throws IOException {
-        Entry entry = entries.get(key);
+    Known get(String key) throws IOException {
+        Known entry = entries.get(key);
         if (entry != null && ticker.getAsLong() - entry.confirmedAt < ttlNanos) {
-            return entry.info;
+            return entry;
         }
-        CompletableFuture<ObjectInfo> mine = new CompletableFuture<>();
-        CompletableFuture<ObjectInfo> flight = inflight.putIfAbsent(key, mine);
+        long deadlineNanos = System.nanoTime() + timeoutNanos;
+        CompletableFuture<Known> mine = new CompletableFuture<>();
+        CompletableFuture<Known> flight = inflight.putIfAbsent(key, mine);
         if (flight == null) {
             flight = mine;
             try {
@@ -68,7 +89,7 @@ final class MetadataCache {
         return OriginFetcher.await(flight, deadlineNanos, () -> "the metadata of '" + key + "'");
     }
 
-    private ObjectInfo revalidate(String key, long deadlineNanos) throws IOException {
+    private Known revalidate(String key, long deadlineNanos) throws IOException {
         ObjectInfo info;
         try {
             info = fetcher.stat(key, deadlineNanos);
@@ -76,7 +97,7 @@ final class MetadataCache {
             entries.remove(key);
             throw e;
         } catch (IOException e) {
-            Entry known = entries.get(key);
+            Known known = entries.get(key);
             if (known == null) {
                 throw e;
             }
@@ -88,20 +109,24 @@ final class MetadataCache {
             }
             // Trust the known version for one more TTL, so an outage costs one failed stat per key and TTL rather
             // than one per read.
-            entries.put(key, new Entry(known.info, ticker.getAsLong()));
-            return known.info;
+            Known again = new Known(known.info, ticker.getAsLong(), known.hint);
+            entries.put(key, again);
+            return again;
         }
         outageLogged.set(false);
-        observe(info);
-        return info;
+        return observe(info);
     }
 
-    /** Records a version the origin just reported (a stat, or a listing). */
-    void observe(ObjectInfo info) {
-        entries.put(info.key(), new Entry(info, ticker.getAsLong()));
+    /** Records a version the origin just reported (a stat, or a listing); a confirmed version keeps its hint. */
+    Known observe(ObjectInfo info) {
+        Known previous = entries.get(info.key());
+        Object hint = previous != null && previous.info.equals(info) ? previous.hint : null;
+        Known known = new Known(info, ticker.getAsLong(), hint);
+        entries.put(info.key(), known);
         if (entries.size() > capacity) {
             shrink();
         }
+        return known;
     }
 
     /** Forgets what is known of a key, so the next read asks the origin. */

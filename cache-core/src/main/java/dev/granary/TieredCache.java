@@ -64,7 +64,8 @@ public final class TieredCache implements AutoCloseable {
         this.pageSize = b.pageSize;
         this.readTimeoutNanos = b.readTimeout.toNanos();
         this.fetcher = new OriginFetcher(origin);
-        this.metadata = new MetadataCache(fetcher, b.metadataTtl.toNanos(), b.metadataCapacity, b.ticker);
+        this.metadata = new MetadataCache(fetcher, b.metadataTtl.toNanos(), b.metadataCapacity, b.ticker,
+                readTimeoutNanos);
         this.leases = new LeaseTracker(b.leakDetection);
     }
 
@@ -97,16 +98,16 @@ public final class TieredCache implements AutoCloseable {
     public Lease read(String key) throws IOException {
         ensureOpen();
         Checks.key(key);
-        long deadline = deadline();
         for (int attempt = 0; ; attempt++) {
-            ObjectInfo info = metadata.get(key, deadline);
+            MetadataCache.Known known = metadata.get(key);
+            ObjectInfo info = known.info;
             if (info.size() > Integer.MAX_VALUE - 8) {
                 throw new IllegalArgumentException("object '" + key + "' has " + info.size()
                         + " bytes (expected: at most " + (Integer.MAX_VALUE - 8)
                         + " for one lease; read it in ranges or with readInto)");
             }
             try {
-                return readRange(info, 0, (int) info.size(), deadline);
+                return readRange(known, 0, (int) info.size());
             } catch (ObjectChangedException e) {
                 changed(info, e, attempt);
             }
@@ -132,12 +133,12 @@ public final class TieredCache implements AutoCloseable {
         ensureOpen();
         Checks.key(key);
         Checks.range(key, offset, length);
-        long deadline = deadline();
         for (int attempt = 0; ; attempt++) {
-            ObjectInfo info = metadata.get(key, deadline);
+            MetadataCache.Known known = metadata.get(key);
+            ObjectInfo info = known.info;
             checkBounds(info, offset, length);
             try {
-                return readRange(info, offset, (int) length, deadline);
+                return readRange(known, offset, (int) length);
             } catch (ObjectChangedException e) {
                 changed(info, e, attempt);
             }
@@ -192,12 +193,11 @@ public final class TieredCache implements AutoCloseable {
         if (offset < 0) {
             throw new IllegalArgumentException("offset into '" + key + "': " + offset + " (expected: >= 0)");
         }
-        long deadline = deadline();
         for (int attempt = 0; ; attempt++) {
-            ObjectInfo info = metadata.get(key, deadline);
+            ObjectInfo info = metadata.get(key).info;
             checkBounds(info, offset, length);
             try {
-                copyRange(info, offset, dst, deadline);
+                copyRange(info, offset, dst);
                 return;
             } catch (ObjectChangedException e) {
                 changed(info, e, attempt);
@@ -218,7 +218,7 @@ public final class TieredCache implements AutoCloseable {
     public ObjectInfo stat(String key) throws IOException {
         ensureOpen();
         Checks.key(key);
-        return metadata.get(key, deadline());
+        return metadata.get(key).info;
     }
 
     /**
@@ -276,7 +276,8 @@ public final class TieredCache implements AutoCloseable {
 
     // ---------------------------------------------------------------------------------------------- the read path
 
-    private Lease readRange(ObjectInfo info, long offset, int length, long deadline) throws IOException {
+    private Lease readRange(MetadataCache.Known known, long offset, int length) throws IOException {
+        ObjectInfo info = known.info;
         String key = info.key();
         if (length == 0) {
             return Lease.empty(key, offset);
@@ -284,17 +285,17 @@ public final class TieredCache implements AutoCloseable {
         long first = offset / pageSize;
         long last = (offset + length - 1) / pageSize;
         if (first == last) {
-            Page page = page(info, first, deadline);
+            Page page = first == 0 ? firstPage(known) : page(info, pageKey(info, first), 0);
             return Lease.ofPage(key, offset, page, (int) (offset - page.key().offset()), length, leases);
         }
         // The range spans pages: assemble one buffer of its own, by one copy of each page's part.
         byte[] bytes = new byte[length];
-        copyRange(info, offset, MemorySegment.ofArray(bytes), deadline);
+        copyRange(info, offset, MemorySegment.ofArray(bytes));
         return Lease.ofCopy(key, offset, ByteBuffer.wrap(bytes).asReadOnlyBuffer(), leases);
     }
 
     /** Copies a range into {@code dst}, fetching the missing pages of it concurrently. */
-    private void copyRange(ObjectInfo info, long offset, MemorySegment dst, long deadline) throws IOException {
+    private void copyRange(ObjectInfo info, long offset, MemorySegment dst) throws IOException {
         long length = dst.byteSize();
         if (length == 0) {
             return;
@@ -305,7 +306,7 @@ public final class TieredCache implements AutoCloseable {
         int window = (int) Math.min(last - first + 1, 64);
         for (long start = first; start <= last; start += window) {
             long end = Math.min(last, start + window - 1);
-            Page[] pages = pages(info, start, end, deadline);
+            Page[] pages = pages(info, start, end);
             try {
                 for (Page page : pages) {
                     long from = Math.max(offset, page.key().offset());
@@ -321,7 +322,7 @@ public final class TieredCache implements AutoCloseable {
     }
 
     /** Returns pages {@code first..last} of an object, each retained once; starts every missing one at once. */
-    private Page[] pages(ObjectInfo info, long first, long last, long deadline) throws IOException {
+    private Page[] pages(ObjectInfo info, long first, long last) throws IOException {
         int n = (int) (last - first + 1);
         Page[] pages = new Page[n];
         OriginFetcher.Flight[] flights = new OriginFetcher.Flight[n];
@@ -332,9 +333,14 @@ public final class TieredCache implements AutoCloseable {
                 flights[i] = fetcher.fetch(key, this::recheck, k -> fill(info, k));
             }
         }
+        // The clock starts when there is something to wait for: hits never read it.
+        long deadline = 0;
         int i = 0;
         try {
             for (; i < n; i++) {
+                if (flights[i] != null && deadline == 0) {
+                    deadline = deadline();
+                }
                 if (flights[i] != null) {
                     pages[i] = OriginFetcher.await(flights[i], deadline, describe(info, first + i));
                 }
@@ -353,15 +359,38 @@ public final class TieredCache implements AutoCloseable {
         }
     }
 
-    private Page page(ObjectInfo info, long index, long deadline) throws IOException {
-        PageKey key = pageKey(info, index);
-        Page page = lookup(key);
+    /**
+     * Page 0 of an object, through the hint its version keeps when the first tier has it: one confirmation instead
+     * of a second hash lookup on the hottest path (most samples are one page).
+     */
+    private Page firstPage(MetadataCache.Known known) throws IOException {
+        Object hint = known.hint;
+        if (hint != null) {
+            Page page = tiers[0].touch(hint);
+            if (page != null) {
+                return page;
+            }
+        }
+        PageKey key = pageKey(known.info, 0);
+        if (tiers.length > 0) {
+            Page page = tiers[0].get(key);
+            if (page != null) {
+                known.hint = tiers[0].hint(page);
+                return page;
+            }
+        }
+        return page(known.info, key, 1);
+    }
+
+    /** A page, looked up from tier {@code fromTier} down, else filled from the origin. */
+    private Page page(ObjectInfo info, PageKey key, int fromTier) throws IOException {
+        Page page = lookup(key, fromTier, false);
         if (page != null) {
             return page;
         }
         OriginFetcher.Flight flight = fetcher.fetch(key, this::recheck, k -> fill(info, k));
         try {
-            return OriginFetcher.await(flight, deadline, describe(info, index));
+            return OriginFetcher.await(flight, deadline(), describe(info, key.offset() / pageSize));
         } catch (IOException | RuntimeException | Error e) {
             OriginFetcher.abandon(flight);
             throw e;
@@ -370,17 +399,17 @@ public final class TieredCache implements AutoCloseable {
 
     /** Looks a page up in the tiers, in order; a hit below the first tier is copied into the tiers above. */
     private Page lookup(PageKey key) {
-        return lookup(key, false);
+        return lookup(key, 0, false);
     }
 
     /** The fill's second look, once its flight is registered: not counted as a lookup. */
     private Page recheck(PageKey key) {
-        return lookup(key, true);
+        return lookup(key, 0, true);
     }
 
-    private Page lookup(PageKey key, boolean quietly) {
+    private Page lookup(PageKey key, int fromTier, boolean quietly) {
         Tier[] tiers = this.tiers;
-        for (int i = 0; i < tiers.length; i++) {
+        for (int i = fromTier; i < tiers.length; i++) {
             Page page = quietly ? tiers[i].peek(key) : tiers[i].get(key);
             if (page != null) {
                 for (int j = 0; j < i; j++) {
@@ -543,7 +572,8 @@ public final class TieredCache implements AutoCloseable {
         }
 
         /**
-         * Sets how long a read waits for the origin before it fails with an {@link IOException}. Default 30 seconds.
+         * Sets how long a read waits for the origin before it fails with an {@link IOException}: the wait for an
+         * object's metadata and the wait for its data are each bounded by it. Default 30 seconds. Hits never wait.
          *
          * @param timeout the timeout, {@code > 0}
          * @return this builder

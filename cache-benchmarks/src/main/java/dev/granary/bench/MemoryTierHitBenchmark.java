@@ -10,6 +10,7 @@ import dev.granary.TieredCache;
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import dev.granary.tier.MemoryTier;
+import dev.granary.tier.WindowTinyLfuPolicy;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -98,6 +99,10 @@ public class MemoryTierHitBenchmark {
     @Param({"granary", "tier", "raw", "caffeine"})
     String subject;
 
+    /** The memory tier's policy records one hit in this many (ignored by raw and caffeine). */
+    @Param({"8"})
+    int sampling;
+
     private int mode;
     private int count;
     private String[] keys;
@@ -136,7 +141,8 @@ public class MemoryTierHitBenchmark {
 
     private void setUpCache(SyntheticOrigin origin) throws IOException {
         // Room for every page plus one slab, so neither the policy nor slab tails ever evict or refuse.
-        tier = MemoryTier.builder().capacity(TOTAL_BYTES + (64L << 20)).slabSize(64L << 20).build();
+        tier = MemoryTier.builder().capacity(TOTAL_BYTES + (64L << 20)).slabSize(64L << 20)
+                .policy(WindowTinyLfuPolicy.sampling(sampling)).build();
         cache = TieredCache.builder(origin)
                 .tier(tier)
                 .pageSize(pageSize)

@@ -53,6 +53,30 @@ public interface Tier extends AutoCloseable {
     }
 
     /**
+     * Returns a token by which {@link #touch(Object)} can later find this page without a lookup, or {@code null} if
+     * the tier offers none. The cache keeps one such hint per object version (for its first page). A hint must not
+     * keep an evicted page's memory, or the page object, reachable.
+     *
+     * @param page a page this tier handed out (others get {@code null})
+     * @return the hint, or {@code null}
+     */
+    default Object hint(Page page) {
+        return null;
+    }
+
+    /**
+     * Serves a hit through a hint from {@link #hint(Page)}: if the page is still in this tier, retains it once for the
+     * caller and counts and records the hit exactly as {@link #get(PageKey)} would, without looking its key up.
+     *
+     * @param hint a hint this tier gave
+     * @return the page, retained once for the caller; {@code null} if it is no longer in this tier (nothing is counted
+     *     then, and the caller falls back to {@code get})
+     */
+    default Page touch(Object hint) {
+        return null;
+    }
+
+    /**
      * Allocates an unsealed page in this tier's own storage, for the caller to fill and then {@linkplain #put(Page)
      * put} back, so a fill from the origin lands in place without an extra copy. The page is not visible to
      * {@link #get(PageKey)} until put.

@@ -308,6 +308,35 @@ public abstract class TierContractTest {
     }
 
     @Test
+    void aHintServesHitsUntilThePageLeavesTheTier() throws Exception {
+        Tier tier = tier(smallCapacity());
+        byte[] bytes = randomBytes(2000);
+        PageKey key = key("hinted", 0, bytes.length);
+        assertTrue(fill(tier, key, bytes));
+        Page page = tier.get(key);
+        Object hint = tier.hint(page);
+        page.release();
+        assertNull(tier.hint(heapPage(key("foreign", 0, 1), new byte[1])), "no hint for another tier's page");
+        assertNull(tier.touch(new Object()), "a foreign token is no hint");
+        if (hint == null) {
+            return; // this tier offers no hints: nothing more to check
+        }
+        long hits = tier.stats().hits();
+        Page touched = tier.touch(hint);
+        assertNotNull(touched);
+        try {
+            assertEquals(key, touched.key());
+            Bytes.assertSame(bytes, touched.buffer(), "a page reached through its hint");
+        } finally {
+            touched.release();
+        }
+        assertEquals(hits + 1, tier.stats().hits(), "a touch is a hit");
+        tier.invalidate(ORIGIN, "hinted");
+        assertNull(tier.touch(hint), "an invalidated page is not reachable through its hint");
+        assertEquals(hits + 1, tier.stats().hits(), "a failed touch counts nothing");
+    }
+
+    @Test
     void nameIsStable() throws Exception {
         Tier tier = tier(smallCapacity());
         assertNotNull(tier.name());

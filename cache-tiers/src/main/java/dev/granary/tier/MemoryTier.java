@@ -96,6 +96,26 @@ public final class MemoryTier implements Tier {
     }
 
     @Override
+    public Object hint(Page page) {
+        return page instanceof Slot slot && slot.tier == this ? slot.hint : null;
+    }
+
+    @Override
+    public Page touch(Object hint) {
+        if (!(hint instanceof Hint h)) {
+            return null;
+        }
+        Slot slot = h.slot;
+        if (slot == null || slot.tier != this || !slot.tryRetain()) {
+            return null;
+        }
+        hits.increment();
+        hitBytes.add(slot.length());
+        policy.recordAccess(slot.key());
+        return slot;
+    }
+
+    @Override
     public Page peek(PageKey key) {
         Slot slot = index.get(key);
         return slot != null && slot.tryRetain() ? slot : null;
@@ -179,8 +199,10 @@ public final class MemoryTier implements Tier {
             slot.release();
             return true;
         }
+        slot.hint.slot = slot;
         if (closed) {
             if (index.remove(key, slot)) {
+                slot.hint.slot = null;
                 slot.release();
             }
             return false;
@@ -195,6 +217,7 @@ public final class MemoryTier implements Tier {
         if (slot == null) {
             return false;
         }
+        slot.hint.slot = null;
         evictions.increment();
         slot.release();
         return true;
@@ -206,6 +229,7 @@ public final class MemoryTier implements Tier {
             if (pageKey.isOf(origin, key)) {
                 Slot slot = index.remove(pageKey);
                 if (slot != null) {
+                    slot.hint.slot = null;
                     policy.recordRemoval(pageKey);
                     slot.release();
                 }
@@ -246,6 +270,7 @@ public final class MemoryTier implements Tier {
         for (PageKey key : index.keySet()) {
             Slot slot = index.remove(key);
             if (slot != null) {
+                slot.hint.slot = null;
                 slot.release();
             }
         }
@@ -290,12 +315,22 @@ public final class MemoryTier implements Tier {
         }
     }
 
+    /**
+     * What the cache keeps per object to reach its first page without a lookup ({@link #hint(Page)}): a pointer the
+     * tier clears when the page leaves the index, so a stale hint costs 16 bytes, not a page.
+     */
+    private static final class Hint {
+        volatile Slot slot;
+    }
+
     /** A page in a slab. Deallocation returns its blocks to the allocator. */
     private static final class Slot extends Page {
 
         final MemoryTier tier;
         final long block;
         final AtomicBoolean published = new AtomicBoolean();
+        /** Points back at this slot while the index holds it; cleared on removal so a stale hint pins nothing. */
+        final Hint hint = new Hint();
 
         Slot(MemoryTier tier, PageKey key, MemorySegment memory, long block) {
             super(key, memory);

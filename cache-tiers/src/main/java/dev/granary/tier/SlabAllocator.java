@@ -2,8 +2,6 @@ package dev.granary.tier;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
@@ -42,7 +40,8 @@ final class SlabAllocator {
     private final long slabBytes;
     private final Arena arena = Arena.ofShared();
     private final ReentrantLock lock = new ReentrantLock();
-    private final List<MemorySegment> slabs = new ArrayList<>();
+    /** The reserved slabs, replaced (never mutated) under the lock when one is added; read without it. */
+    private volatile MemorySegment[] slabs = new MemorySegment[0];
     /** Free runs: start block → length in blocks. Guarded by lock. */
     private final TreeMap<Long, Long> freeByStart = new TreeMap<>();
     /** Free runs: (length << 32 | start), for best fit. Guarded by lock. */
@@ -123,13 +122,7 @@ final class SlabAllocator {
 
     /** {@return the memory of an allocation} */
     MemorySegment segment(long start, int length) {
-        MemorySegment slab;
-        lock.lock();
-        try {
-            slab = slabs.get((int) (start / blocksPerSlab));
-        } finally {
-            lock.unlock();
-        }
+        MemorySegment slab = slabs[(int) (start / blocksPerSlab)];
         return slab.asSlice((start % blocksPerSlab) << BLOCK_SHIFT, length);
     }
 
@@ -214,8 +207,10 @@ final class SlabAllocator {
             return false;
         }
         MemorySegment slab = arena.allocate(slabBytes > size ? size : slabBytes, 4096);
-        long first = (long) slabs.size() * blocksPerSlab;
-        slabs.add(slab);
+        MemorySegment[] grown = java.util.Arrays.copyOf(slabs, slabs.length + 1);
+        long first = (long) slabs.length * blocksPerSlab;
+        grown[slabs.length] = slab;
+        slabs = grown;
         reserved += size;
         addFree(first, size >>> BLOCK_SHIFT);
         listener.reserved(slab);

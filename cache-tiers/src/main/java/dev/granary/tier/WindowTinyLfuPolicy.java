@@ -9,6 +9,7 @@ import dev.granary.spi.PageKey;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * Caffeine's W-TinyLFU, weighted by bytes, as an {@link EvictionPolicy}: a small LRU window admits new pages, a
@@ -18,6 +19,8 @@ import java.util.Map;
  * loader-driven policy is for.
  *
  * <p>The tier keeps its own index; this policy keeps a Caffeine cache of page keys to weights only for the order.
+ * Hits are recorded one in {@value #DEFAULT_SAMPLING} by default ({@link #sampling(int)}): a record is a lookup in
+ * Caffeine's table, as costly as the tier's own lookup, and sampled frequencies rank pages the same way.
  * Caffeine runs its maintenance on the calling thread ({@code executor(Runnable::run)}), so evictions happen within
  * {@link #recordInsert} and reach the tier's evictor synchronously.
  *
@@ -28,15 +31,41 @@ public final class WindowTinyLfuPolicy implements EvictionPolicy {
     private final Cache<PageKey, Long> order;
     private final Policy.Eviction<PageKey, Long> eviction;
     private final Evictor evictor;
+    private final int sampleMask;
+
+    /** The default: one hit in {@value #DEFAULT_SAMPLING} is recorded. */
+    public static final int DEFAULT_SAMPLING = 8;
 
     /**
-     * Creates the policy for one tier; usable as an {@link EvictionPolicy.Factory}: {@code WindowTinyLfuPolicy::new}.
+     * Creates the policy for one tier, recording one hit in {@value #DEFAULT_SAMPLING}; usable as an
+     * {@link EvictionPolicy.Factory}: {@code WindowTinyLfuPolicy::new}.
      *
      * @param capacity the tier's capacity in bytes
      * @param evictor  the tier's eviction callback
      * @throws IllegalArgumentException if the capacity is not positive or the evictor is null
      */
     public WindowTinyLfuPolicy(long capacity, Evictor evictor) {
+        this(capacity, evictor, DEFAULT_SAMPLING);
+    }
+
+    /**
+     * Returns a factory for policies that record one hit in {@code oneIn}. Recording every hit ({@code 1}) is the
+     * most faithful W-TinyLFU and the slowest hit: each record is a lookup in a second hash table. Sampling keeps
+     * frequencies proportional (Caffeine's own read buffer drops records too); see
+     * docs/decisions/0002-memory-tier-hit-path.md for the hit ratios and hit costs measured.
+     *
+     * @param oneIn record one hit in this many: a power of two in {@code [1, 1024]}
+     * @return a policy factory
+     * @throws IllegalArgumentException if {@code oneIn} is not a power of two in range
+     */
+    public static EvictionPolicy.Factory sampling(int oneIn) {
+        checkSampling(oneIn);
+        return (capacity, evictor) -> new WindowTinyLfuPolicy(capacity, evictor, oneIn);
+    }
+
+    private WindowTinyLfuPolicy(long capacity, Evictor evictor, int oneIn) {
+        checkSampling(oneIn);
+        this.sampleMask = oneIn - 1;
         if (capacity <= 0) {
             throw new IllegalArgumentException("policy capacity: " + capacity + " bytes (expected: > 0)");
         }
@@ -59,7 +88,9 @@ public final class WindowTinyLfuPolicy implements EvictionPolicy {
 
     @Override
     public void recordAccess(PageKey key) {
-        order.getIfPresent(key);
+        if ((ThreadLocalRandom.current().nextInt() & sampleMask) == 0) {
+            order.getIfPresent(key);
+        }
     }
 
     @Override
@@ -103,6 +134,13 @@ public final class WindowTinyLfuPolicy implements EvictionPolicy {
             evicted += round;
         }
         return evicted;
+    }
+
+    private static void checkSampling(int oneIn) {
+        if (oneIn < 1 || oneIn > 1024 || Integer.bitCount(oneIn) != 1) {
+            throw new IllegalArgumentException("access sampling: one in " + oneIn
+                    + " (expected: a power of two in [1, 1024])");
+        }
     }
 
     @Override

@@ -20,6 +20,7 @@ import java.nio.file.NotDirectoryException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.FileTime;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -32,6 +33,7 @@ import java.util.Spliterator;
 import java.util.Spliterators;
 import java.util.stream.Stream;
 import java.util.stream.StreamSupport;
+import java.util.concurrent.TimeUnit;
 
 /**
  * An origin over a directory of a POSIX file system: a local disk, or a mount of Lustre, NFS, GPFS, JuiceFS or
@@ -59,6 +61,8 @@ import java.util.stream.StreamSupport;
 public final class PosixOrigin implements Origin {
 
     private static final int DEFAULT_CONCURRENCY = 64;
+    private static final boolean UNIX_VIEW =
+            java.nio.file.FileSystems.getDefault().supportedFileAttributeViews().contains("unix");
 
     private final Path root;
     private final Path realRoot;
@@ -130,7 +134,8 @@ public final class PosixOrigin implements Origin {
     @Override
     public ObjectInfo stat(String key) throws IOException {
         Path file = resolve(key);
-        return info(key, file, attributes(key, file));
+        FileState state = attributes(key, file);
+        return new ObjectInfo(key, state.size(), state.version());
     }
 
     @Override
@@ -234,49 +239,53 @@ public final class PosixOrigin implements Origin {
         return real;
     }
 
-    private BasicFileAttributes attributes(String key, Path file) throws IOException {
-        BasicFileAttributes attrs;
+    /** What one stat of a file says: enough for a version. */
+    private record FileState(boolean regular, long size, String version) {}
+
+    /** Reads a file's state with one stat call (the unix attribute view), or the basic view where there is none. */
+    private static FileState state(Path file) throws IOException {
+        if (UNIX_VIEW) {
+            Map<String, Object> a = Files.readAttributes(file, "unix:isRegularFile,size,lastModifiedTime,ino",
+                    LinkOption.NOFOLLOW_LINKS);
+            long size = (Long) a.get("size");
+            long mtime = ((FileTime) a.get("lastModifiedTime")).to(TimeUnit.NANOSECONDS);
+            return new FileState((Boolean) a.get("isRegularFile"), size, version(size, mtime, a.get("ino")));
+        }
+        BasicFileAttributes a = Files.readAttributes(file, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+        return new FileState(a.isRegularFile(), a.size(),
+                version(a.size(), a.lastModifiedTime().to(TimeUnit.NANOSECONDS), a.fileKey()));
+    }
+
+    /** size-mtime-inode, each in hex. */
+    private static String version(long size, long mtimeNanos, Object inode) {
+        return Long.toHexString(size) + "-" + Long.toHexString(mtimeNanos)
+                + (inode == null ? "" : "-" + (inode instanceof Long l ? Long.toHexString(l) : inode));
+    }
+
+    private FileState attributes(String key, Path file) throws IOException {
+        FileState state;
         try {
-            attrs = Files.readAttributes(file, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+            state = state(file);
         } catch (NoSuchFileException e) {
             throw new NoSuchObjectException(uri, key, e);
         }
-        if (!attrs.isRegularFile()) {
+        if (!state.regular()) {
             throw new NoSuchObjectException(uri, key,
                     new IOException(file + " is not a regular file (a directory is not an object)"));
         }
-        return attrs;
-    }
-
-    private ObjectInfo info(String key, Path file, BasicFileAttributes attrs) throws IOException {
-        return new ObjectInfo(key, attrs.size(), version(file, attrs));
+        return state;
     }
 
     private void checkVersion(ObjectInfo expected, Path file) throws IOException {
-        BasicFileAttributes attrs;
+        FileState state;
         try {
-            attrs = attributes(expected.key(), file);
+            state = attributes(expected.key(), file);
         } catch (NoSuchObjectException e) {
             throw new ObjectChangedException(uri, expected.key(), expected.version(), null, e);
         }
-        String actual = version(file, attrs);
-        if (!actual.equals(expected.version())) {
-            throw new ObjectChangedException(uri, expected.key(), expected.version(), actual);
+        if (!state.version().equals(expected.version())) {
+            throw new ObjectChangedException(uri, expected.key(), expected.version(), state.version());
         }
-    }
-
-    /** size-mtime-inode, each in hex; the inode from the unix attribute view where the platform has it. */
-    private static String version(Path file, BasicFileAttributes attrs) throws IOException {
-        long mtimeNanos = attrs.lastModifiedTime().to(java.util.concurrent.TimeUnit.NANOSECONDS);
-        Object inode = null;
-        try {
-            Map<String, Object> unix = Files.readAttributes(file, "unix:ino", LinkOption.NOFOLLOW_LINKS);
-            inode = unix.get("ino");
-        } catch (UnsupportedOperationException | IllegalArgumentException e) {
-            inode = attrs.fileKey();
-        }
-        return Long.toHexString(attrs.size()) + "-" + Long.toHexString(mtimeNanos)
-                + (inode == null ? "" : "-" + (inode instanceof Long l ? Long.toHexString(l) : inode));
     }
 
     /** Whether a path lookup failed because the path does not exist: ENOENT, or ENOTDIR (a file in the middle). */
@@ -356,11 +365,8 @@ public final class PosixOrigin implements Origin {
 
         private ObjectInfo object(Item item) {
             try {
-                BasicFileAttributes attrs = Files.readAttributes(item.path, BasicFileAttributes.class);
-                if (!attrs.isRegularFile()) {
-                    return null;
-                }
-                return info(item.key, item.path.toRealPath(), attrs);
+                FileState state = state(item.path.toRealPath());
+                return state.regular() ? new ObjectInfo(item.key, state.size(), state.version()) : null;
             } catch (NoSuchFileException e) {
                 return null; // deleted while listing: not an object any more
             } catch (IOException e) {
