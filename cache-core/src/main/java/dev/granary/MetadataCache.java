@@ -32,12 +32,15 @@ final class MetadataCache {
      */
     static final class Known {
         final ObjectInfo info;
+        /** {@code info.size()}, read on every hit without a second dependent load. */
+        final long size;
         final long confirmedAt;
         /** The first tier's {@linkplain Tier#hint hint} for page 0 of this version, or null. */
         volatile Object hint;
 
         Known(ObjectInfo info, long confirmedAt, Object hint) {
             this.info = info;
+            this.size = info.size();
             this.confirmedAt = confirmedAt;
             this.hint = hint;
         }

@@ -100,16 +100,15 @@ public final class TieredCache implements AutoCloseable {
         Checks.key(key);
         for (int attempt = 0; ; attempt++) {
             MetadataCache.Known known = metadata.get(key);
-            ObjectInfo info = known.info;
-            if (info.size() > Integer.MAX_VALUE - 8) {
-                throw new IllegalArgumentException("object '" + key + "' has " + info.size()
+            if (known.size > Integer.MAX_VALUE - 8) {
+                throw new IllegalArgumentException("object '" + key + "' has " + known.size
                         + " bytes (expected: at most " + (Integer.MAX_VALUE - 8)
                         + " for one lease; read it in ranges or with readInto)");
             }
             try {
-                return readRange(known, 0, (int) info.size());
+                return readRange(key, known, 0, (int) known.size);
             } catch (ObjectChangedException e) {
-                changed(info, e, attempt);
+                changed(known.info, e, attempt);
             }
         }
     }
@@ -135,12 +134,13 @@ public final class TieredCache implements AutoCloseable {
         Checks.range(key, offset, length);
         for (int attempt = 0; ; attempt++) {
             MetadataCache.Known known = metadata.get(key);
-            ObjectInfo info = known.info;
-            checkBounds(info, offset, length);
+            if (offset > known.size || length > known.size - offset) {
+                throw pastTheEnd(known.info, offset, length);
+            }
             try {
-                return readRange(known, offset, (int) length);
+                return readRange(key, known, offset, (int) length);
             } catch (ObjectChangedException e) {
-                changed(info, e, attempt);
+                changed(known.info, e, attempt);
             }
         }
     }
@@ -276,21 +276,19 @@ public final class TieredCache implements AutoCloseable {
 
     // ---------------------------------------------------------------------------------------------- the read path
 
-    private Lease readRange(MetadataCache.Known known, long offset, int length) throws IOException {
-        ObjectInfo info = known.info;
-        String key = info.key();
+    private Lease readRange(String key, MetadataCache.Known known, long offset, int length) throws IOException {
         if (length == 0) {
             return Lease.empty(key, offset);
         }
         long first = offset / pageSize;
         long last = (offset + length - 1) / pageSize;
         if (first == last) {
-            Page page = first == 0 ? firstPage(known) : page(info, pageKey(info, first), 0);
-            return Lease.ofPage(key, offset, page, (int) (offset - page.key().offset()), length, leases);
+            Page page = first == 0 ? firstPage(known) : page(known.info, pageKey(known.info, first), 0);
+            return Lease.ofPage(key, offset, page, (int) (offset - page.offset()), length, leases);
         }
         // The range spans pages: assemble one buffer of its own, by one copy of each page's part.
         byte[] bytes = new byte[length];
-        copyRange(info, offset, MemorySegment.ofArray(bytes));
+        copyRange(known.info, offset, MemorySegment.ofArray(bytes));
         return Lease.ofCopy(key, offset, ByteBuffer.wrap(bytes).asReadOnlyBuffer(), leases);
     }
 
@@ -309,9 +307,9 @@ public final class TieredCache implements AutoCloseable {
             Page[] pages = pages(info, start, end);
             try {
                 for (Page page : pages) {
-                    long from = Math.max(offset, page.key().offset());
-                    long to = Math.min(offset + length, page.key().end());
-                    MemorySegment.copy(page.segment(), from - page.key().offset(), dst, from - offset, to - from);
+                    long from = Math.max(offset, page.offset());
+                    long to = Math.min(offset + length, page.offset() + page.length());
+                    MemorySegment.copy(page.segment(), from - page.offset(), dst, from - offset, to - from);
                 }
             } finally {
                 for (Page page : pages) {
@@ -461,9 +459,13 @@ public final class TieredCache implements AutoCloseable {
 
     private void checkBounds(ObjectInfo info, long offset, long length) throws EOFException {
         if (offset > info.size() || length > info.size() - offset) {
-            throw new EOFException("range [" + offset + ", " + (offset + length) + ") of '" + info.key() + "' in "
-                    + originUri + ": past the end (expected: within the object's " + info.size() + " bytes)");
+            throw pastTheEnd(info, offset, length);
         }
+    }
+
+    private EOFException pastTheEnd(ObjectInfo info, long offset, long length) {
+        return new EOFException("range [" + offset + ", " + (offset + length) + ") of '" + info.key() + "' in "
+                + originUri + ": past the end (expected: within the object's " + info.size() + " bytes)");
     }
 
     /** After a read found its version gone: forget the version and every page of it; retry once, then give up. */

@@ -38,6 +38,9 @@ public abstract class Page {
     }
 
     private final PageKey key;
+    /** Copies of {@code key.offset()} and {@code key.length()}: the hit path reads them without touching the key. */
+    private final long offset;
+    private final int length;
     private final MemorySegment memory;
     private final MemorySegment readOnly;
     private final ByteBuffer buffer;
@@ -58,6 +61,8 @@ public abstract class Page {
                     "page memory: " + memory.byteSize() + " bytes (expected: " + key.length() + ", the key's length)");
         }
         this.key = key;
+        this.offset = key.offset();
+        this.length = key.length();
         this.memory = memory;
         this.readOnly = memory.asReadOnly();
         this.buffer = readOnly.asByteBuffer();
@@ -70,7 +75,12 @@ public abstract class Page {
 
     /** {@return the number of bytes, equal to {@code key().length()}} */
     public final int length() {
-        return key.length();
+        return length;
+    }
+
+    /** {@return the position of the page's first byte in its object, equal to {@code key().offset()}} */
+    public final long offset() {
+        return offset;
     }
 
     /** {@return a read-only view of the page's bytes; valid while the caller holds a reference} */

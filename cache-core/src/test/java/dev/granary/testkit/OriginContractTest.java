@@ -17,9 +17,6 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -196,26 +193,16 @@ public abstract class OriginContractTest {
         for (int i = 0; i < objects; i++) {
             infos.add(origin.stat("c/" + i));
         }
-        try (ExecutorService pool = Executors.newFixedThreadPool(8)) {
-            List<Future<?>> futures = new ArrayList<>();
-            for (int t = 0; t < 8; t++) {
-                long seed = t;
-                futures.add(pool.submit(() -> {
-                    SplittableRandom r = new SplittableRandom(seed);
-                    for (int i = 0; i < 100; i++) {
-                        int o = r.nextInt(objects);
-                        byte[] bytes = contents.get(o);
-                        int position = r.nextInt(bytes.length);
-                        int length = r.nextInt(bytes.length - position + 1);
-                        assertArrayEquals(java.util.Arrays.copyOfRange(bytes, position, position + length),
-                                read(infos.get(o), position, length));
-                    }
-                    return null;
-                }));
+        Concurrently.run(8, thread -> {
+            SplittableRandom r = new SplittableRandom(thread);
+            for (int i = 0; i < 100; i++) {
+                int o = r.nextInt(objects);
+                byte[] bytes = contents.get(o);
+                int position = r.nextInt(bytes.length);
+                int length = r.nextInt(bytes.length - position + 1);
+                assertArrayEquals(java.util.Arrays.copyOfRange(bytes, position, position + length),
+                        read(infos.get(o), position, length));
             }
-            for (Future<?> f : futures) {
-                f.get();
-            }
-        }
+        });
     }
 }

@@ -16,9 +16,6 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
@@ -69,12 +66,16 @@ public abstract class TierContractTest {
 
     /** A sealed heap page, as the cache makes when no tier would allocate. */
     protected static Page heapPage(PageKey key, byte[] bytes) {
-        Page page = new Page(key, MemorySegment.ofArray(bytes.clone())) {
+        Page page = unsealedHeapPage(key, bytes);
+        page.seal();
+        return page;
+    }
+
+    private static Page unsealedHeapPage(PageKey key, byte[] bytes) {
+        return new Page(key, MemorySegment.ofArray(bytes.clone())) {
             @Override
             protected void deallocate() {}
         };
-        page.seal();
-        return page;
     }
 
     protected byte[] randomBytes(int n) {
@@ -151,11 +152,7 @@ public abstract class TierContractTest {
     @Test
     void putOfAnUnsealedPageIsRejected() throws Exception {
         Tier tier = tier(smallCapacity());
-        PageKey key = key("unsealed", 0, 100);
-        Page page = new Page(key, MemorySegment.ofArray(new byte[100])) {
-            @Override
-            protected void deallocate() {}
-        };
+        Page page = unsealedHeapPage(key("unsealed", 0, 100), new byte[100]);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> tier.put(page));
         assertTrue(e.getMessage().contains("not sealed"), e.getMessage());
     }
@@ -271,33 +268,25 @@ public abstract class TierContractTest {
                 Thread.onSpinWait();
             }
         });
-        try (ExecutorService pool = Executors.newFixedThreadPool(8)) {
-            List<Future<?>> futures = new ArrayList<>();
-            for (int t = 0; t < 8; t++) {
-                long seed = t;
-                futures.add(pool.submit(() -> {
-                    SplittableRandom r = new SplittableRandom(seed);
-                    for (int i = 0; i < 2000; i++) {
-                        int o = r.nextInt(objects);
-                        byte[] bytes = contents.get(o);
-                        PageKey key = key("obj-" + o, 0, bytes.length);
-                        Page page = tier.get(key);
-                        if (page == null) {
-                            fill(tier, key, bytes);
-                        } else {
-                            try {
-                                Bytes.assertSame(bytes, page.buffer(), "concurrent read of " + key);
-                            } finally {
-                                page.release();
-                            }
+        try {
+            Concurrently.run(8, thread -> {
+                SplittableRandom r = new SplittableRandom(thread);
+                for (int i = 0; i < 2000; i++) {
+                    int o = r.nextInt(objects);
+                    byte[] bytes = contents.get(o);
+                    PageKey key = key("obj-" + o, 0, bytes.length);
+                    Page page = tier.get(key);
+                    if (page == null) {
+                        fill(tier, key, bytes);
+                    } else {
+                        try {
+                            Bytes.assertSame(bytes, page.buffer(), "concurrent read of " + key);
+                        } finally {
+                            page.release();
                         }
                     }
-                    return null;
-                }));
-            }
-            for (Future<?> f : futures) {
-                f.get();
-            }
+                }
+            });
         } finally {
             done.set(true);
             sampler.join();

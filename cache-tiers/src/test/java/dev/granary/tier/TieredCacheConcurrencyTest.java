@@ -8,6 +8,7 @@ import dev.granary.Lease;
 import dev.granary.TieredCache;
 import dev.granary.testkit.Await;
 import dev.granary.testkit.Bytes;
+import dev.granary.testkit.Concurrently;
 import dev.granary.testkit.Gate;
 import dev.granary.testkit.LeakCheck;
 import java.io.IOException;
@@ -125,27 +126,19 @@ class TieredCacheConcurrencyTest {
                 Thread.onSpinWait();
             }
         });
-        try (ExecutorService pool = Executors.newFixedThreadPool(8)) {
-            List<Future<?>> futures = new ArrayList<>();
-            for (int t = 0; t < 8; t++) {
-                long seed = t;
-                futures.add(pool.submit(() -> {
-                    SplittableRandom r = new SplittableRandom(seed);
-                    for (int i = 0; i < 400; i++) {
-                        String key = "d/" + r.nextInt(objects);
-                        int size = f.data.bytes(key).length;
-                        int offset = r.nextInt(size);
-                        int length = r.nextInt(Math.min(size - offset, 100_000) + 1);
-                        try (Lease lease = f.cache.read(key, offset, length)) {
-                            Bytes.assertSame(f.data.range(key, offset, length), lease.bytes(), key + "@" + offset);
-                        }
+        try {
+            Concurrently.run(8, thread -> {
+                SplittableRandom r = new SplittableRandom(thread);
+                for (int i = 0; i < 400; i++) {
+                    String key = "d/" + r.nextInt(objects);
+                    int size = f.data.bytes(key).length;
+                    int offset = r.nextInt(size);
+                    int length = r.nextInt(Math.min(size - offset, 100_000) + 1);
+                    try (Lease lease = f.cache.read(key, offset, length)) {
+                        Bytes.assertSame(f.data.range(key, offset, length), lease.bytes(), key + "@" + offset);
                     }
-                    return null;
-                }));
-            }
-            for (Future<?> future : futures) {
-                future.get();
-            }
+                }
+            });
         } finally {
             done.set(true);
             sampler.join();
