@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds="${1:-3}"
-out=cache-benchmarks/target/suite
+out="$(pwd)/cache-benchmarks/target/suite"
 mkdir -p "$out"
 ./mvnw -q -DskipTests -pl cache-benchmarks -am package
 jmh() { ./mvnw -q -DskipTests -pl cache-benchmarks package exec:exec@jmh -Djmh.args="$*"; }
