@@ -60,7 +60,8 @@ public record CacheStats(
             TierStats then = earlier.tiers.get(i);
             delta.add(new TierStats(now.name(), now.hits() - then.hits(), now.misses() - then.misses(),
                     now.hitBytes() - then.hitBytes(), now.evictions() - then.evictions(), now.usedBytes(),
-                    now.capacityBytes(), now.rejections() - then.rejections(), now.failures() - then.failures()));
+                    now.capacityBytes(), now.rejections() - then.rejections(), now.failures() - then.failures(),
+                    now.corruptions() - then.corruptions()));
         }
         OriginStats o = origin;
         OriginStats p = earlier.origin;

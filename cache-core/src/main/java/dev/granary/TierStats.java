@@ -11,8 +11,10 @@ package dev.granary;
  * @param usedBytes      bytes of the tier's capacity in use now, including evicted pages that readers still hold
  * @param capacityBytes  the tier's capacity: {@code usedBytes} never exceeds it
  * @param rejections     pages the tier refused to hold (admission, no room, a failing medium)
- * @param failures       errors of the tier's own medium (I/O errors, failed allocations, damaged pages); each was
- *                       served as a miss, never as wrong bytes
+ * @param failures       errors of the tier's own medium (I/O errors, a full disk, failed allocations); each was
+ *                       served as a miss or a refused page, never as wrong bytes
+ * @param corruptions    pages the tier found damaged (a checksum or header that does not match) and dropped; each
+ *                       was served as a miss, never as wrong bytes
  */
 public record TierStats(
         String name,
@@ -23,7 +25,8 @@ public record TierStats(
         long usedBytes,
         long capacityBytes,
         long rejections,
-        long failures) {
+        long failures,
+        long corruptions) {
 
     /** {@return hits over lookups, 0 when there were none} */
     public double hitRatio() {

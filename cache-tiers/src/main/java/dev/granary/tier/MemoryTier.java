@@ -240,7 +240,7 @@ public final class MemoryTier implements Tier {
     @Override
     public TierStats stats() {
         return new TierStats(name, hits.sum(), misses.sum(), hitBytes.sum(), evictions.sum(), allocator.used(),
-                capacity, rejections.sum(), failures.sum());
+                capacity, rejections.sum(), failures.sum(), 0);
     }
 
     /**

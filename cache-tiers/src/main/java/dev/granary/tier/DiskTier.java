@@ -1,0 +1,931 @@
+package dev.granary.tier;
+
+import dev.granary.TierStats;
+import dev.granary.spi.Page;
+import dev.granary.spi.PageKey;
+import dev.granary.spi.RegionPolicy;
+import dev.granary.spi.Tier;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.FileAttribute;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The local-disk tier (L3): pages appended into memory-mapped segment files, kept across restarts and crashes, each
+ * verified by its CRC32C before it is served.
+ *
+ * {@snippet :
+ * Tier disk = DiskTier.builder()
+ *         .directory(Path.of("/nvme/granary"))   // created 0700 if missing; locked against other processes
+ *         .capacity(500L << 30)                   // bytes of segment files on disk: a hard bound
+ *         .build();                               // recovers what an earlier run left there
+ * }
+ *
+ * <h2>Layout and recovery</h2>
+ * Pages are appended log-structured into fixed-size segment files ({@link Builder#segmentSize}, default 64 MiB),
+ * each preallocated and mapped with FFM. Every page has a record header naming it completely (origin, key, object
+ * version, extent) with the CRC32C of its bytes. Opening a directory scans the record headers of every segment and
+ * rebuilds the index; pages are served again only under their exact {@link PageKey}, so only for object versions the
+ * origin still reports. A page's bytes are checked against its CRC the first time it is read after opening: a
+ * mismatch is a miss, counted in {@link TierStats#corruptions()}, and the page is dropped. The format is described
+ * in {@code docs/disk-format.md}.
+ *
+ * <h2>Crashes</h2>
+ * A record header is written after its payload and ends with its own CRC, and a scan stops at the first header that
+ * is not valid; so a process killed at any moment leaves a directory that opens without error and never serves a torn
+ * page. Nothing is {@code fsync}ed on the read path: after a power loss, recently written pages may be lost, and any
+ * that reached the disk torn fail their CRC.
+ *
+ * <h2>Capacity and eviction</h2>
+ * The bytes of segment files on disk never exceed the capacity: a new segment is created only after enough whole
+ * segments were evicted, chosen by the {@link RegionPolicy} (default {@link SegmentLruPolicy}). An evicted segment's
+ * file is deleted once no reader holds a page of it; until then it still counts, and if readers hold so much that
+ * nothing can be evicted, pages are refused rather than the bound exceeded.
+ *
+ * <h2>Failures</h2>
+ * If a segment cannot be created (a full disk, an I/O error), the tier stops admitting pages, logs once, counts it in
+ * {@link TierStats#failures()} and {@link #failure()}, and tries again after {@link Builder#retryAfter}; pages it
+ * holds keep being served, and the cache reads what it misses from the next tier or the origin.
+ *
+ * <h2>Safety</h2>
+ * The directory is locked ({@code granary.lock}) against a second tier in this or any other process: the second one
+ * gets an {@link IllegalStateException} naming the holder. The directory is {@code 0700}, files are {@code 0600}, and
+ * file names are segment numbers, never derived from object keys.
+ *
+ * <h2>Thread safety</h2>
+ * All methods are safe from any thread. Hits take no lock; appends reserve their place under one lock and copy
+ * outside it.
+ */
+public final class DiskTier implements Tier {
+
+    static final FileAttribute<Set<PosixFilePermission>> FILE_PERMISSIONS =
+            PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"));
+    static final Set<PosixFilePermission> DIRECTORY_PERMISSIONS = PosixFilePermissions.fromString("rwx------");
+    static final String FORMAT_FILE = "FORMAT";
+    static final String SEGMENTS = "segments";
+    private static final String FORMAT_TITLE = "granary-disk-tier";
+    private static final System.Logger LOG = System.getLogger(DiskTier.class.getName());
+
+    private final String name;
+    private final Path directory;
+    private final Path segmentsDirectory;
+    private final long capacity;
+    private final long segmentSize;
+    private final RegionPolicy policy;
+    private final SegmentFiles files;
+    private final long retryNanos;
+    private final boolean randomAccess;
+    private final DirectoryLock lock;
+    private final ConcurrentHashMap<PageKey, DiskPage> index = new ConcurrentHashMap<>();
+    private final ReentrantLock allocation = new ReentrantLock();
+    /** Live segments, oldest first, including the active one; guarded by {@link #allocation}. */
+    private final List<Segment> segments = new ArrayList<>();
+    /** The segment appends go to; guarded by {@link #allocation}. */
+    private Segment active;
+    /** Guarded by {@link #allocation}. */
+    private long nextId;
+    private final AtomicLong bytesOnDisk = new AtomicLong();
+    private final AtomicInteger mapped = new AtomicInteger();
+    private final LongAdder hits = new LongAdder();
+    private final LongAdder misses = new LongAdder();
+    private final LongAdder hitBytes = new LongAdder();
+    private final LongAdder evictions = new LongAdder();
+    private final LongAdder rejections = new LongAdder();
+    private final LongAdder failures = new LongAdder();
+    private final LongAdder corruptions = new LongAdder();
+    private final AtomicBoolean oversizeLogged = new AtomicBoolean();
+    private final AtomicBoolean corruptionLogged = new AtomicBoolean();
+    private final Recovery recovery;
+    /** The coarse clock of {@link RegionPolicy.Region#lastAccess()}: advances with every new segment. */
+    private volatile long clock = 1;
+    private volatile String failure;
+    private volatile long failedAt;
+    private volatile boolean closed;
+
+    private DiskTier(Builder b) throws IOException {
+        this.name = b.name;
+        this.directory = b.directory.toAbsolutePath().normalize();
+        this.segmentsDirectory = directory.resolve(SEGMENTS);
+        this.capacity = b.capacity;
+        this.segmentSize = b.segmentSize;
+        this.policy = b.policy;
+        this.files = b.files;
+        this.retryNanos = b.retryAfter.toNanos();
+        this.randomAccess = b.randomAccess;
+        prepareDirectory(directory);
+        this.lock = DirectoryLock.acquire(directory);
+        try {
+            checkFormat();
+            this.recovery = recover();
+        } catch (IOException | RuntimeException | Error e) {
+            closeSegmentsAfterFailedOpen();
+            lock.close();
+            throw e;
+        }
+    }
+
+    /** {@return a builder; {@link Builder#directory} and {@link Builder#capacity} are required} */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    // ------------------------------------------------------------------------------------------------ reads
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public Page get(PageKey key) {
+        DiskPage page = index.get(key);
+        if (page == null || !page.tryRetain()) {
+            misses.increment();
+            return null;
+        }
+        if (!page.verified && !verify(page)) {
+            page.release();
+            misses.increment();
+            return null;
+        }
+        hits.increment();
+        hitBytes.add(page.length());
+        page.segment.touched(clock);
+        return page;
+    }
+
+    @Override
+    public Page peek(PageKey key) {
+        DiskPage page = index.get(key);
+        if (page == null || !page.tryRetain()) {
+            return null;
+        }
+        if (!page.verified && !verify(page)) {
+            page.release();
+            return null;
+        }
+        return page;
+    }
+
+    /** Checks a page's bytes against the CRC its record carries; drops it from the index if they differ. */
+    private boolean verify(DiskPage page) {
+        int actual;
+        try {
+            actual = SegmentFormat.crc(page.segment());
+        } catch (InternalError e) { // a fault reading the mapping: the medium failed under it
+            failed("cannot read page " + page.key() + " from " + page.segment.file, e);
+            drop(page);
+            return false;
+        }
+        if (actual == page.crc) {
+            page.verified = true;
+            return true;
+        }
+        corruptions.increment();
+        if (corruptionLogged.compareAndSet(false, true)) {
+            LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': page " + page.key() + " in "
+                    + page.segment.file + " does not match its checksum; dropped and read again from below (further"
+                    + " damage is counted in stats().corruptions() without a log line)");
+        }
+        drop(page);
+        return false;
+    }
+
+    private void drop(DiskPage page) {
+        if (index.remove(page.key(), page)) {
+            page.segment.pageRemoved();
+            page.release();
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ writes
+
+    @Override
+    public boolean put(Page page) {
+        if (!page.isSealed()) {
+            throw new IllegalArgumentException("page " + page.key() + " is not sealed (expected: a filled, sealed"
+                    + " page)");
+        }
+        if (closed) {
+            return false;
+        }
+        PageKey key = page.key();
+        if (page instanceof DiskPage own && own.tier == this) {
+            return index.get(key) == own;
+        }
+        if (index.containsKey(key)) {
+            return true;
+        }
+        int length = page.length();
+        SegmentFormat.Names names = SegmentFormat.Names.of(key);
+        int headerLength = names.headerLength();
+        if (headerLength > SegmentFormat.MAX_RECORD_HEADER || !Segment.fits(segmentSize, headerLength, length)) {
+            rejections.increment();
+            if (oversizeLogged.compareAndSet(false, true)) {
+                LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': a page of " + length + " bytes ("
+                        + headerLength + " bytes of header) does not fit a segment of " + segmentSize + " bytes and"
+                        + " is not cached here; set DiskTier.builder().segmentSize(...) to a multiple of the page"
+                        + " size");
+            }
+            return false;
+        }
+        if (!policy.admit(key, length)) {
+            rejections.increment();
+            return false;
+        }
+        Segment segment;
+        long payload;
+        long header;
+        allocation.lock();
+        try {
+            segment = closed ? null : reserve(headerLength, length);
+            if (segment == null) {
+                rejections.increment();
+                return false;
+            }
+            payload = segment.reservedPayload;
+            header = segment.lastHeader;
+            segment.tryRetain(); // the writer's reference: a live segment always has the tier's own
+        } finally {
+            allocation.unlock();
+        }
+        boolean written = false;
+        try {
+            MemorySegment.copy(page.segment(), 0, segment.map, payload, length);
+            int crc = SegmentFormat.crc(page.segment());
+            byte[] record = SegmentFormat.recordHeader(names, segment.id, payload, key, crc, SegmentFormat.FLAG_PAGE);
+            MemorySegment.copy(MemorySegment.ofArray(record), 0, segment.map, header, record.length);
+            written = true;
+            return publish(new DiskPage(this, segment, key, payload, crc, true));
+        } catch (InternalError e) { // a fault writing the mapping: the medium failed under it
+            failed("cannot write to " + segment.file, e);
+            return false;
+        } finally {
+            if (!written) {
+                skip(segment, names, payload, header, key);
+            }
+            segment.release();
+        }
+    }
+
+    /** Makes a written page visible, unless its segment was evicted meanwhile or an equal page won. */
+    private boolean publish(DiskPage page) {
+        Segment segment = page.segment;
+        boolean stored;
+        boolean present;
+        synchronized (segment) {
+            stored = !segment.deadLocked() && !closed && index.putIfAbsent(page.key(), page) == null;
+            present = stored || (!segment.deadLocked() && index.containsKey(page.key()));
+            if (stored) {
+                segment.addLocked(page);
+            }
+        }
+        if (!stored) {
+            page.release();
+        }
+        return present;
+    }
+
+    /** Marks a reserved record that will not be written, so a scan passes over it. Best effort. */
+    private void skip(Segment segment, SegmentFormat.Names names, long payload, long header, PageKey key) {
+        try {
+            byte[] record = SegmentFormat.recordHeader(names, segment.id, payload, key, 0, SegmentFormat.FLAG_SKIP);
+            MemorySegment.copy(MemorySegment.ofArray(record), 0, segment.map, header, record.length);
+        } catch (RuntimeException | InternalError e) {
+            // the scan stops at this hole: later records of the segment are lost, never misread
+        }
+    }
+
+    /**
+     * Reserves room for a record in the active segment, opening a new one (after evicting to stay within capacity)
+     * when it is full. Called under {@link #allocation}.
+     *
+     * @return the segment, with its {@code lastHeader} and {@code reservedPayload} set; {@code null} if there is no
+     *     room that can be made, or the medium failed
+     */
+    private Segment reserve(int headerLength, int length) {
+        if (active != null && active.reserve(headerLength, length) >= 0) {
+            return active;
+        }
+        if (!admitting()) {
+            return null;
+        }
+        active = null; // full: from now on a candidate for eviction like the others
+        while (bytesOnDisk.get() + segmentSize > capacity) {
+            if (segments.isEmpty()) {
+                return null; // every byte is in evicted segments that readers still hold
+            }
+            RegionPolicy.Region chosen = policy.victim(List.copyOf(segments));
+            if (!(chosen instanceof Segment victim) || !segments.contains(victim)) {
+                throw new IllegalStateException("region policy " + policy + " chose " + chosen
+                        + " (expected: one of the candidates it was given)");
+            }
+            evict(victim);
+        }
+        Segment fresh;
+        try {
+            fresh = createSegment(nextId++);
+        } catch (IOException | UncheckedIOException e) {
+            failed("cannot create a segment file in " + segmentsDirectory, e);
+            return null;
+        }
+        if (failure != null) {
+            LOG.log(System.Logger.Level.INFO, "disk tier '" + name + "': admitting pages again after: " + failure);
+            failure = null;
+        }
+        clock++;
+        fresh.touched(clock); // new pages are recent: not the next victim
+        segments.add(fresh);
+        active = fresh;
+        fresh.reserve(headerLength, length); // fits an empty segment: checked by the caller
+        return fresh;
+    }
+
+    /** Drops a whole segment: its pages leave the index now, its file goes once readers release them. */
+    private void evict(Segment segment) {
+        segments.remove(segment);
+        if (segment == active) {
+            active = null;
+        }
+        for (DiskPage page : segment.kill(true)) {
+            if (index.remove(page.key(), page)) {
+                evictions.increment();
+                page.release();
+            }
+        }
+        segment.release(); // the tier's own reference
+    }
+
+    private Segment createSegment(long id) throws IOException {
+        Path file = segmentsDirectory.resolve(fileName(id));
+        Path temporary = segmentsDirectory.resolve(fileName(id) + ".tmp");
+        bytesOnDisk.addAndGet(segmentSize);
+        Segment segment = null;
+        try {
+            Files.deleteIfExists(temporary);
+            Files.createFile(temporary, FILE_PERMISSIONS);
+            files.allocate(temporary, segmentSize);
+            segment = Segment.map(id, file, segmentSize, this::freed, temporary);
+            mapped.incrementAndGet();
+            SegmentFormat.writeSegmentHeader(segment.map, id, segmentSize, System.currentTimeMillis());
+            Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE);
+            advise(segment);
+            return segment;
+        } catch (IOException | RuntimeException e) {
+            if (segment != null) {
+                segment.kill(false);
+                segment.release(); // unmaps; counted back by freed()
+            }
+            bytesOnDisk.addAndGet(-segmentSize);
+            try {
+                Files.deleteIfExists(temporary);
+            } catch (IOException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+    }
+
+    private void advise(Segment segment) {
+        if (randomAccess) {
+            NativeFiles.adviseRandom(segment.map);
+        }
+    }
+
+    /** Called when a segment's last reference goes: it is unmapped, and deleted if it was evicted. */
+    private void freed(Segment segment) {
+        mapped.decrementAndGet();
+        if (segment.deletedWhenFree()) {
+            bytesOnDisk.addAndGet(-segment.size);
+        }
+    }
+
+    private boolean admitting() {
+        return failure == null || System.nanoTime() - failedAt >= retryNanos;
+    }
+
+    private void failed(String what, Throwable cause) {
+        failures.increment();
+        failedAt = System.nanoTime();
+        if (failure == null) {
+            LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': " + what + ": " + cause.getMessage()
+                    + "; the tier stops admitting pages for " + Duration.ofNanos(retryNanos) + " and keeps serving"
+                    + " the pages it holds (see DiskTier.failure())");
+        }
+        failure = what + ": " + cause.getMessage();
+    }
+
+    // ------------------------------------------------------------------------------------------------ the rest
+
+    @Override
+    public void invalidate(String origin, String key) {
+        for (DiskPage page : index.values()) {
+            if (page.key().isOf(origin, key)) {
+                drop(page);
+            }
+        }
+    }
+
+    @Override
+    public TierStats stats() {
+        return new TierStats(name, hits.sum(), misses.sum(), hitBytes.sum(), evictions.sum(), bytesOnDisk.get(),
+                capacity, rejections.sum(), failures.sum(), corruptions.sum());
+    }
+
+    /** {@return why the tier stopped admitting pages, if it did and has not recovered} */
+    public java.util.Optional<String> failure() {
+        return java.util.Optional.ofNullable(failure);
+    }
+
+    /** {@return what opening the directory found} */
+    public Recovery recovery() {
+        return recovery;
+    }
+
+    /** {@return the number of pages in the index} */
+    public int pageCount() {
+        return index.size();
+    }
+
+    /** {@return the directory the tier keeps its files in} */
+    public Path directory() {
+        return directory;
+    }
+
+    /** {@return whether the tier is closed and every segment is unmapped} */
+    public boolean isReleased() {
+        return closed && mapped.get() == 0;
+    }
+
+    /** The keys in the index, for tests that check every page against its source. */
+    List<PageKey> keys() {
+        return List.copyOf(index.keySet());
+    }
+
+    /** Where a page's bytes lie in its segment file, for tests that damage them. */
+    record Location(Path file, long payloadOffset, int length) {}
+
+    Location locate(PageKey key) {
+        DiskPage page = index.get(key);
+        return page == null ? null : new Location(page.segment.file, page.payloadOffset, page.length());
+    }
+
+    /**
+     * Closes the tier: pages leave the index and the directory is unlocked; the segment files stay for the next
+     * open, and each is unmapped once no reader holds a page of it. Idempotent.
+     */
+    @Override
+    public void close() {
+        allocation.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            active = null;
+            for (Segment segment : segments) {
+                for (DiskPage page : segment.kill(false)) {
+                    if (index.remove(page.key(), page)) {
+                        page.release();
+                    }
+                }
+                segment.release();
+            }
+            segments.clear();
+        } finally {
+            allocation.unlock();
+            lock.close();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "DiskTier[" + name + ", " + directory + ", used=" + bytesOnDisk.get() + "/" + capacity + ", pages="
+                + index.size() + "]";
+    }
+
+    // ------------------------------------------------------------------------------------------------ opening
+
+    private static void prepareDirectory(Path directory) throws IOException {
+        if (!Files.exists(directory, LinkOption.NOFOLLOW_LINKS)) {
+            Files.createDirectories(directory, PosixFilePermissions.asFileAttribute(DIRECTORY_PERMISSIONS));
+            return;
+        }
+        if (!Files.isDirectory(directory)) {
+            throw new IllegalArgumentException("disk tier directory " + directory + " is not a directory (expected:"
+                    + " a directory, or a path where one can be created)");
+        }
+        boolean ours = Files.exists(directory.resolve(FORMAT_FILE)) || Files.exists(directory.resolve(SEGMENTS));
+        if (!ours) {
+            try (DirectoryStream<Path> entries = Files.newDirectoryStream(directory)) {
+                for (Path entry : entries) {
+                    if (!entry.getFileName().toString().equals(DirectoryLock.FILE)) {
+                        throw new IllegalArgumentException("disk tier directory " + directory + " holds other files"
+                                + " (such as " + entry.getFileName() + ") and is not a Granary disk tier (expected:"
+                                + " an empty directory or one a DiskTier wrote; Granary does not share a directory"
+                                + " with other data)");
+                    }
+                }
+            }
+        }
+        if (!Files.getPosixFilePermissions(directory).equals(DIRECTORY_PERMISSIONS)) {
+            Files.setPosixFilePermissions(directory, DIRECTORY_PERMISSIONS);
+        }
+    }
+
+    /** Reads or writes the FORMAT file; an older format's segments are discarded, a newer one is refused. */
+    private void checkFormat() throws IOException {
+        Path formatFile = directory.resolve(FORMAT_FILE);
+        if (Files.exists(formatFile)) {
+            int found = parseFormat(formatFile);
+            if (found > SegmentFormat.FORMAT) {
+                throw new IllegalStateException("disk tier directory " + directory + " was written by a newer Granary"
+                        + " (format " + found + "; this one reads format " + SegmentFormat.FORMAT + ") (expected:"
+                        + " format " + SegmentFormat.FORMAT + "; use that Granary version, another directory, or"
+                        + " delete this one to start over)");
+            }
+            if (found == SegmentFormat.FORMAT) {
+                Files.createDirectories(segmentsDirectory,
+                        PosixFilePermissions.asFileAttribute(DIRECTORY_PERMISSIONS));
+                return;
+            }
+            LOG.log(System.Logger.Level.INFO, "disk tier '" + name + "': " + directory + " holds format " + found
+                    + "; discarding its segments and starting over in format " + SegmentFormat.FORMAT);
+            deleteSegments();
+        }
+        Files.createDirectories(segmentsDirectory, PosixFilePermissions.asFileAttribute(DIRECTORY_PERMISSIONS));
+        Path temporary = directory.resolve(FORMAT_FILE + ".tmp");
+        Files.deleteIfExists(temporary);
+        Files.write(Files.createFile(temporary, FILE_PERMISSIONS),
+                (FORMAT_TITLE + "\nformat " + SegmentFormat.FORMAT + "\n").getBytes(StandardCharsets.UTF_8));
+        Files.move(temporary, formatFile, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    }
+
+    private int parseFormat(Path formatFile) throws IOException {
+        List<String> lines = Files.readAllLines(formatFile, StandardCharsets.UTF_8);
+        if (lines.size() >= 2 && lines.get(0).equals(FORMAT_TITLE) && lines.get(1).startsWith("format ")) {
+            try {
+                return Integer.parseInt(lines.get(1).substring("format ".length()).strip());
+            } catch (NumberFormatException e) {
+                // reported below
+            }
+        }
+        throw new IllegalStateException("disk tier directory " + directory + ": " + formatFile.getFileName()
+                + " is unreadable: " + lines + " (expected: '" + FORMAT_TITLE + "' and 'format <n>'; delete the"
+                + " directory to start over)");
+    }
+
+    private void deleteSegments() throws IOException {
+        if (!Files.isDirectory(segmentsDirectory)) {
+            return;
+        }
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(segmentsDirectory)) {
+            for (Path entry : entries) {
+                Files.delete(entry);
+            }
+        }
+    }
+
+    /** Maps and scans every segment file, oldest first, and rebuilds the index. */
+    private Recovery recover() throws IOException {
+        long start = System.nanoTime();
+        TreeMap<Long, Path> found = new TreeMap<>();
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(segmentsDirectory)) {
+            for (Path entry : entries) {
+                String fileName = entry.getFileName().toString();
+                long id = parseId(fileName);
+                if (id >= 0) {
+                    found.put(id, entry);
+                } else if (fileName.endsWith(".tmp")) {
+                    Files.delete(entry); // a segment whose creation was interrupted
+                } else {
+                    LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': ignoring " + entry
+                            + ", not a segment file");
+                }
+            }
+        }
+        int damagedSegments = 0;
+        int damagedTails = 0;
+        long pages = 0;
+        for (var e : found.entrySet()) {
+            long id = e.getKey();
+            Path file = e.getValue();
+            nextId = Math.max(nextId, id + 1);
+            long size = Files.size(file);
+            Segment segment = null;
+            String damage;
+            if (size < SegmentFormat.SEGMENT_HEADER || size > (1L << 40)) {
+                damage = "size " + size + " is not that of a segment";
+            } else {
+                segment = Segment.map(id, file, size, this::freed, null);
+                mapped.incrementAndGet();
+                bytesOnDisk.addAndGet(size);
+                damage = SegmentFormat.checkSegmentHeader(segment.map, id, size);
+            }
+            if (damage != null) {
+                damagedSegments++;
+                corruptions.increment();
+                LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': deleting damaged segment " + file
+                        + ": " + damage);
+                if (segment != null) {
+                    segment.kill(true);
+                    segment.release();
+                } else {
+                    Files.delete(file);
+                }
+                continue;
+            }
+            Segment s = segment;
+            List<SegmentFormat.Record> records = new ArrayList<>();
+            SegmentFormat.ScanEnd end = SegmentFormat.scan(s.map, id, records::add);
+            if (end.damage() != null) {
+                damagedTails++;
+                corruptions.increment();
+                LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': segment " + file + " ends in a record"
+                        + " that is not valid (" + end.damage() + "); the pages after it are dropped");
+            }
+            s.cursors(end.headerEnd(), end.payloadStart());
+            for (SegmentFormat.Record r : records) {
+                DiskPage page = new DiskPage(this, s, r.key(), r.payloadOffset(), r.payloadCrc(), false);
+                synchronized (s) {
+                    if (index.putIfAbsent(r.key(), page) == null) {
+                        s.addLocked(page);
+                        pages++;
+                        continue;
+                    }
+                }
+                page.release();
+            }
+            advise(s);
+            segments.add(s);
+        }
+        // A smaller capacity than the directory was filled with: evict the oldest until within it.
+        allocation.lock();
+        try {
+            while (bytesOnDisk.get() > capacity && !segments.isEmpty()) {
+                evict(segments.getFirst());
+            }
+        } finally {
+            allocation.unlock();
+        }
+        return new Recovery(found.size(), pages, damagedSegments, damagedTails,
+                Duration.ofNanos(System.nanoTime() - start));
+    }
+
+    private void closeSegmentsAfterFailedOpen() {
+        closed = true;
+        for (Segment segment : segments) {
+            for (DiskPage page : segment.kill(false)) {
+                if (index.remove(page.key(), page)) {
+                    page.release();
+                }
+            }
+            segment.release();
+        }
+        segments.clear();
+    }
+
+    static String fileName(long id) {
+        return "seg-" + HexFormat.of().toHexDigits(id) + ".dat";
+    }
+
+    private static long parseId(String fileName) {
+        if (fileName.length() != 24 || !fileName.startsWith("seg-") || !fileName.endsWith(".dat")) {
+            return -1;
+        }
+        try {
+            return HexFormat.fromHexDigitsToLong(fileName, 4, 20);
+        } catch (IllegalArgumentException e) {
+            return -1;
+        }
+    }
+
+    /**
+     * What opening a directory found.
+     *
+     * @param segments        segment files found
+     * @param pages           pages recovered into the index
+     * @param damagedSegments segment files deleted because their header was damaged
+     * @param damagedTails    segments whose record scan ended on a damaged or torn record (the pages after it are
+     *                        dropped; a process killed mid-write leaves one)
+     * @param took            how long the scan took
+     */
+    public record Recovery(int segments, long pages, int damagedSegments, int damagedTails, Duration took) {}
+
+    /** A page in a segment file. Its reference to the segment keeps the mapping alive. */
+    static final class DiskPage extends Page {
+
+        final DiskTier tier;
+        final Segment segment;
+        final long payloadOffset;
+        final int crc;
+        volatile boolean verified;
+
+        DiskPage(DiskTier tier, Segment segment, PageKey key, long payloadOffset, int crc, boolean verified) {
+            super(key, segment.map.asSlice(payloadOffset, key.length()));
+            if (!segment.tryRetain()) {
+                throw new IllegalStateException(segment + " is already unmapped");
+            }
+            this.tier = tier;
+            this.segment = segment;
+            this.payloadOffset = payloadOffset;
+            this.crc = crc;
+            this.verified = verified;
+            seal();
+        }
+
+        @Override
+        protected void deallocate() {
+            segment.release();
+        }
+    }
+
+    /** How segment files get their disk blocks; a seam for tests that simulate a full or failing disk. */
+    @FunctionalInterface
+    interface SegmentFiles {
+        void allocate(Path file, long size) throws IOException;
+    }
+
+    /** Configures a {@link DiskTier}. Setters validate at once. Not thread-safe. */
+    public static final class Builder {
+
+        private static final long MIN_SEGMENT = 16 << 10;
+        private static final long MAX_SEGMENT = 1L << 30;
+        private Path directory;
+        private long capacity = -1;
+        private long segmentSize = 64L << 20;
+        private RegionPolicy policy = new SegmentLruPolicy();
+        private String name = "disk";
+        private Duration retryAfter = Duration.ofSeconds(30);
+        private boolean randomAccess = true;
+        private SegmentFiles files = NativeFiles::allocate;
+
+        private Builder() {}
+
+        /**
+         * Sets the directory the tier keeps its files in: created ({@code 0700}) if missing; if it exists it must be
+         * empty or a directory a {@code DiskTier} wrote. Required.
+         *
+         * @param directory a local directory, ideally on NVMe
+         * @return this builder
+         * @throws IllegalArgumentException if null
+         */
+        public Builder directory(Path directory) {
+            if (directory == null) {
+                throw new IllegalArgumentException("disk tier directory: null (expected: a path such as"
+                        + " Path.of(\"/nvme/granary\"))");
+            }
+            this.directory = directory;
+            return this;
+        }
+
+        /**
+         * Sets the bound on the bytes of segment files on disk. Required; at least two segments.
+         *
+         * @param bytes the capacity, {@code > 0}
+         * @return this builder
+         * @throws IllegalArgumentException if not positive
+         */
+        public Builder capacity(long bytes) {
+            if (bytes <= 0) {
+                throw new IllegalArgumentException("disk tier capacity: " + bytes + " bytes (expected: > 0, at least"
+                        + " two segments)");
+            }
+            this.capacity = bytes;
+            return this;
+        }
+
+        /**
+         * Sets the size of segment files: the unit of eviction, and the largest page the tier holds (less its header).
+         * Default 64 MiB.
+         *
+         * @param bytes a multiple of 4096, from 16 KiB to 1 GiB
+         * @return this builder
+         * @throws IllegalArgumentException if out of range or not a multiple of 4096
+         */
+        public Builder segmentSize(long bytes) {
+            if (bytes < MIN_SEGMENT || bytes > MAX_SEGMENT || bytes % 4096 != 0) {
+                throw new IllegalArgumentException("segment size: " + bytes + " bytes (expected: a multiple of 4096"
+                        + " from " + MIN_SEGMENT + " to " + MAX_SEGMENT + ")");
+            }
+            this.segmentSize = bytes;
+            return this;
+        }
+
+        /**
+         * Sets the policy that chooses which segment to evict. Default {@link SegmentLruPolicy}.
+         *
+         * @param policy the policy, used by this tier only
+         * @return this builder
+         * @throws IllegalArgumentException if null
+         */
+        public Builder policy(RegionPolicy policy) {
+            if (policy == null) {
+                throw new IllegalArgumentException("region policy: null (expected: a policy such as new"
+                        + " SegmentLruPolicy())");
+            }
+            this.policy = policy;
+            return this;
+        }
+
+        /**
+         * Sets the name shown in stats and logs. Default {@code "disk"}.
+         *
+         * @param name a non-blank name
+         * @return this builder
+         * @throws IllegalArgumentException if null or blank
+         */
+        public Builder name(String name) {
+            if (name == null || name.isBlank()) {
+                throw new IllegalArgumentException("tier name: " + (name == null ? "null" : "'" + name + "'")
+                        + " (expected: a non-blank name)");
+            }
+            this.name = name;
+            return this;
+        }
+
+        /**
+         * Sets how long the tier stops admitting pages after its medium failed (a full disk, an I/O error) before it
+         * tries again. Default 30 seconds.
+         *
+         * @param pause zero or more
+         * @return this builder
+         * @throws IllegalArgumentException if null or negative
+         */
+        public Builder retryAfter(Duration pause) {
+            if (pause == null || pause.isNegative()) {
+                throw new IllegalArgumentException("retry pause: " + pause + " (expected: a duration >= 0)");
+            }
+            this.retryAfter = pause;
+            return this;
+        }
+
+        /**
+         * Tells the kernel that pages are read at random ({@code madvise(MADV_RANDOM)}), so a cold read faults in the
+         * page it needs rather than a read-ahead window around it. Default true: samples are read in shuffled order.
+         *
+         * @param random whether to advise random access
+         * @return this builder
+         */
+        public Builder randomAccess(boolean random) {
+            this.randomAccess = random;
+            return this;
+        }
+
+        /** For tests: how segment files get their blocks, so a full or failing disk can be simulated. */
+        Builder files(SegmentFiles files) {
+            this.files = files;
+            return this;
+        }
+
+        /**
+         * Opens the directory: locks it, recovers the pages an earlier run left there, and builds the tier.
+         *
+         * @return a new tier
+         * @throws IllegalStateException    if no directory or capacity was set, the capacity is below two segments,
+         *                                  another tier holds the directory (the message names the holder), or the
+         *                                  directory was written by a newer Granary
+         * @throws IllegalArgumentException if the directory is a file or holds other data
+         * @throws UncheckedIOException     if the directory cannot be read or written
+         */
+        public DiskTier build() {
+            if (directory == null) {
+                throw new IllegalStateException("disk tier directory not set (expected: directory(path) before"
+                        + " build())");
+            }
+            if (capacity < 0) {
+                throw new IllegalStateException("disk tier capacity not set (expected: capacity(bytes) before"
+                        + " build())");
+            }
+            if (capacity < 2 * segmentSize) {
+                throw new IllegalStateException("disk tier capacity: " + capacity + " bytes (expected: at least two"
+                        + " segments, " + 2 * segmentSize + " bytes with segmentSize " + segmentSize + ")");
+            }
+            try {
+                return new DiskTier(this);
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot open disk tier directory " + directory + ": " + e, e);
+            }
+        }
+    }
+}

@@ -1,0 +1,209 @@
+package dev.granary.tier;
+
+import dev.granary.spi.PageKey;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.function.Consumer;
+import java.util.zip.CRC32C;
+
+/**
+ * The byte layout of a segment file, version {@value #FORMAT}; {@code docs/disk-format.md} describes it in prose.
+ *
+ * <pre>
+ * offset 0            segment header (64 bytes)
+ * 64 ..               record headers, appended upwards, each a multiple of 8 bytes
+ *   ..                (free)
+ *   .. size           payloads, appended downwards; 4 KiB aligned if at least 4 KiB long, else 64-byte aligned
+ * </pre>
+ *
+ * All integers are little-endian. A record header names its page completely (origin, key, version, extent), the
+ * segment it belongs to, where its payload lies and the payload's CRC32C, and ends with a CRC32C of itself. A
+ * segment is scanned from the first record header up to the first one that is not valid: zeros (never written), a
+ * torn write, or damage. Headers are reserved in the same order as their payloads, so payload offsets strictly
+ * decrease along the scan and no payload byte can ever be read as a header.
+ *
+ * <p>Stateless; thread-safe.
+ */
+final class SegmentFormat {
+
+    /** The on-disk format this code writes and reads. Bumped on any incompatible change. */
+    static final int FORMAT = 1;
+    static final int SEGMENT_HEADER = 64;
+    static final long SEGMENT_MAGIC = 0x31474553594E5247L; // "GRNYSEG1" little-endian
+    static final int RECORD_MAGIC = 0x52594E47; // "GNYR" little-endian
+    static final int FLAG_PAGE = 0;
+    static final int FLAG_SKIP = 1;
+    /** Fixed part of a record header, before the strings; a 4-byte CRC follows the strings. */
+    static final int RECORD_FIXED = 56;
+    static final int MAX_RECORD_HEADER = 64 << 10;
+
+    private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    private SegmentFormat() {}
+
+    /** {@return the alignment of a payload of {@code length} bytes} */
+    static int alignment(int length) {
+        return length >= 4096 ? 4096 : 64;
+    }
+
+    // ---- segment header: magic(8) format(4) reserved(4) id(8) size(8) createdMillis(8) reserved(20) crc(4) ----
+
+    static void writeSegmentHeader(MemorySegment map, long id, long size, long createdMillis) {
+        ByteBuffer b = ByteBuffer.allocate(SEGMENT_HEADER).order(ByteOrder.LITTLE_ENDIAN);
+        b.putLong(0, SEGMENT_MAGIC).putInt(8, FORMAT).putLong(16, id).putLong(24, size).putLong(32, createdMillis);
+        b.putInt(60, crc(b.array(), 0, 60));
+        MemorySegment.copy(MemorySegment.ofArray(b.array()), 0, map, 0, SEGMENT_HEADER);
+    }
+
+    /**
+     * Checks a segment header against the file it was read from.
+     *
+     * @return {@code null} if valid, else what is wrong
+     */
+    static String checkSegmentHeader(MemorySegment map, long expectedId, long fileSize) {
+        if (map.byteSize() < SEGMENT_HEADER) {
+            return "shorter than a segment header";
+        }
+        byte[] h = map.asSlice(0, SEGMENT_HEADER).toArray(ValueLayout.JAVA_BYTE);
+        ByteBuffer b = ByteBuffer.wrap(h).order(ByteOrder.LITTLE_ENDIAN);
+        if (b.getLong(0) != SEGMENT_MAGIC) {
+            return "no segment magic";
+        }
+        if (b.getInt(60) != crc(h, 0, 60)) {
+            return "segment header checksum mismatch";
+        }
+        if (b.getInt(8) != FORMAT) {
+            return "segment format " + b.getInt(8) + " (expected: " + FORMAT + ")";
+        }
+        if (b.getLong(16) != expectedId) {
+            return "segment id " + b.getLong(16) + " does not match its file name (" + expectedId + ")";
+        }
+        if (b.getLong(24) != fileSize) {
+            return "segment size " + b.getLong(24) + " does not match the file's " + fileSize + " bytes";
+        }
+        return null;
+    }
+
+    // ---- record header ----
+    // magic(4) headerLength(4) segmentId(8) payloadOffset(8) pageOffset(8) length(4) payloadCrc(4) flags(4)
+    // originLen(4) keyLen(4) versionLen(4) | origin key version (UTF-8) | crc(4) | zero padding to 8
+
+    /** The encoded strings of a key, computed once per put. */
+    record Names(byte[] origin, byte[] key, byte[] version) {
+
+        static Names of(PageKey key) {
+            return new Names(key.origin().getBytes(StandardCharsets.UTF_8), key.key().getBytes(StandardCharsets.UTF_8),
+                    key.version().getBytes(StandardCharsets.UTF_8));
+        }
+
+        int headerLength() {
+            return align8(RECORD_FIXED + origin.length + key.length + version.length + 4);
+        }
+    }
+
+    /** Encodes a record header; {@code flags} is {@link #FLAG_PAGE} or {@link #FLAG_SKIP}. */
+    static byte[] recordHeader(Names names, long segmentId, long payloadOffset, PageKey key, int payloadCrc,
+            int flags) {
+        int length = names.headerLength();
+        ByteBuffer b = ByteBuffer.allocate(length).order(ByteOrder.LITTLE_ENDIAN);
+        b.putInt(RECORD_MAGIC).putInt(length).putLong(segmentId).putLong(payloadOffset).putLong(key.offset())
+                .putInt(key.length()).putInt(payloadCrc).putInt(flags)
+                .putInt(names.origin.length).putInt(names.key.length).putInt(names.version.length)
+                .put(names.origin).put(names.key).put(names.version);
+        int end = b.position();
+        b.putInt(crc(b.array(), 0, end));
+        return b.array();
+    }
+
+    /** One valid record found by {@link #scan}. */
+    record Record(PageKey key, long headerOffset, long payloadOffset, int payloadCrc) {}
+
+    /** What a scan found: where the header area ends, where payloads begin, and whether it stopped on damage. */
+    record ScanEnd(long headerEnd, long payloadStart, String damage) {}
+
+    /**
+     * Reads the record headers of a segment in order, passing each valid page record to {@code sink}, and stops at the
+     * first header that is not valid.
+     *
+     * @return where the scan stopped; {@code damage} is {@code null} for a clean end (never-written zeros)
+     */
+    static ScanEnd scan(MemorySegment map, long segmentId, Consumer<Record> sink) {
+        long size = map.byteSize();
+        long position = SEGMENT_HEADER;
+        long payloadFloor = size; // every payload lies in [headers end, payloadFloor)
+        while (position + RECORD_FIXED + 4 <= payloadFloor) {
+            int magic = map.get(INT, position);
+            if (magic == 0 && map.get(INT, position + 4) == 0) {
+                return new ScanEnd(position, payloadFloor, null);
+            }
+            String damage = null;
+            int headerLength = map.get(INT, position + 4);
+            if (magic != RECORD_MAGIC) {
+                damage = "no record magic";
+            } else if (headerLength < RECORD_FIXED + 4 || headerLength > MAX_RECORD_HEADER
+                    || (headerLength & 7) != 0 || position + headerLength > payloadFloor) {
+                damage = "record header length " + headerLength + " out of bounds";
+            }
+            if (damage != null) {
+                return new ScanEnd(position, payloadFloor, damage + " at offset " + position);
+            }
+            byte[] h = map.asSlice(position, headerLength).toArray(ValueLayout.JAVA_BYTE);
+            ByteBuffer b = ByteBuffer.wrap(h).order(ByteOrder.LITTLE_ENDIAN);
+            int originLen = b.getInt(44);
+            int keyLen = b.getInt(48);
+            int versionLen = b.getInt(52);
+            long strings = (long) originLen + keyLen + versionLen;
+            if (originLen < 0 || keyLen < 0 || versionLen < 0 || RECORD_FIXED + strings + 4 > headerLength) {
+                return new ScanEnd(position, payloadFloor, "record string lengths out of bounds at offset " + position);
+            }
+            int crcAt = (int) (RECORD_FIXED + strings);
+            if (b.getInt(crcAt) != crc(h, 0, crcAt)) {
+                return new ScanEnd(position, payloadFloor, "record header checksum mismatch at offset " + position);
+            }
+            long recordSegment = b.getLong(8);
+            long payloadOffset = b.getLong(16);
+            long pageOffset = b.getLong(24);
+            int length = b.getInt(32);
+            int flags = b.getInt(40);
+            long headerEnd = position + headerLength;
+            if (recordSegment != segmentId) {
+                return new ScanEnd(position, payloadFloor, "record of segment " + recordSegment + " at offset "
+                        + position);
+            }
+            if (length < 0 || pageOffset < 0 || payloadOffset < headerEnd || payloadOffset + length > payloadFloor
+                    || (flags != FLAG_PAGE && flags != FLAG_SKIP)) {
+                return new ScanEnd(position, payloadFloor, "record extent out of bounds at offset " + position);
+            }
+            if (flags == FLAG_PAGE) {
+                String origin = new String(h, RECORD_FIXED, originLen, StandardCharsets.UTF_8);
+                String key = new String(h, RECORD_FIXED + originLen, keyLen, StandardCharsets.UTF_8);
+                String version = new String(h, RECORD_FIXED + originLen + keyLen, versionLen, StandardCharsets.UTF_8);
+                sink.accept(new Record(new PageKey(origin, key, version, pageOffset, length), position, payloadOffset,
+                        b.getInt(36)));
+            }
+            payloadFloor = payloadOffset;
+            position = headerEnd;
+        }
+        return new ScanEnd(position, payloadFloor, null);
+    }
+
+    static int crc(byte[] bytes, int from, int to) {
+        CRC32C crc = new CRC32C();
+        crc.update(bytes, from, to - from);
+        return (int) crc.getValue();
+    }
+
+    static int crc(MemorySegment segment) {
+        CRC32C crc = new CRC32C();
+        crc.update(segment.asByteBuffer());
+        return (int) crc.getValue();
+    }
+
+    static int align8(int n) {
+        return (n + 7) & ~7;
+    }
+}

@@ -1,0 +1,65 @@
+package dev.granary.tier;
+
+import dev.granary.Lease;
+import dev.granary.TieredCache;
+import dev.granary.origin.posix.PosixOrigin;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.stream.Stream;
+
+/**
+ * Child JVM of the crash test: fills a disk tier from a directory of objects, forever, with four threads reading
+ * random ranges, and prints {@code filled <n>} after each read so the parent can kill it at a moment of its choosing.
+ */
+public final class DiskFillerMain {
+
+    static final long SEGMENT = 64 << 10;
+    static final long CAPACITY = 1L << 20;
+    static final int PAGE = 8 << 10;
+
+    private DiskFillerMain() {}
+
+    public static void main(String[] args) throws Exception {
+        Path data = Path.of(args[0]);
+        Path dir = Path.of(args[1]);
+        long seed = Long.parseLong(args[2]);
+        List<String> keys;
+        try (Stream<Path> files = Files.list(data)) {
+            keys = files.map(f -> f.getFileName().toString()).sorted().toList();
+        }
+        DiskTier disk = DiskTier.builder().directory(dir).capacity(CAPACITY).segmentSize(SEGMENT).build();
+        TieredCache cache = TieredCache.builder(PosixOrigin.of(data)).tier(disk).pageSize(PAGE).build();
+        System.out.println("opened " + disk.recovery());
+        System.out.flush();
+        Thread[] threads = new Thread[4];
+        for (int t = 0; t < threads.length; t++) {
+            long threadSeed = seed * 31 + t;
+            threads[t] = Thread.ofPlatform().start(() -> {
+                SplittableRandom random = new SplittableRandom(threadSeed);
+                try {
+                    while (true) {
+                        String key = keys.get(random.nextInt(keys.size()));
+                        long size = cache.stat(key).size();
+                        long offset = random.nextLong(size);
+                        long length = random.nextLong(size - offset) + 1;
+                        try (Lease lease = cache.read(key, offset, length)) {
+                            lease.bytes();
+                        }
+                        synchronized (System.out) {
+                            System.out.println("filled " + disk.stats().usedBytes());
+                            System.out.flush();
+                        }
+                    }
+                } catch (Exception e) {
+                    e.printStackTrace(System.out);
+                    System.exit(5);
+                }
+            });
+        }
+        for (Thread thread : threads) {
+            thread.join();
+        }
+    }
+}
