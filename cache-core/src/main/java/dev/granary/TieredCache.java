@@ -31,7 +31,8 @@ import java.util.function.LongSupplier;
  * A read is cut into pages ({@link Builder#pageSize(int)}; an object smaller than a page is one page of its own
  * size). Each page is looked up in the tiers in the order they were added; a hit in a lower tier is copied into the
  * tiers above it. A page no tier holds is read from the origin — concurrent misses on one page make one origin read —
- * straight into memory the first tier allocates, and offered to every tier. Every page is keyed by the object's
+ * straight into memory the first tier allocates, and offered to every tier (with {@link Tiering#EXCLUSIVE}: moved
+ * rather than copied, and kept by one tier only; see {@link Builder#tiering(Tiering)}). Every page is keyed by the object's
  * version, learned from the origin and trusted for {@link Builder#metadataTtl(Duration)}; origin reads are pinned to
  * it, so one read never mixes two versions of an object, and a changed object is never served from old pages.
  *
@@ -49,6 +50,7 @@ public final class TieredCache implements AutoCloseable {
     private final String originId;
     private final URI originUri;
     private final Tier[] tiers;
+    private final boolean exclusive;
     private final int pageSize;
     private final long readTimeoutNanos;
     private final OriginFetcher fetcher;
@@ -61,6 +63,13 @@ public final class TieredCache implements AutoCloseable {
         this.originUri = origin.uri();
         this.originId = originUri.toString();
         this.tiers = b.tiers.toArray(Tier[]::new);
+        this.exclusive = b.tiering == Tiering.EXCLUSIVE;
+        if (exclusive) {
+            for (int i = 0; i < tiers.length - 1; i++) {
+                int below = i + 1;
+                tiers[i].evictionListener(page -> offer(page, below));
+            }
+        }
         this.pageSize = b.pageSize;
         this.readTimeoutNanos = b.readTimeout.toNanos();
         this.fetcher = new OriginFetcher(origin);
@@ -395,7 +404,10 @@ public final class TieredCache implements AutoCloseable {
         }
     }
 
-    /** Looks a page up in the tiers, in order; a hit below the first tier is copied into the tiers above. */
+    /**
+     * Looks a page up in the tiers, in order; a hit below the first tier is copied into the tiers above (inclusive),
+     * or moved into the first tier above that takes it (exclusive).
+     */
     private Page lookup(PageKey key) {
         return lookup(key, 0, false);
     }
@@ -411,7 +423,10 @@ public final class TieredCache implements AutoCloseable {
             Page page = quietly ? tiers[i].peek(key) : tiers[i].get(key);
             if (page != null) {
                 for (int j = 0; j < i; j++) {
-                    tiers[j].put(page);
+                    if (tiers[j].put(page) && exclusive) {
+                        tiers[i].remove(key);
+                        break;
+                    }
                 }
                 return page;
             }
@@ -441,10 +456,24 @@ public final class TieredCache implements AutoCloseable {
             throw e;
         }
         page.seal();
-        for (Tier tier : tiers) {
-            tier.put(page);
+        if (exclusive) {
+            offer(page, 0);
+        } else {
+            for (Tier tier : tiers) {
+                tier.put(page);
+            }
         }
         return page;
+    }
+
+    /** Exclusive tiering: offers a page to the tiers from {@code from} down until one takes it. */
+    private void offer(Page page, int from) {
+        Tier[] tiers = this.tiers;
+        for (int i = from; i < tiers.length; i++) {
+            if (tiers[i].put(page)) {
+                return;
+            }
+        }
     }
 
     private PageKey pageKey(ObjectInfo info, long index) {
@@ -511,6 +540,7 @@ public final class TieredCache implements AutoCloseable {
         private final List<Tier> tiers = new ArrayList<>();
         private int pageSize = 1 << 20;
         private Duration metadataTtl = Duration.ofMinutes(1);
+        private Tiering tiering = Tiering.INCLUSIVE;
         private Duration readTimeout = Duration.ofSeconds(30);
         private int metadataCapacity = 1 << 20;
         private LeakDetection leakDetection = LeakDetection.SAMPLED;
@@ -554,6 +584,22 @@ public final class TieredCache implements AutoCloseable {
                 throw new IllegalArgumentException("page size: " + bytes + " (expected: 16..1073741824 bytes)");
             }
             this.pageSize = bytes;
+            return this;
+        }
+
+        /**
+         * Sets how the tiers share pages. Default {@link Tiering#INCLUSIVE}: every tier may hold a page, a disk tier
+         * under memory keeps what memory evicts.
+         *
+         * @param tiering inclusive or exclusive
+         * @return this builder
+         * @throws IllegalArgumentException if null
+         */
+        public Builder tiering(Tiering tiering) {
+            if (tiering == null) {
+                throw new IllegalArgumentException("tiering: null (expected: Tiering.INCLUSIVE or Tiering.EXCLUSIVE)");
+            }
+            this.tiering = tiering;
             return this;
         }
 

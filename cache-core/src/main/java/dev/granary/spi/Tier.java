@@ -101,6 +101,27 @@ public interface Tier extends AutoCloseable {
     boolean put(Page page);
 
     /**
+     * Drops one page, if this tier holds it: used by exclusive tiering when a page moves to a tier above. A reader
+     * holding the page keeps it until released. Tiers that cannot drop single pages return {@code false}.
+     *
+     * @param key the page's identity
+     * @return {@code true} if the tier held the page and dropped it now
+     */
+    default boolean remove(PageKey key) {
+        return false;
+    }
+
+    /**
+     * Registers a callback for pages the tier's policy evicts (not for invalidated or damaged ones): exclusive tiering
+     * uses it to demote an evicted page into the tier below. The callback runs on the evicting thread, with the page
+     * still valid for the duration of the call; it may {@linkplain Page#tryRetain() retain} it to keep it longer,
+     * and must not call back into this tier. Tiers that never evict single pages may ignore it.
+     *
+     * @param listener the callback, or {@code null} to remove it
+     */
+    default void evictionListener(java.util.function.Consumer<Page> listener) {}
+
+    /**
      * Drops every page of one object, in every version. Pages that readers hold stay valid until released.
      *
      * @param origin the origin's URI as a string
@@ -111,7 +132,10 @@ public interface Tier extends AutoCloseable {
     /** {@return a snapshot of this tier's counters} */
     TierStats stats();
 
-    /** Drops every page and releases the tier's resources once readers have released what they hold. Idempotent. */
+    /**
+     * Drops every page from the tier's index and releases its resources once readers have released what they hold; a
+     * persistent tier keeps its medium's contents for the next open. Idempotent.
+     */
     @Override
     void close();
 }

@@ -118,6 +118,7 @@ public final class DiskTier implements Tier {
     private final Recovery recovery;
     /** The coarse clock of {@link RegionPolicy.Region#lastAccess()}: advances with every new segment. */
     private volatile long clock = 1;
+    private volatile java.util.function.Consumer<Page> evictionListener;
     private volatile String failure;
     private volatile long failedAt;
     private volatile boolean closed;
@@ -209,6 +210,22 @@ public final class DiskTier implements Tier {
         }
         drop(page);
         return false;
+    }
+
+    @Override
+    public boolean remove(PageKey key) {
+        DiskPage page = index.get(key);
+        if (page == null || !index.remove(key, page)) {
+            return false;
+        }
+        page.segment.pageRemoved();
+        page.release();
+        return true;
+    }
+
+    @Override
+    public void evictionListener(java.util.function.Consumer<Page> listener) {
+        this.evictionListener = listener;
     }
 
     private void drop(DiskPage page) {
@@ -367,9 +384,18 @@ public final class DiskTier implements Tier {
         if (segment == active) {
             active = null;
         }
+        java.util.function.Consumer<Page> listener = evictionListener;
         for (DiskPage page : segment.kill(true)) {
             if (index.remove(page.key(), page)) {
                 evictions.increment();
+                if (listener != null && page.verified) { // an unverified page is not handed on: it may be damaged
+                    try {
+                        listener.accept(page);
+                    } catch (RuntimeException e) {
+                        LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': eviction listener failed on "
+                                + page.key(), e);
+                    }
+                }
                 page.release();
             }
         }

@@ -59,6 +59,7 @@ public final class MemoryTier implements Tier {
     private final AtomicLong lockedBytes = new AtomicLong();
     private final AtomicBoolean oversizeLogged = new AtomicBoolean();
     private volatile String pinningFailure;
+    private volatile java.util.function.Consumer<Page> evictionListener;
     private volatile boolean closed;
 
     private MemoryTier(Builder b) {
@@ -219,8 +220,34 @@ public final class MemoryTier implements Tier {
         }
         slot.hint.slot = null;
         evictions.increment();
+        java.util.function.Consumer<Page> listener = evictionListener;
+        if (listener != null && !closed) {
+            try {
+                listener.accept(slot);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "memory tier '" + name + "': eviction listener failed on "
+                        + key, e);
+            }
+        }
         slot.release();
         return true;
+    }
+
+    @Override
+    public boolean remove(PageKey key) {
+        Slot slot = index.remove(key);
+        if (slot == null) {
+            return false;
+        }
+        slot.hint.slot = null;
+        policy.recordRemoval(key);
+        slot.release();
+        return true;
+    }
+
+    @Override
+    public void evictionListener(java.util.function.Consumer<Page> listener) {
+        this.evictionListener = listener;
     }
 
     @Override

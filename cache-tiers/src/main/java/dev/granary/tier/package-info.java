@@ -6,7 +6,14 @@
  *       capacity ({@code SlabAllocator}), optionally page-locked ({@code PageLocker}, {@code mlock} through an FFM
  *       downcall), indexed by a {@link java.util.concurrent.ConcurrentHashMap}, ordered by an eviction policy.</li>
  *   <li>{@link dev.granary.tier.WindowTinyLfuPolicy} — the default policy, Caffeine's W-TinyLFU weighted by bytes.</li>
+ *   <li>{@link dev.granary.tier.DiskTier} — local disk: pages appended into preallocated segment files
+ *       ({@code Segment}, {@code SegmentFormat}), mapped with FFM, CRC32C-verified, recovered by a header scan after a
+ *       restart or crash; one process per directory ({@code DirectoryLock}).</li>
+ *   <li>{@link dev.granary.tier.SegmentLruPolicy} — the disk tier's default policy: the least recently read segment
+ *       goes first.</li>
  * </ul>
+ *
+ * <p>The disk format: docs/disk-format.md.
  *
  * <p>Why FFM slabs and not Netty's pooled buffers: docs/decisions/0001-memory-allocator.md.
  */

@@ -22,14 +22,17 @@ class ReadmeExampleTest {
 
     @Test
     void theReadmeExampleWorks() throws Exception {
-        Dataset data = new Dataset(temp, 1);
+        Dataset data = new Dataset(java.nio.file.Files.createDirectories(temp.resolve("data")), 1);
         byte[] jpeg = data.put("train/n01440764/000001.JPEG", 110_000);
         data.put("shards/000003.tar", 1_000_000);
-        Path datasetRoot = temp;
+        Path datasetRoot = data.root();
+        Path nvme = temp.resolve("nvme-granary");
 
-        // --- README example starts here (the README uses Path.of("/mnt/lustre/imagenet")) ---
+        // --- README example starts here (the README uses Path.of("/mnt/lustre/imagenet") and Path.of("/nvme/granary")) ---
         try (TieredCache cache = TieredCache.builder(PosixOrigin.of(datasetRoot))
                 .tier(MemoryTier.builder().capacity(8L << 30).pinned(true).build())   // L1/L2: 8 GiB off-heap
+                .tier(DiskTier.builder().directory(nvme)                               // L3: local NVMe, kept across runs
+                        .capacity(500L << 30).build())
                 .pageSize(1 << 20)                                                    // the unit of caching
                 .metadataTtl(Duration.ofMinutes(1))                                   // trust a seen version this long
                 .build()) {
