@@ -293,7 +293,7 @@ public final class DiskTier implements Tier {
             byte[] record = SegmentFormat.recordHeader(names, segment.id, payload, key, crc, SegmentFormat.FLAG_PAGE);
             MemorySegment.copy(MemorySegment.ofArray(record), 0, segment.map, header, record.length);
             written = true;
-            return publish(new DiskPage(this, segment, key, payload, crc, true));
+            return publish(new DiskPage(this, segment, key, header, payload, crc, true));
         } catch (InternalError e) { // a fault writing the mapping: the medium failed under it
             failed("cannot write to " + segment.file, e);
             return false;
@@ -509,11 +509,12 @@ public final class DiskTier implements Tier {
     }
 
     /** Where a page's bytes lie in its segment file, for tests that damage them. */
-    record Location(Path file, long payloadOffset, int length) {}
+    record Location(Path file, long headerOffset, long payloadOffset, int length) {}
 
     Location locate(PageKey key) {
         DiskPage page = index.get(key);
-        return page == null ? null : new Location(page.segment.file, page.payloadOffset, page.length());
+        return page == null ? null : new Location(page.segment.file, page.headerOffset, page.payloadOffset,
+                page.length());
     }
 
     /**
@@ -692,7 +693,8 @@ public final class DiskTier implements Tier {
             }
             s.cursors(end.headerEnd(), end.payloadStart());
             for (SegmentFormat.Record r : records) {
-                DiskPage page = new DiskPage(this, s, r.key(), r.payloadOffset(), r.payloadCrc(), false);
+                DiskPage page = new DiskPage(this, s, r.key(), r.headerOffset(), r.payloadOffset(), r.payloadCrc(),
+                        false);
                 synchronized (s) {
                     if (index.putIfAbsent(r.key(), page) == null) {
                         s.addLocked(page);
@@ -763,17 +765,20 @@ public final class DiskTier implements Tier {
 
         final DiskTier tier;
         final Segment segment;
+        final long headerOffset;
         final long payloadOffset;
         final int crc;
         volatile boolean verified;
 
-        DiskPage(DiskTier tier, Segment segment, PageKey key, long payloadOffset, int crc, boolean verified) {
+        DiskPage(DiskTier tier, Segment segment, PageKey key, long headerOffset, long payloadOffset, int crc,
+                boolean verified) {
             super(key, segment.map.asSlice(payloadOffset, key.length()));
             if (!segment.tryRetain()) {
                 throw new IllegalStateException(segment + " is already unmapped");
             }
             this.tier = tier;
             this.segment = segment;
+            this.headerOffset = headerOffset;
             this.payloadOffset = payloadOffset;
             this.crc = crc;
             this.verified = verified;

@@ -160,6 +160,29 @@ class DiskTierTest {
     }
 
     @Test
+    void aDamagedRecordHeaderEndsTheScanOfItsSegmentThere() throws Exception {
+        DiskTier tier = disk().build();
+        TieredCache first = cache(tier);
+        readAllAndCheck(first);
+        PageKey victim = tier.keys().stream().filter(k -> k.key().equals("train/7.bin")).findFirst().orElseThrow();
+        DiskTier.Location location = tier.locate(victim);
+        long pagesBefore = tier.pageCount();
+        first.close();
+        // One byte of the object key inside the record header: "train/7.bin" would read as another name.
+        int originLength = victim.origin().getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+        flip(location.file(), location.headerOffset() + SegmentFormat.RECORD_FIXED + originLength + 2);
+        DiskTier reopened = disk().build();
+        assertEquals(1, reopened.recovery().damagedTails(), reopened.recovery().toString());
+        assertTrue(reopened.recovery().pages() < pagesBefore, "the damaged record and those after it in its segment"
+                + " are dropped: " + reopened.recovery());
+        assertTrue(reopened.keys().stream().allMatch(k -> dataset.objects().containsKey(k.key())),
+                "no page is recovered under a damaged name");
+        TieredCache second = cache(reopened);
+        readAllAndCheck(second);
+        assertEquals(1, second.stats().tiers().getFirst().corruptions());
+    }
+
+    @Test
     void aDamagedSegmentHeaderDropsTheSegmentNotTheDirectory() throws Exception {
         TieredCache first = cache(disk().build());
         readAllAndCheck(first);
