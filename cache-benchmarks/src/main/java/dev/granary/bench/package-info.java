@@ -10,8 +10,14 @@
  *       {@code SlabAllocator}.</li>
  *   <li>Origins for both: {@link dev.granary.bench.SyntheticOrigin} (computed, verifiable bytes, no disk) and
  *       {@link dev.granary.bench.LatencyOrigin} (a fixed wait per request in front of any origin).</li>
+ *   <li>The disk tier, also in {@code dev.granary.tier} (they reach package-private parts of it):
+ *       {@code DiskTierReadBenchmark} (JMH: warm hits against a plain read-only mapping of the same bytes),
+ *       {@code DiskColdReadBenchmark} (page cache dropped before every pass, against O_DIRECT reads) and
+ *       {@code DiskRecoveryBenchmark} (how long reopening a directory takes), with {@code DiskBenchData} (their data
+ *       set) and {@code PageCache} ({@code posix_fadvise} and {@code mincore} through FFM).</li>
  * </ul>
- * Every JMH class names its run command in its Javadoc; the Maven executions {@code demo}, {@code jmh} and
- * {@code footprint} of this module's {@code pom.xml} fix the JVM flags (see {@code BENCHMARKS.md}).
+ * Every JMH class names its run command in its Javadoc; the Maven executions {@code demo}, {@code jmh},
+ * {@code footprint}, {@code cold} and {@code recovery} of this module's {@code pom.xml} fix the JVM flags (see
+ * {@code BENCHMARKS.md}).
  */
 package dev.granary.bench;

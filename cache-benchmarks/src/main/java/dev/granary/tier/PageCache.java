@@ -1,0 +1,210 @@
+package dev.granary.tier;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Collection;
+import java.util.List;
+
+/**
+ * The page-cache controls the disk benchmarks need and Java does not offer, through FFM on Linux libc (the same way
+ * {@link NativeFiles} reaches {@code posix_fallocate}):
+ * <ul>
+ *   <li>{@link #drop}: {@code posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)} on each file, which evicts the file's
+ *       clean pages from the page cache <em>unless a process has them mapped</em> (the kernel skips mapped pages), so
+ *       a {@link DiskTier} must be closed (its segments unmapped) before its files can be dropped;</li>
+ *   <li>{@link #residency}: {@code mincore(2)} over a fresh read-only mapping of each file (mapping does not fault
+ *       anything in), i.e. the fraction of the files' pages that are in the page cache, to verify a drop;</li>
+ *   <li>{@link #cachedKiB}: the {@code Cached:} line of {@code /proc/meminfo}, a coarse second check;</li>
+ *   <li>{@link #fsync} and {@link #readAll}: to make files clean (dirty pages cannot be dropped) and to warm them.</li>
+ * </ul>
+ * Needs {@code --enable-native-access=ALL-UNNAMED}. Linux only; stateless and thread-safe.
+ */
+@SuppressWarnings("restricted") // FFM downcalls: the JVMs that run this get --enable-native-access
+final class PageCache {
+
+    private static final int O_RDONLY = 0;
+    private static final int POSIX_FADV_DONTNEED = 4;
+    private static final StructLayout CAPTURE = Linker.Option.captureStateLayout();
+    private static final VarHandle ERRNO = CAPTURE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+    private static final MethodHandle OPEN;
+    private static final MethodHandle CLOSE;
+    private static final MethodHandle FADVISE;
+    private static final MethodHandle MINCORE;
+    private static final int OS_PAGE;
+
+    static {
+        Linker linker = Linker.nativeLinker();
+        var libc = linker.defaultLookup();
+        Linker.Option errno = Linker.Option.captureCallState("errno");
+        OPEN = linker.downcallHandle(libc.findOrThrow("open"), FunctionDescriptor.of(ValueLayout.JAVA_INT,
+                ValueLayout.ADDRESS, ValueLayout.JAVA_INT), Linker.Option.firstVariadicArg(2), errno);
+        CLOSE = linker.downcallHandle(libc.findOrThrow("close"), FunctionDescriptor.of(ValueLayout.JAVA_INT,
+                ValueLayout.JAVA_INT));
+        // Returns the error number itself (not -1 + errno).
+        FADVISE = linker.downcallHandle(libc.findOrThrow("posix_fadvise"), FunctionDescriptor.of(ValueLayout.JAVA_INT,
+                ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
+        MINCORE = linker.downcallHandle(libc.findOrThrow("mincore"), FunctionDescriptor.of(ValueLayout.JAVA_INT,
+                ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS), errno);
+        MethodHandle getpagesize = linker.downcallHandle(libc.findOrThrow("getpagesize"),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT));
+        try {
+            OS_PAGE = (int) getpagesize.invokeExact();
+        } catch (Throwable t) {
+            throw new ExceptionInInitializerError(t);
+        }
+    }
+
+    private PageCache() {}
+
+    /** Evicts the files' pages from the page cache (those not mapped by anyone, and clean: {@link #fsync} first). */
+    static void drop(Collection<Path> files) throws IOException {
+        for (Path file : files) {
+            drop(file);
+        }
+    }
+
+    static void drop(Path file) throws IOException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CAPTURE);
+            int fd = (int) OPEN.invokeExact(state, arena.allocateFrom(file.toString()), O_RDONLY);
+            if (fd < 0) {
+                throw new IOException(file + ": open failed, errno " + (int) ERRNO.get(state, 0L));
+            }
+            int rc;
+            try {
+                rc = (int) FADVISE.invokeExact(fd, 0L, 0L, POSIX_FADV_DONTNEED);
+            } finally {
+                int ignored = (int) CLOSE.invokeExact(fd);
+            }
+            if (rc != 0) {
+                throw new IOException(file + ": posix_fadvise(DONTNEED) failed, errno " + rc);
+            }
+        } catch (IOException | RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IOException(file + ": cannot drop from the page cache", t);
+        }
+    }
+
+    /** Pages of the files resident in the page cache, and pages in all: {@code resident / total} is the fraction. */
+    record Residency(long resident, long total) {
+        double fraction() {
+            return total == 0 ? 0 : (double) resident / total;
+        }
+
+        @Override
+        public String toString() {
+            return String.format("%.1f%%", 100 * fraction());
+        }
+    }
+
+    static Residency residency(Collection<Path> files) throws IOException {
+        long resident = 0;
+        long total = 0;
+        for (Path file : files) {
+            Residency r = residency(file);
+            resident += r.resident;
+            total += r.total;
+        }
+        return new Residency(resident, total);
+    }
+
+    static Residency residency(Path file) throws IOException {
+        byte[] vector = residentVector(file);
+        long resident = 0;
+        for (byte b : vector) {
+            resident += b & 1;
+        }
+        return new Residency(resident, vector.length);
+    }
+
+    /** {@return whether the range's OS pages are all, some or none in the page cache} */
+    static String residency(byte[] vector, long offset, long length) {
+        long from = offset / OS_PAGE;
+        long to = (offset + length + OS_PAGE - 1) / OS_PAGE;
+        long resident = 0;
+        for (long i = from; i < to; i++) {
+            resident += vector[(int) i] & 1;
+        }
+        return resident == 0 ? "none" : resident == to - from ? "all" : "some";
+    }
+
+    /** {@return one byte per OS page of the file, bit 0 set if the page is in the page cache} */
+    static byte[] residentVector(Path file) throws IOException {
+        long size = Files.size(file);
+        if (size == 0) {
+            return new byte[0];
+        }
+        long pages = (size + OS_PAGE - 1) / OS_PAGE;
+        try (Arena arena = Arena.ofConfined();
+                FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+            MemorySegment map = channel.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
+            MemorySegment vector = arena.allocate(pages);
+            MemorySegment state = arena.allocate(CAPTURE);
+            int rc = (int) MINCORE.invokeExact(state, map, size, vector);
+            if (rc != 0) {
+                throw new IOException(file + ": mincore failed, errno " + (int) ERRNO.get(state, 0L));
+            }
+            return vector.toArray(ValueLayout.JAVA_BYTE);
+        } catch (IOException | RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IOException(file + ": mincore failed", t);
+        }
+    }
+
+    /** {@return the {@code Cached:} figure of {@code /proc/meminfo} in KiB, or -1 if unreadable} */
+    static long cachedKiB() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/meminfo"))) {
+                if (line.startsWith("Cached:")) {
+                    return Long.parseLong(line.substring("Cached:".length()).replace("kB", "").strip());
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            // reported as -1
+        }
+        return -1;
+    }
+
+    /** Writes the files' dirty pages to disk ({@code fsync}), so that {@link #drop} can evict all of them. */
+    static void fsync(Collection<Path> files) throws IOException {
+        for (Path file : files) {
+            try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                channel.force(true);
+            }
+        }
+    }
+
+    /** Reads every byte of the files once (through the page cache), so that they are resident. */
+    static void readAll(Collection<Path> files) throws IOException {
+        ByteBuffer buffer = ByteBuffer.allocateDirect(1 << 20);
+        for (Path file : files) {
+            try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+                while (channel.read(buffer.clear()) >= 0) {
+                    // discard
+                }
+            }
+        }
+    }
+
+    /** {@return the segment files of a disk-tier directory, in name order} */
+    static List<Path> segmentFiles(Path tierDirectory) throws IOException {
+        try (var files = Files.list(tierDirectory.resolve(DiskTier.SEGMENTS))) {
+            return files.filter(f -> f.getFileName().toString().endsWith(".dat")).sorted().toList();
+        }
+    }
+}
