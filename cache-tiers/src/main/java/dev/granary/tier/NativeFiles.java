@@ -25,6 +25,7 @@ final class NativeFiles {
 
     private static final int O_WRONLY = 1;
     private static final int MADV_RANDOM = 1;
+    private static final int MADV_WILLNEED = 3;
     private static final MethodHandle OPEN;
     private static final MethodHandle CLOSE;
     private static final MethodHandle FALLOCATE;
@@ -113,6 +114,20 @@ final class NativeFiles {
             return (int) MADVISE.invokeExact(mapping, mapping.byteSize(), MADV_RANDOM) == 0;
         } catch (Throwable t) {
             return false;
+        }
+    }
+
+    /**
+     * Asks the kernel to start reading a range of a mapping into the page cache now, in large requests, regardless of
+     * {@code MADV_RANDOM}; returns without waiting. The range must start on an OS page boundary.
+     */
+    static void willNeed(MemorySegment range) {
+        if (MADVISE != null) {
+            try {
+                int ignored = (int) MADVISE.invokeExact(range, range.byteSize(), MADV_WILLNEED);
+            } catch (Throwable t) {
+                // advice only
+            }
         }
     }
 

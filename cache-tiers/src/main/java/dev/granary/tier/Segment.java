@@ -103,6 +103,16 @@ final class Segment implements RegionPolicy.Region {
     /** The payload offset of the last successful {@link #reserve}; guarded by the tier's allocation lock. */
     long reservedPayload;
 
+    /** {@return the bytes between the header area and the payloads}; guarded by the tier's allocation lock */
+    long freeBytes() {
+        return payloadStart - headerEnd;
+    }
+
+    /** Zeroes the free area, so that the next scan ends where the last record ends. */
+    void zeroFree() {
+        map.asSlice(headerEnd, payloadStart - headerEnd).fill((byte) 0);
+    }
+
     /** {@return whether a page of this length could ever fit in an empty segment of this size} */
     static boolean fits(long segmentSize, int headerLength, int payloadLength) {
         long payload = (segmentSize - payloadLength) & -SegmentFormat.alignment(payloadLength);

@@ -7,6 +7,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.function.Consumer;
+import java.util.function.LongConsumer;
 import java.util.zip.CRC32C;
 
 /**
@@ -127,15 +128,21 @@ final class SegmentFormat {
 
     /**
      * Reads the record headers of a segment in order, passing each valid page record to {@code sink}, and stops at the
-     * first header that is not valid.
+     * first header that is not valid. {@code readingAt} hears of every megabyte the scan enters, so the caller can ask
+     * the kernel for it in one read.
      *
      * @return where the scan stopped; {@code damage} is {@code null} for a clean end (never-written zeros)
      */
-    static ScanEnd scan(MemorySegment map, long segmentId, Consumer<Record> sink) {
+    static ScanEnd scan(MemorySegment map, long segmentId, Consumer<Record> sink, LongConsumer readingAt) {
         long size = map.byteSize();
         long position = SEGMENT_HEADER;
         long payloadFloor = size; // every payload lies in [headers end, payloadFloor)
+        long nextWindow = 0;
         while (position + RECORD_FIXED + 4 <= payloadFloor) {
+            if (position >= nextWindow) {
+                readingAt.accept(position);
+                nextWindow = (position & -4096L) + (1L << 20);
+            }
             int magic = map.get(INT, position);
             if (magic == 0 && map.get(INT, position + 4) == 0) {
                 return new ScanEnd(position, payloadFloor, null);

@@ -160,6 +160,32 @@ class DiskTierTest {
     }
 
     @Test
+    void theNewestSegmentTakesAppendsAgainAfterReopen() throws Exception {
+        DiskTier tier = disk().build();
+        byte[] bytes = new byte[10_000];
+        new SplittableRandom(4).nextBytes(bytes);
+        assertTrue(tier.put(sealed(new PageKey("test://", "a", "v", 0, bytes.length), bytes)));
+        tier.close();
+        assertEquals(1, segmentFiles().size());
+        DiskTier reopened = disk().build();
+        assertTrue(reopened.put(sealed(new PageKey("test://", "b", "v", 0, bytes.length), bytes)));
+        assertEquals(1, segmentFiles().size(), "the partly filled segment is not stranded");
+        reopened.close();
+        DiskTier again = disk().build();
+        try {
+            assertEquals(2, again.recovery().pages(), again.recovery().toString());
+            for (String key : List.of("a", "b")) {
+                Page page = again.get(new PageKey("test://", key, "v", 0, bytes.length));
+                assertNotNull(page, key);
+                Bytes.assertSame(bytes, page.buffer(), key);
+                page.release();
+            }
+        } finally {
+            again.close();
+        }
+    }
+
+    @Test
     void aDamagedRecordHeaderEndsTheScanOfItsSegmentThere() throws Exception {
         DiskTier tier = disk().build();
         TieredCache first = cache(tier);
