@@ -314,7 +314,8 @@ public final class DiskTier implements Tier {
         try {
             MemorySegment.copy(page.segment(), 0, segment.map, payload, length);
             int crc = SegmentFormat.crc(page.segment());
-            byte[] record = SegmentFormat.recordHeader(names, segment.id, payload, key, crc, SegmentFormat.FLAG_PAGE);
+            byte[] record = SegmentFormat.recordHeader(names, segment.id, segment.generation, payload, key, crc,
+                    SegmentFormat.FLAG_PAGE);
             MemorySegment.copy(MemorySegment.ofArray(record), 0, segment.map, header, record.length);
             written = true;
             return publish(new DiskPage(this, segment, key, header, payload, crc, true));
@@ -350,7 +351,8 @@ public final class DiskTier implements Tier {
     /** Marks a reserved record that will not be written, so a scan passes over it. Best effort. */
     private void skip(Segment segment, SegmentFormat.Names names, long payload, long header, PageKey key) {
         try {
-            byte[] record = SegmentFormat.recordHeader(names, segment.id, payload, key, 0, SegmentFormat.FLAG_SKIP);
+            byte[] record = SegmentFormat.recordHeader(names, segment.id, segment.generation, payload, key, 0,
+                    SegmentFormat.FLAG_SKIP);
             MemorySegment.copy(MemorySegment.ofArray(record), 0, segment.map, header, record.length);
         } catch (RuntimeException | InternalError e) {
             // the scan stops at this hole: later records of the segment are lost, never misread
@@ -719,6 +721,7 @@ public final class DiskTier implements Tier {
                         + " that is not valid (" + end.damage() + "); the pages after it are dropped");
             }
             s.cursors(end.headerEnd(), end.payloadStart());
+            s.generation = end.generation() + 1; // used only if appends resume here
             for (SegmentFormat.Record r : records) {
                 DiskPage page = new DiskPage(this, s, r.key(), r.headerOffset(), r.payloadOffset(), r.payloadCrc(),
                         false);
@@ -763,8 +766,8 @@ public final class DiskTier implements Tier {
 
     /**
      * Lets the newest recovered segment take appends again if much of it is free, so a restart does not strand a
-     * partly filled segment. Its free area is zeroed first: records a crash left beyond the scan's end (after a
-     * reserved slot that was never written) must not reappear after the new ones.
+     * partly filled segment. Its new records carry a higher generation than any before ({@code s.generation}, set by
+     * the scan), so a record a crash left beyond a never-written slot cannot reappear after them.
      */
     private void resumeNewest() {
         if (segments.isEmpty()) {
@@ -772,7 +775,6 @@ public final class DiskTier implements Tier {
         }
         Segment newest = segments.getLast();
         if (newest.size == segmentSize && newest.freeBytes() >= segmentSize / 8) {
-            newest.zeroFree();
             active = newest;
         }
     }

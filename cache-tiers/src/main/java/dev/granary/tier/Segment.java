@@ -40,6 +40,11 @@ final class Segment implements RegionPolicy.Region {
     /** Guarded by the tier's allocation lock. */
     private long payloadStart;
     private volatile long lastAccess;
+    /**
+     * The append generation written into new records: 0 for a new segment, one more than its last record's for a
+     * recovered one. Set before the segment takes appends; read by writers after the allocation lock handed it out.
+     */
+    int generation;
     private final List<DiskTier.DiskPage> pages = new ArrayList<>(); // guarded by this
     private int livePages; // guarded by this
     private boolean dead; // guarded by this
@@ -106,11 +111,6 @@ final class Segment implements RegionPolicy.Region {
     /** {@return the bytes between the header area and the payloads}; guarded by the tier's allocation lock */
     long freeBytes() {
         return payloadStart - headerEnd;
-    }
-
-    /** Zeroes the free area, so that the next scan ends where the last record ends. */
-    void zeroFree() {
-        map.asSlice(headerEnd, payloadStart - headerEnd).fill((byte) 0);
     }
 
     /** {@return whether a page of this length could ever fit in an empty segment of this size} */

@@ -24,7 +24,9 @@ import java.util.zip.CRC32C;
  * segment it belongs to, where its payload lies and the payload's CRC32C, and ends with a CRC32C of itself. A
  * segment is scanned from the first record header up to the first one that is not valid: zeros (never written), a
  * torn write, or damage. Headers are reserved in the same order as their payloads, so payload offsets strictly
- * decrease along the scan and no payload byte can ever be read as a header.
+ * decrease along the scan and no payload byte can ever be read as a header. Each record carries the segment's append
+ * generation, which grows each time appends resume after a restart and never decreases along the scan, so a record
+ * left from before a restart cannot reappear after the records written since.
  *
  * <p>Stateless; thread-safe.
  */
@@ -38,7 +40,7 @@ final class SegmentFormat {
     static final int FLAG_PAGE = 0;
     static final int FLAG_SKIP = 1;
     /** Fixed part of a record header, before the strings; a 4-byte CRC follows the strings. */
-    static final int RECORD_FIXED = 56;
+    static final int RECORD_FIXED = 64;
     static final int MAX_RECORD_HEADER = 64 << 10;
 
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -91,7 +93,7 @@ final class SegmentFormat {
 
     // ---- record header ----
     // magic(4) headerLength(4) segmentId(8) payloadOffset(8) pageOffset(8) length(4) payloadCrc(4) flags(4)
-    // originLen(4) keyLen(4) versionLen(4) | origin key version (UTF-8) | crc(4) | zero padding to 8
+    // originLen(4) keyLen(4) versionLen(4) generation(4) reserved(4) | origin key version (UTF-8) | crc(4) | padding
 
     /** The encoded strings of a key, computed once per put. */
     record Names(byte[] origin, byte[] key, byte[] version) {
@@ -107,13 +109,14 @@ final class SegmentFormat {
     }
 
     /** Encodes a record header; {@code flags} is {@link #FLAG_PAGE} or {@link #FLAG_SKIP}. */
-    static byte[] recordHeader(Names names, long segmentId, long payloadOffset, PageKey key, int payloadCrc,
-            int flags) {
+    static byte[] recordHeader(Names names, long segmentId, int generation, long payloadOffset, PageKey key,
+            int payloadCrc, int flags) {
         int length = names.headerLength();
         ByteBuffer b = ByteBuffer.allocate(length).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(RECORD_MAGIC).putInt(length).putLong(segmentId).putLong(payloadOffset).putLong(key.offset())
                 .putInt(key.length()).putInt(payloadCrc).putInt(flags)
                 .putInt(names.origin.length).putInt(names.key.length).putInt(names.version.length)
+                .putInt(generation).putInt(0)
                 .put(names.origin).put(names.key).put(names.version);
         int end = b.position();
         b.putInt(crc(b.array(), 0, end));
@@ -123,8 +126,11 @@ final class SegmentFormat {
     /** One valid record found by {@link #scan}. */
     record Record(PageKey key, long headerOffset, long payloadOffset, int payloadCrc) {}
 
-    /** What a scan found: where the header area ends, where payloads begin, and whether it stopped on damage. */
-    record ScanEnd(long headerEnd, long payloadStart, String damage) {}
+    /**
+     * What a scan found: where the header area ends, where payloads begin, the generation of the last valid record,
+     * and whether it stopped on damage.
+     */
+    record ScanEnd(long headerEnd, long payloadStart, int generation, String damage) {}
 
     /**
      * Reads the record headers of a segment in order, passing each valid page record to {@code sink}, and stops at the
@@ -138,6 +144,7 @@ final class SegmentFormat {
         long position = SEGMENT_HEADER;
         long payloadFloor = size; // every payload lies in [headers end, payloadFloor)
         long nextWindow = 0;
+        int generation = 0;
         while (position + RECORD_FIXED + 4 <= payloadFloor) {
             if (position >= nextWindow) {
                 readingAt.accept(position);
@@ -145,7 +152,7 @@ final class SegmentFormat {
             }
             int magic = map.get(INT, position);
             if (magic == 0 && map.get(INT, position + 4) == 0) {
-                return new ScanEnd(position, payloadFloor, null);
+                return new ScanEnd(position, payloadFloor, generation, null);
             }
             String damage = null;
             int headerLength = map.get(INT, position + 4);
@@ -156,7 +163,7 @@ final class SegmentFormat {
                 damage = "record header length " + headerLength + " out of bounds";
             }
             if (damage != null) {
-                return new ScanEnd(position, payloadFloor, damage + " at offset " + position);
+                return new ScanEnd(position, payloadFloor, generation, damage + " at offset " + position);
             }
             byte[] h = map.asSlice(position, headerLength).toArray(ValueLayout.JAVA_BYTE);
             ByteBuffer b = ByteBuffer.wrap(h).order(ByteOrder.LITTLE_ENDIAN);
@@ -165,11 +172,13 @@ final class SegmentFormat {
             int versionLen = b.getInt(52);
             long strings = (long) originLen + keyLen + versionLen;
             if (originLen < 0 || keyLen < 0 || versionLen < 0 || RECORD_FIXED + strings + 4 > headerLength) {
-                return new ScanEnd(position, payloadFloor, "record string lengths out of bounds at offset " + position);
+                return new ScanEnd(position, payloadFloor, generation, "record string lengths out of bounds at offset "
+                        + position);
             }
             int crcAt = (int) (RECORD_FIXED + strings);
             if (b.getInt(crcAt) != crc(h, 0, crcAt)) {
-                return new ScanEnd(position, payloadFloor, "record header checksum mismatch at offset " + position);
+                return new ScanEnd(position, payloadFloor, generation, "record header checksum mismatch at offset "
+                        + position);
             }
             long recordSegment = b.getLong(8);
             long payloadOffset = b.getLong(16);
@@ -178,13 +187,21 @@ final class SegmentFormat {
             int flags = b.getInt(40);
             long headerEnd = position + headerLength;
             if (recordSegment != segmentId) {
-                return new ScanEnd(position, payloadFloor, "record of segment " + recordSegment + " at offset "
-                        + position);
+                return new ScanEnd(position, payloadFloor, generation, "record of segment " + recordSegment
+                        + " at offset " + position);
+            }
+            int recordGeneration = b.getInt(56);
+            if (recordGeneration < generation) {
+                // Written before appends resumed after a restart, and left beyond a slot a crash never filled: the
+                // log ended before it. A clean end, not damage.
+                return new ScanEnd(position, payloadFloor, generation, null);
             }
             if (length < 0 || pageOffset < 0 || payloadOffset < headerEnd || payloadOffset + length > payloadFloor
                     || (flags != FLAG_PAGE && flags != FLAG_SKIP)) {
-                return new ScanEnd(position, payloadFloor, "record extent out of bounds at offset " + position);
+                return new ScanEnd(position, payloadFloor, generation, "record extent out of bounds at offset "
+                        + position);
             }
+            generation = recordGeneration;
             if (flags == FLAG_PAGE) {
                 String origin = new String(h, RECORD_FIXED, originLen, StandardCharsets.UTF_8);
                 String key = new String(h, RECORD_FIXED + originLen, keyLen, StandardCharsets.UTF_8);
@@ -195,7 +212,7 @@ final class SegmentFormat {
             payloadFloor = payloadOffset;
             position = headerEnd;
         }
-        return new ScanEnd(position, payloadFloor, null);
+        return new ScanEnd(position, payloadFloor, generation, null);
     }
 
     static int crc(byte[] bytes, int from, int to) {
