@@ -98,6 +98,9 @@ public final class DiskTier implements Tier {
     private final DirectoryLock lock;
     private final ConcurrentHashMap<PageKey, DiskPage> index = new ConcurrentHashMap<>();
     private final ReentrantLock allocation = new ReentrantLock();
+    /** Writers copying into segments hold it shared; close takes it exclusively before it unlocks the directory. */
+    private final java.util.concurrent.locks.ReentrantReadWriteLock writers =
+            new java.util.concurrent.locks.ReentrantReadWriteLock();
     /** Live segments, oldest first, including the active one; guarded by {@link #allocation}. */
     private final List<Segment> segments = new ArrayList<>();
     /** The segment appends go to; guarded by {@link #allocation}. */
@@ -122,6 +125,8 @@ public final class DiskTier implements Tier {
     private volatile String failure;
     private volatile long failedAt;
     private volatile boolean closed;
+    /** Guarded by {@link #allocation}. */
+    private boolean closeDone;
 
     private DiskTier(Builder b) throws IOException {
         this.name = b.name;
@@ -164,10 +169,7 @@ public final class DiskTier implements Tier {
             misses.increment();
             return null;
         }
-        if (page.length() > 4096) {
-            probe(page);
-        }
-        if (!page.verified && !verify(page)) {
+        if (!ready(page)) {
             page.release();
             misses.increment();
             return null;
@@ -184,11 +186,37 @@ public final class DiskTier implements Tier {
         if (page == null || !page.tryRetain()) {
             return null;
         }
-        if (!page.verified && !verify(page)) {
+        if (!ready(page)) {
             page.release();
             return null;
         }
         return page;
+    }
+
+    /**
+     * Brings a retained page in and checks it before it is served: a page not read since the tier opened is probably
+     * not in the page cache, so it is asked for in one read and then verified; a verified one is probed. A fault of the
+     * medium under the mapping (an {@link InternalError} from the JVM) makes the page a miss, never an error.
+     *
+     * @return whether the page may be served; if not, it was dropped from the index (the caller still releases it)
+     */
+    private boolean ready(DiskPage page) {
+        try {
+            if (!page.verified) {
+                if (page.length() > 4096) {
+                    willNeed(page);
+                }
+                return verify(page);
+            }
+            if (page.length() > 4096) {
+                probe(page);
+            }
+            return true;
+        } catch (InternalError e) {
+            failed("cannot read page " + page.key() + " from " + page.segment.file, e);
+            drop(page);
+            return false;
+        }
     }
 
     /** Touching a page's first byte takes longer than this only if the kernel had to read it from the device. */
@@ -207,21 +235,18 @@ public final class DiskTier implements Tier {
         long start = System.nanoTime();
         byte ignored = (byte) BYTE.getOpaque(page.segment.map, page.payloadOffset);
         if (System.nanoTime() - start > COLD_NANOS) {
-            long span = Math.min((page.length() + 4095) & -4096L, page.segment.map.byteSize() - page.payloadOffset);
-            NativeFiles.willNeed(page.segment.map.asSlice(page.payloadOffset, span));
+            willNeed(page);
         }
+    }
+
+    private static void willNeed(DiskPage page) {
+        long span = Math.min((page.length() + 4095) & -4096L, page.segment.map.byteSize() - page.payloadOffset);
+        NativeFiles.willNeed(page.segment.map.asSlice(page.payloadOffset, span));
     }
 
     /** Checks a page's bytes against the CRC its record carries; drops it from the index if they differ. */
     private boolean verify(DiskPage page) {
-        int actual;
-        try {
-            actual = SegmentFormat.crc(page.segment());
-        } catch (InternalError e) { // a fault reading the mapping: the medium failed under it
-            failed("cannot read page " + page.key() + " from " + page.segment.file, e);
-            drop(page);
-            return false;
-        }
+        int actual = SegmentFormat.crc(page.segment());
         if (actual == page.crc) {
             page.verified = true;
             return true;
@@ -242,7 +267,7 @@ public final class DiskTier implements Tier {
         if (page == null || !index.remove(key, page)) {
             return false;
         }
-        page.segment.pageRemoved();
+        page.segment.pageRemoved(page);
         page.release();
         return true;
     }
@@ -254,7 +279,7 @@ public final class DiskTier implements Tier {
 
     private void drop(DiskPage page) {
         if (index.remove(page.key(), page)) {
-            page.segment.pageRemoved();
+            page.segment.pageRemoved(page);
             page.release();
         }
     }
@@ -272,7 +297,13 @@ public final class DiskTier implements Tier {
         }
         PageKey key = page.key();
         if (page instanceof DiskPage own && own.tier == this) {
-            return index.get(key) == own;
+            // One of ours, perhaps moved out (exclusive tiering) and offered back: publish it again if its segment
+            // is still live; the caller's reference keeps it valid meanwhile.
+            if (index.get(key) == own) {
+                return true;
+            }
+            own.retain(1); // the index's reference, consumed by publish
+            return publish(own);
         }
         if (index.containsKey(key)) {
             return true;
@@ -297,19 +328,33 @@ public final class DiskTier implements Tier {
         Segment segment;
         long payload;
         long header;
-        allocation.lock();
-        try {
-            segment = closed ? null : reserve(headerLength, length);
-            if (segment == null) {
-                rejections.increment();
-                return false;
-            }
-            payload = segment.reservedPayload;
-            header = segment.lastHeader;
-            segment.tryRetain(); // the writer's reference: a live segment always has the tier's own
-        } finally {
-            allocation.unlock();
+        if (!writers.readLock().tryLock()) {
+            return false; // closing
         }
+        try {
+            allocation.lock();
+            try {
+                segment = closed ? null : reserve(headerLength, length);
+                if (segment == null) {
+                    rejections.increment();
+                    return false;
+                }
+                payload = segment.reservedPayload;
+                header = segment.lastHeader;
+                segment.tryRetain(); // the writer's reference: a live segment always has the tier's own
+            } finally {
+                allocation.unlock();
+            }
+            return write(page, key, names, segment, payload, header);
+        } finally {
+            writers.readLock().unlock();
+        }
+    }
+
+    /** Copies a page into its reserved place, header last, and publishes it. */
+    private boolean write(Page page, PageKey key, SegmentFormat.Names names, Segment segment, long payload,
+            long header) {
+        int length = page.length();
         boolean written = false;
         try {
             MemorySegment.copy(page.segment(), 0, segment.map, payload, length);
@@ -321,6 +366,14 @@ public final class DiskTier implements Tier {
             return publish(new DiskPage(this, segment, key, header, payload, crc, true));
         } catch (InternalError e) { // a fault writing the mapping: the medium failed under it
             failed("cannot write to " + segment.file, e);
+            allocation.lock();
+            try {
+                if (active == segment) {
+                    active = null; // no more appends to a file that failed
+                }
+            } finally {
+                allocation.unlock();
+            }
             return false;
         } finally {
             if (!written) {
@@ -367,11 +420,11 @@ public final class DiskTier implements Tier {
      *     room that can be made, or the medium failed
      */
     private Segment reserve(int headerLength, int length) {
-        if (active != null && active.reserve(headerLength, length) >= 0) {
-            return active;
-        }
         if (!admitting()) {
             return null;
+        }
+        if (active != null && active.reserve(headerLength, length) >= 0) {
+            return active;
         }
         active = null; // full: from now on a candidate for eviction like the others
         while (bytesOnDisk.get() + segmentSize > capacity) {
@@ -388,7 +441,7 @@ public final class DiskTier implements Tier {
         Segment fresh;
         try {
             fresh = createSegment(nextId++);
-        } catch (IOException | UncheckedIOException e) {
+        } catch (IOException | UncheckedIOException | InternalError e) {
             failed("cannot create a segment file in " + segmentsDirectory, e);
             return null;
         }
@@ -443,7 +496,7 @@ public final class DiskTier implements Tier {
             Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE);
             advise(segment);
             return segment;
-        } catch (IOException | RuntimeException e) {
+        } catch (IOException | RuntimeException | InternalError e) {
             if (segment != null) {
                 segment.kill(false);
                 segment.release(); // unmaps; counted back by freed()
@@ -549,25 +602,31 @@ public final class DiskTier implements Tier {
      */
     @Override
     public void close() {
-        allocation.lock();
+        closed = true; // new puts refuse from here on
+        writers.writeLock().lock(); // and puts in progress finish their copies before the directory is unlocked
         try {
-            if (closed) {
-                return;
-            }
-            closed = true;
-            active = null;
-            for (Segment segment : segments) {
-                for (DiskPage page : segment.kill(false)) {
-                    if (index.remove(page.key(), page)) {
-                        page.release();
-                    }
+            allocation.lock();
+            try {
+                if (closeDone) {
+                    return;
                 }
-                segment.release();
+                closeDone = true;
+                active = null;
+                for (Segment segment : segments) {
+                    for (DiskPage page : segment.kill(false)) {
+                        if (index.remove(page.key(), page)) {
+                            page.release();
+                        }
+                    }
+                    segment.release();
+                }
+                segments.clear();
+            } finally {
+                allocation.unlock();
             }
-            segments.clear();
-        } finally {
-            allocation.unlock();
             lock.close();
+        } finally {
+            writers.writeLock().unlock();
         }
     }
 
@@ -721,7 +780,10 @@ public final class DiskTier implements Tier {
                         + " that is not valid (" + end.damage() + "); the pages after it are dropped");
             }
             s.cursors(end.headerEnd(), end.payloadStart());
-            s.generation = end.generation() + 1; // used only if appends resume here
+            // Used only if appends resume here: above every generation in the file, including records a crash may
+            // have left beyond the scan's end (which the scan cannot see): seconds since 2020 grow across restarts.
+            s.generation = Math.max(end.generation() + 1,
+                    (int) Math.min(Integer.MAX_VALUE, (System.currentTimeMillis() - 1_577_836_800_000L) / 1000));
             for (SegmentFormat.Record r : records) {
                 DiskPage page = new DiskPage(this, s, r.key(), r.headerOffset(), r.payloadOffset(), r.payloadCrc(),
                         false);

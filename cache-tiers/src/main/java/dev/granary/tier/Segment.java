@@ -45,8 +45,8 @@ final class Segment implements RegionPolicy.Region {
      * recovered one. Set before the segment takes appends; read by writers after the allocation lock handed it out.
      */
     int generation;
-    private final List<DiskTier.DiskPage> pages = new ArrayList<>(); // guarded by this
-    private int livePages; // guarded by this
+    /** The pages of this segment that are in the tier's index. */
+    private final java.util.Set<DiskTier.DiskPage> pages = new java.util.HashSet<>(); // guarded by this
     private boolean dead; // guarded by this
     private volatile boolean deleteWhenFree;
 
@@ -122,7 +122,6 @@ final class Segment implements RegionPolicy.Region {
     /** Adds a page to the segment's list; the caller holds this segment's monitor and checked {@link #deadLocked}. */
     void addLocked(DiskTier.DiskPage page) {
         pages.add(page);
-        livePages++;
     }
 
     /** {@return whether the segment was evicted or closed}; the caller holds this segment's monitor */
@@ -130,8 +129,9 @@ final class Segment implements RegionPolicy.Region {
         return dead;
     }
 
-    synchronized void pageRemoved() {
-        livePages--;
+    /** The page left the tier's index (invalidated, moved, damaged). */
+    synchronized void pageRemoved(DiskTier.DiskPage page) {
+        pages.remove(page);
     }
 
     /** Marks the segment dead and returns its pages, for the tier to drop from its index. */
@@ -140,7 +140,16 @@ final class Segment implements RegionPolicy.Region {
         deleteWhenFree = delete;
         List<DiskTier.DiskPage> all = new ArrayList<>(pages);
         pages.clear();
-        livePages = 0;
+        if (delete) {
+            // Unlink now: the mapping keeps the bytes for readers, and a later open of the directory (by this
+            // process or another) must not find, recover or resume a segment that is on its way out.
+            try {
+                Files.deleteIfExists(file);
+            } catch (IOException e) {
+                System.getLogger(DiskTier.class.getName()).log(System.Logger.Level.WARNING,
+                        "cannot delete evicted segment " + file + ": " + e);
+            }
+        }
         return all;
     }
 
@@ -148,7 +157,7 @@ final class Segment implements RegionPolicy.Region {
         return dead;
     }
 
-    /** {@return whether the file is deleted once the last reference goes (evicted), or kept (tier closed)} */
+    /** {@return whether the file was deleted (evicted), its bytes still counted until the mapping goes} */
     boolean deletedWhenFree() {
         return deleteWhenFree;
     }
@@ -176,14 +185,6 @@ final class Segment implements RegionPolicy.Region {
 
     private void free() {
         arena.close();
-        if (deleteWhenFree) {
-            try {
-                Files.deleteIfExists(file);
-            } catch (IOException e) {
-                System.getLogger(DiskTier.class.getName()).log(System.Logger.Level.WARNING,
-                        "cannot delete evicted segment " + file + ": " + e);
-            }
-        }
         onFree.accept(this);
     }
 
@@ -205,7 +206,7 @@ final class Segment implements RegionPolicy.Region {
 
     @Override
     public synchronized int pages() {
-        return livePages;
+        return pages.size();
     }
 
     @Override

@@ -196,7 +196,8 @@ final class SegmentFormat {
                 // log ended before it. A clean end, not damage.
                 return new ScanEnd(position, payloadFloor, generation, null);
             }
-            if (length < 0 || pageOffset < 0 || payloadOffset < headerEnd || payloadOffset + length > payloadFloor
+            if (length < 0 || pageOffset < 0 || pageOffset > Long.MAX_VALUE - length || payloadOffset < headerEnd
+                    || payloadOffset > payloadFloor - length
                     || (flags != FLAG_PAGE && flags != FLAG_SKIP)) {
                 return new ScanEnd(position, payloadFloor, generation, "record extent out of bounds at offset "
                         + position);
