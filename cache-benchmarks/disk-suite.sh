@@ -9,7 +9,7 @@ rounds="${1:-3}"
 out="$(pwd)/cache-benchmarks/target/disk-suite"
 mkdir -p "$out"
 ./mvnw -q -DskipTests -pl cache-benchmarks -am package
-run() { ./mvnw -q -DskipTests -pl cache-benchmarks package "$@"; }
+run() { ./mvnw -q -DskipTests -pl cache-benchmarks -am package "$@"; }
 common="-f 1 -wi 3 -w 1s -i 5 -r 2s"
 for round in $(seq 1 "$rounds"); do
   for t in 1 2; do

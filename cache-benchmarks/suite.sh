@@ -8,7 +8,7 @@ rounds="${1:-3}"
 out="$(pwd)/cache-benchmarks/target/suite"
 mkdir -p "$out"
 ./mvnw -q -DskipTests -pl cache-benchmarks -am package
-jmh() { ./mvnw -q -DskipTests -pl cache-benchmarks package exec:exec@jmh -Djmh.args="$*"; }
+jmh() { ./mvnw -q -DskipTests -pl cache-benchmarks -am package exec:exec@jmh -Djmh.args="$*"; }
 common="-f 1 -wi 3 -w 1s -i 5 -r 2s -prof perfnorm"
 for round in $(seq 1 "$rounds"); do
   for t in 1 2; do
@@ -16,7 +16,7 @@ for round in $(seq 1 "$rounds"); do
     jmh "AllocatorBenchmark $common -t $t -rf json -rff $out/alloc-t$t-$round.json" > "$out/alloc-t$t-$round.log"
   done
 done
-./mvnw -q -DskipTests -pl cache-benchmarks package exec:exec@footprint > "$out/footprint.log"
+./mvnw -q -DskipTests -pl cache-benchmarks -am package exec:exec@footprint > "$out/footprint.log"
 { uname -r; cat /sys/kernel/mm/transparent_hugepage/enabled; uptime; } > "$out/machine.txt"
 r=cache-benchmarks/ratios.py
 for t in 1 2; do

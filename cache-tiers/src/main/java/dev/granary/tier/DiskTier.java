@@ -239,9 +239,15 @@ public final class DiskTier implements Tier {
         }
     }
 
+    /**
+     * Reads a cold page in as one request and maps it in one call: {@code WILLNEED} starts one large read of the
+     * whole range, {@code POPULATE_READ} waits for it and maps every page, so the reader takes no fault per 4 KiB.
+     */
     private static void willNeed(DiskPage page) {
         long span = Math.min((page.length() + 4095) & -4096L, page.segment.map.byteSize() - page.payloadOffset);
-        NativeFiles.willNeed(page.segment.map.asSlice(page.payloadOffset, span));
+        MemorySegment range = page.segment.map.asSlice(page.payloadOffset, span);
+        NativeFiles.willNeed(range);
+        NativeFiles.populate(range);
     }
 
     /** Checks a page's bytes against the CRC its record carries; drops it from the index if they differ. */

@@ -26,6 +26,8 @@ final class NativeFiles {
     private static final int O_WRONLY = 1;
     private static final int MADV_RANDOM = 1;
     private static final int MADV_WILLNEED = 3;
+    /** Linux 5.14+: fault a range in and map it, in one call. Older kernels answer EINVAL, which is ignored. */
+    private static final int MADV_POPULATE_READ = 22;
     private static final MethodHandle OPEN;
     private static final MethodHandle CLOSE;
     private static final MethodHandle FALLOCATE;
@@ -125,6 +127,20 @@ final class NativeFiles {
         if (MADVISE != null) {
             try {
                 int ignored = (int) MADVISE.invokeExact(range, range.byteSize(), MADV_WILLNEED);
+            } catch (Throwable t) {
+                // advice only
+            }
+        }
+    }
+
+    /**
+     * Maps a range of a mapping into the process in one call, waiting for pages still being read (after
+     * {@link #willNeed}); a reader then takes no page faults in it. Advice only: ignored where unsupported.
+     */
+    static void populate(MemorySegment range) {
+        if (MADVISE != null) {
+            try {
+                int ignored = (int) MADVISE.invokeExact(range, range.byteSize(), MADV_POPULATE_READ);
             } catch (Throwable t) {
                 // advice only
             }
