@@ -1,0 +1,749 @@
+package dev.granary.origin.s3;
+
+import dev.granary.NoSuchObjectException;
+import dev.granary.ObjectChangedException;
+import dev.granary.ObjectInfo;
+import dev.granary.spi.Backoff;
+import dev.granary.spi.Keys;
+import dev.granary.spi.Origin;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
+import java.net.URI;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Iterator;
+import java.util.NoSuchElementException;
+import java.util.Objects;
+import java.util.Spliterator;
+import java.util.Spliterators;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import java.util.stream.StreamSupport;
+import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
+import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
+import software.amazon.awssdk.core.ResponseInputStream;
+import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
+import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
+import software.amazon.awssdk.core.exception.SdkClientException;
+import software.amazon.awssdk.core.exception.SdkException;
+import software.amazon.awssdk.http.apache.ApacheHttpClient;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.GetObjectRequest;
+import software.amazon.awssdk.services.s3.model.GetObjectResponse;
+import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
+import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
+import software.amazon.awssdk.services.s3.model.S3Exception;
+import software.amazon.awssdk.services.s3.model.S3Object;
+
+/**
+ * An origin over an S3 bucket, or a prefix of one: Amazon S3 (general purpose and directory buckets) and S3-compatible
+ * stores reached through an endpoint override — MinIO, Ceph RGW, S3Proxy, and the S3 gateways of Alluxio and JuiceFS.
+ *
+ * <h2>Versions and pinning</h2>
+ * An object's version is its ETag, as {@code HEAD} and {@code ListObjectsV2} report it. Every ranged {@code GET} is
+ * sent with {@code If-Match: <ETag>}: if the object was overwritten since its version was learned, S3 answers
+ * {@code 412 Precondition Failed} and the read fails with {@link ObjectChangedException} — the bytes of two versions
+ * are never mixed, not even across the retries of one read.
+ *
+ * <h2>Retries and timeouts</h2>
+ * The origin retries by itself (the SDK's own retries are off, so every attempt is counted in {@link #retries()}):
+ * throttling ({@code 503 SlowDown}, {@code 429}), server errors ({@code 5xx}), connection resets, refused connections
+ * and timeouts, up to {@link Builder#maxAttempts(int)} attempts in all, sleeping between attempts an exponential
+ * backoff with full jitter (base {@link Builder#retryBackoff(Duration)}, four times that for throttling, at most
+ * {@value #MAX_BACKOFF_MILLIS} ms). A data read that fails after some of its bytes arrived resumes from the first
+ * missing byte — still pinned to the same ETag. Each attempt is bounded by {@link Builder#requestTimeout(Duration)}:
+ * connecting, waiting for the response, and every wait for more body bytes. Missing objects ({@code 404}), changed
+ * ones ({@code 412}), ranges past the end ({@code 416}) and access errors ({@code 403}) are not retried.
+ *
+ * <h2>Listing</h2>
+ * {@link #list(String)} pages through {@code ListObjectsV2} lazily (one page of at most 1 000 keys in memory at a
+ * time), in S3's order, which is ascending UTF-8 byte order. Folder markers (keys ending in {@code /}) and keys that
+ * the cache cannot address (a {@code ..} segment, a leading {@code /}) are skipped.
+ *
+ * <h2>Threads</h2>
+ * Thread-safe. Calls block; the cache runs them on virtual threads. The SDK's synchronous HTTP client is sized to
+ * {@link #maxConcurrency()} connections (plus a few for metadata), so every in-flight read has a connection of its
+ * own. Interrupting a thread blocked in a call aborts it with an {@link InterruptedIOException}.
+ *
+ * <p>Build one with {@link #builder()}; closing it closes the SDK client it made (a client passed in through
+ * {@link Builder#client(S3Client)} stays the caller's).
+ */
+public final class S3Origin implements Origin {
+
+    static final long MAX_BACKOFF_MILLIS = 5_000;
+    private static final int METADATA_CONNECTIONS = 16;
+
+    private final S3Client s3;
+    private final boolean ownsClient;
+    private final String bucket;
+    private final String prefix;
+    private final URI uri;
+    private final int maxConcurrency;
+    private final int maxAttempts;
+    private final Backoff backoff;
+    private final LongAdder retries = new LongAdder();
+    /** Set once any request proved the bucket exists: from then on a {@code 404} on HEAD means a missing key. */
+    private volatile boolean bucketSeen;
+    private volatile boolean closed;
+
+    private S3Origin(Builder b, S3Client s3, boolean ownsClient) {
+        this.s3 = s3;
+        this.ownsClient = ownsClient;
+        this.bucket = b.bucket;
+        this.prefix = b.prefix;
+        this.uri = URI.create("s3://" + b.bucket + "/" + b.prefix);
+        this.maxConcurrency = b.maxConcurrency;
+        this.maxAttempts = b.maxAttempts;
+        Duration cap = Duration.ofMillis(MAX_BACKOFF_MILLIS);
+        this.backoff = new Backoff(b.retryBackoff, b.retryBackoff.compareTo(cap) > 0 ? b.retryBackoff : cap);
+    }
+
+    /** {@return a builder; {@link Builder#bucket(String)} is the one required setting} */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    @Override
+    public URI uri() {
+        return uri;
+    }
+
+    /** {@return the bucket} */
+    public String bucket() {
+        return bucket;
+    }
+
+    /** {@return the key prefix every key is relative to: empty, or ending in {@code /}} */
+    public String prefix() {
+        return prefix;
+    }
+
+    @Override
+    public int maxConcurrency() {
+        return maxConcurrency;
+    }
+
+    @Override
+    public long retries() {
+        return retries.sum();
+    }
+
+    // ---------------------------------------------------------------------------------------------------- stat
+
+    @Override
+    public ObjectInfo stat(String key) throws IOException {
+        String s3Key = s3Key(key);
+        try {
+            HeadObjectResponse head = call("HEAD", key, () -> s3.headObject(r -> r.bucket(bucket).key(s3Key)));
+            bucketSeen = true;
+            return new ObjectInfo(key, head.contentLength(), requireEtag(key, head.eTag()));
+        } catch (S3Exception e) {
+            if (e.statusCode() == 404) {
+                throw missing(key, e);
+            }
+            throw failure("HEAD", key, e);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------------- read
+
+    @Override
+    public void read(ObjectInfo object, long position, MemorySegment dst) throws IOException {
+        Objects.requireNonNull(object, "object");
+        Objects.requireNonNull(dst, "dst");
+        if (position < 0) {
+            throw new IllegalArgumentException("position in '" + object.key() + "': " + position + " (expected: >= 0)");
+        }
+        long length = dst.byteSize();
+        if (position > object.size() || length > object.size() - position) {
+            throw new EOFException("read of '" + object.key() + "' in " + uri + " at " + position + " for " + length
+                    + " bytes ends past the end of the object (size " + object.size() + ", version "
+                    + object.version() + ")");
+        }
+        if (length == 0) {
+            return; // an HTTP range cannot be empty; nothing to pin either
+        }
+        String s3Key = s3Key(object.key());
+        long done = 0; // bytes already in dst: a retry resumes after them, pinned to the same ETag
+        int attempt = 1;
+        while (true) {
+            checkOpen();
+            long from = position + done;
+            String range = "bytes=" + from + "-" + (position + length - 1);
+            GetObjectRequest request = GetObjectRequest.builder().bucket(bucket).key(s3Key).range(range)
+                    .ifMatch(object.version()).build();
+            ResponseInputStream<GetObjectResponse> body = null;
+            boolean complete = false;
+            boolean throttling = false;
+            try {
+                body = s3.getObject(request);
+                bucketSeen = true;
+                long expected = length - done;
+                Long contentLength = body.response().contentLength();
+                if (contentLength != null && contentLength != expected) {
+                    throw new ProtocolException("GET of '" + object.key() + "' in " + uri + " " + range
+                            + " answered " + contentLength + " bytes (expected: " + expected + ")");
+                }
+                byte[] chunk = new byte[(int) Math.min(64 * 1024, expected)];
+                MemorySegment chunkSegment = MemorySegment.ofArray(chunk);
+                while (done < length) { // done advances per chunk: a break resumes after the last byte kept
+                    int n = body.read(chunk, 0, (int) Math.min(chunk.length, length - done));
+                    if (n < 0) {
+                        break;
+                    }
+                    MemorySegment.copy(chunkSegment, 0, dst, done, n);
+                    done += n;
+                }
+                if (done != length) {
+                    throw new IOException("GET of '" + object.key() + "' in " + uri + " ended after " + done
+                            + " of " + length + " bytes");
+                }
+                if (body.read() != -1) {
+                    throw new ProtocolException("GET of '" + object.key() + "' in " + uri + " sent more than the "
+                            + length + " bytes asked for");
+                }
+                complete = true;
+                return;
+            } catch (S3Exception e) {
+                switch (e.statusCode()) {
+                    case 412 -> throw new ObjectChangedException(uri, object.key(), object.version(), null, e);
+                    case 404 -> throw missing(object.key(), e);
+                    case 416 -> throw (EOFException) new EOFException("read of '" + object.key() + "' in " + uri
+                            + " at " + from + " is past the end of the object (416 from S3)").initCause(e);
+                    default -> {
+                        if (!retryable(e) || attempt >= maxAttempts) {
+                            throw failure("GET", object.key(), e, attempt);
+                        }
+                        throttling = throttled(e);
+                    }
+                }
+            } catch (SdkClientException e) {
+                if (interrupted(e)) {
+                    throw interruptedIo("GET", object.key(), e);
+                }
+                if (!retryable(e) || attempt >= maxAttempts) {
+                    throw failure("GET", object.key(), e, attempt);
+                }
+            } catch (ProtocolException e) {
+                throw e;
+            } catch (IOException e) { // the body broke off: a reset, a timeout between bytes, a server gone
+                if (interrupted(e)) {
+                    throw interruptedIo("GET", object.key(), e);
+                }
+                if (attempt >= maxAttempts) {
+                    throw new IOException("GET of '" + object.key() + "' in " + uri + " failed after " + attempt
+                            + " attempt(s), " + done + " of " + length + " bytes received: " + e, e);
+                }
+            } finally {
+                if (body != null) {
+                    if (!complete) {
+                        body.abort(); // don't drain a broken body to reuse its connection
+                    }
+                    try {
+                        body.close();
+                    } catch (IOException | RuntimeException ignored) {
+                        // aborted or already broken: the connection is discarded either way
+                    }
+                }
+            }
+            backoff(attempt++, throttling);
+        }
+    }
+
+    /** A server answer that breaks the HTTP contract of a ranged GET: not retried. */
+    private static final class ProtocolException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        ProtocolException(String message) {
+            super(message);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------------- list
+
+    @Override
+    public Stream<ObjectInfo> list(String listPrefix) throws IOException {
+        Objects.requireNonNull(listPrefix, "prefix");
+        checkOpen();
+        Listing listing = new Listing(listPrefix);
+        listing.fetch(); // the first page now: a missing bucket or bad credentials fail here, as IOException
+        return StreamSupport.stream(Spliterators.spliteratorUnknownSize(listing,
+                Spliterator.ORDERED | Spliterator.DISTINCT | Spliterator.NONNULL), false);
+    }
+
+    /** Pages through ListObjectsV2 one page at a time, each page fetched with the origin's retries. */
+    private final class Listing implements Iterator<ObjectInfo> {
+        private final String listPrefix;
+        private final ArrayDeque<ObjectInfo> page = new ArrayDeque<>();
+        private String continuation;
+        private boolean last;
+
+        Listing(String listPrefix) {
+            this.listPrefix = listPrefix;
+        }
+
+        void fetch() throws IOException {
+            String token = continuation;
+            ListObjectsV2Response response;
+            try {
+                response = call("LIST", listPrefix, () -> s3.listObjectsV2(r -> r.bucket(bucket)
+                        .prefix(prefix + listPrefix).continuationToken(token)));
+            } catch (S3Exception e) {
+                throw failure("LIST", listPrefix, e);
+            }
+            bucketSeen = true;
+            for (S3Object o : response.contents()) {
+                String key = o.key().substring(prefix.length());
+                if (Keys.addressable(key) && o.eTag() != null) {
+                    page.add(new ObjectInfo(key, o.size(), o.eTag()));
+                }
+            }
+            continuation = response.nextContinuationToken();
+            last = !Boolean.TRUE.equals(response.isTruncated()) || continuation == null;
+        }
+
+        @Override
+        public boolean hasNext() {
+            while (page.isEmpty() && !last) {
+                try {
+                    fetch();
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            }
+            return !page.isEmpty();
+        }
+
+        @Override
+        public ObjectInfo next() {
+            if (!hasNext()) {
+                throw new NoSuchElementException();
+            }
+            return page.poll();
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------------- calls
+
+    @FunctionalInterface
+    private interface Call<T> {
+        T run();
+    }
+
+    /**
+     * Runs a non-streaming request with the origin's retries; returns its result or throws the last failure:
+     * {@link S3Exception} for an answer that is not retried (the caller maps it), {@link IOException} otherwise.
+     */
+    private <T> T call(String what, String key, Call<T> call) throws IOException {
+        int attempt = 1;
+        while (true) {
+            checkOpen();
+            try {
+                return call.run();
+            } catch (S3Exception e) {
+                if (!retryable(e)) {
+                    throw e;
+                }
+                if (attempt >= maxAttempts) {
+                    throw failure(what, key, e, attempt);
+                }
+                backoff(attempt++, throttled(e));
+                continue;
+            } catch (SdkClientException e) {
+                if (interrupted(e)) {
+                    throw interruptedIo(what, key, e);
+                }
+                if (!retryable(e) || attempt >= maxAttempts) {
+                    throw failure(what, key, e, attempt);
+                }
+            }
+            backoff(attempt++, false);
+        }
+    }
+
+    static boolean retryable(S3Exception e) {
+        int status = e.statusCode();
+        String code = e.awsErrorDetails() == null ? null : e.awsErrorDetails().errorCode();
+        return status >= 500 || status == 429 || status == 408 || "SlowDown".equals(code)
+                || "RequestTimeout".equals(code) || "InternalError".equals(code);
+    }
+
+    /** A client-side failure is worth another attempt if the network failed (I/O, a timeout), not the setup. */
+    static boolean retryable(SdkClientException e) {
+        if (e instanceof software.amazon.awssdk.core.exception.ApiCallAttemptTimeoutException) {
+            return true;
+        }
+        for (Throwable t = e.getCause(); t != null; t = t.getCause()) {
+            if (t instanceof IOException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static boolean throttled(S3Exception e) {
+        String code = e.awsErrorDetails() == null ? null : e.awsErrorDetails().errorCode();
+        return e.statusCode() == 503 || e.statusCode() == 429 || "SlowDown".equals(code);
+    }
+
+    private static boolean interrupted(Throwable e) {
+        if (Thread.currentThread().isInterrupted()) {
+            return true;
+        }
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof InterruptedException || t instanceof InterruptedIOException
+                    && !(t instanceof java.net.SocketTimeoutException)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Counts a retry and sleeps before attempt {@code attempt + 1}. */
+    private void backoff(int attempt, boolean throttling) throws InterruptedIOException {
+        retries.increment();
+        backoff.sleep(attempt, throttling);
+    }
+
+    private InterruptedIOException interruptedIo(String what, String key, Throwable cause) {
+        Thread.currentThread().interrupt();
+        InterruptedIOException e = new InterruptedIOException(what + " of '" + key + "' in " + uri + " interrupted");
+        e.initCause(cause);
+        return e;
+    }
+
+    /** A missing key, or — a {@code 404} before any request reached the bucket — possibly a missing bucket. */
+    private IOException missing(String key, S3Exception e) throws IOException {
+        String code = e.awsErrorDetails() == null ? null : e.awsErrorDetails().errorCode();
+        if ("NoSuchBucket".equals(code)) {
+            throw noSuchBucket(e);
+        }
+        if (!bucketSeen) {
+            try {
+                call("HEAD bucket", "", () -> s3.headBucket(r -> r.bucket(bucket)));
+                bucketSeen = true;
+            } catch (S3Exception bucketError) {
+                if (bucketError.statusCode() == 404) {
+                    throw noSuchBucket(bucketError);
+                }
+                // 403 and the like: the bucket exists but we may not ask about it; the key is what is missing
+            }
+        }
+        return new NoSuchObjectException(uri, key, e);
+    }
+
+    private IOException noSuchBucket(Throwable cause) {
+        return new IOException("no such bucket: '" + bucket + "' (origin " + uri + "); check the bucket name"
+                + " and, for an S3-compatible store, the endpoint", cause);
+    }
+
+    private IOException failure(String what, String key, SdkException e) {
+        return failure(what, key, e, 1);
+    }
+
+    private IOException failure(String what, String key, SdkException e, int attempts) {
+        String where = what + " of '" + key + "' in " + uri;
+        String tries = attempts > 1 ? " after " + attempts + " attempts" : "";
+        if (e instanceof S3Exception s3e) {
+            String code = s3e.awsErrorDetails() == null ? null : s3e.awsErrorDetails().errorCode();
+            if ("NoSuchBucket".equals(code) || what.equals("LIST") && s3e.statusCode() == 404) {
+                return noSuchBucket(e);
+            }
+            if (s3e.statusCode() == 403) {
+                return new IOException(where + " was refused (403" + (code == null ? "" : " " + code) + "): check"
+                        + " the credentials (access key, secret, session token), their permissions on bucket '"
+                        + bucket + "', and the region", e);
+            }
+            if (s3e.statusCode() == 301 || "PermanentRedirect".equals(code)) {
+                return new IOException(where + " failed: bucket '" + bucket + "' is in another region than the"
+                        + " one configured (301 PermanentRedirect); set S3Origin.builder().region(...)", e);
+            }
+            return new IOException(where + " failed" + tries + ": HTTP " + s3e.statusCode()
+                    + (code == null ? "" : " " + code) + ": " + s3e.getMessage(), e);
+        }
+        return new IOException(where + " failed" + tries + ": " + e.getMessage(), e);
+    }
+
+    private static String requireEtag(String key, String etag) throws IOException {
+        if (etag == null || etag.isEmpty()) {
+            throw new IOException("HEAD of '" + key + "' returned no ETag: cannot pin reads to a version");
+        }
+        return etag;
+    }
+
+    private String s3Key(String key) {
+        return prefix + Keys.requireAddressable(key);
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("origin " + uri + " is closed");
+        }
+    }
+
+    /** Closes the SDK client if this origin made it. Idempotent. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        if (ownsClient) {
+            s3.close();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "S3Origin[" + uri + ", maxConcurrency=" + maxConcurrency + "]";
+    }
+
+    // ---------------------------------------------------------------------------------------------------- builder
+
+    /**
+     * Configures an {@link S3Origin}. Every setter validates its argument at once and throws
+     * {@link IllegalArgumentException} naming the value and what was expected. Not thread-safe.
+     *
+     * <p>Directory buckets (S3 Express One Zone) work through the SDK's own support: give the full bucket name
+     * ({@code name--usw2-az1--x-s3}) and its region, leave {@link #endpoint(URI)} and {@link #pathStyle(boolean)}
+     * unset (directory buckets use virtual-hosted zonal endpoints the SDK derives from the name), and use
+     * credentials allowed {@code s3express:CreateSession} on the bucket; the SDK creates and refreshes the session
+     * credentials itself. See {@code docs/origins.md}.
+     */
+    public static final class Builder {
+        private static final Pattern BUCKET = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{1,253}[A-Za-z0-9]");
+        private static final Pattern REGION = Pattern.compile("[a-z0-9][a-z0-9-]*[a-z0-9]");
+
+        private String bucket;
+        private String prefix = "";
+        private String region;
+        private URI endpoint;
+        private boolean pathStyle;
+        private AwsCredentialsProvider credentials;
+        private int maxConcurrency = 64;
+        private int maxAttempts = 5;
+        private Duration requestTimeout = Duration.ofSeconds(10);
+        private Duration retryBackoff = Duration.ofMillis(50);
+        private S3Client client;
+
+        private Builder() {}
+
+        /**
+         * Sets the bucket (required).
+         *
+         * @throws IllegalArgumentException if it is not a bucket name: 3 to 255 letters, digits, {@code .},
+         *                                  {@code -} or {@code _}, starting and ending with a letter or digit
+         */
+        public Builder bucket(String bucket) {
+            if (bucket == null || !BUCKET.matcher(bucket).matches()) {
+                throw new IllegalArgumentException("bucket: " + quote(bucket) + " (expected: a bucket name, 3-255"
+                        + " letters, digits, '.', '-' or '_', starting and ending with a letter or digit;"
+                        + " not an s3:// URI or a path)");
+            }
+            this.bucket = bucket;
+            return this;
+        }
+
+        /**
+         * Sets the key prefix that keys are relative to, like a directory: {@code "imagenet"} and
+         * {@code "imagenet/"} both make key {@code train/1.jpg} the S3 key {@code imagenet/train/1.jpg}.
+         * Default: empty (the whole bucket).
+         *
+         * @throws IllegalArgumentException if it starts with {@code /} or has a {@code ..} or empty segment
+         */
+        public Builder prefix(String prefix) {
+            this.prefix = Keys.directoryPrefix(prefix);
+            return this;
+        }
+
+        /**
+         * Sets the region, e.g. {@code us-east-1}. Default: the SDK's region provider chain ({@code AWS_REGION},
+         * {@code ~/.aws/config}, instance metadata), or {@code us-east-1} when an {@link #endpoint(URI)} is set.
+         *
+         * @throws IllegalArgumentException if it is not a region name
+         */
+        public Builder region(String region) {
+            if (region == null || !REGION.matcher(region).matches()) {
+                throw new IllegalArgumentException("region: " + quote(region)
+                        + " (expected: a region name such as 'us-east-1')");
+            }
+            this.region = region;
+            return this;
+        }
+
+        /**
+         * Sends requests to another endpoint than AWS's: MinIO, Ceph RGW, S3Proxy, an Alluxio or JuiceFS S3 gateway.
+         *
+         * @throws IllegalArgumentException unless it is an absolute {@code http} or {@code https} URI with a host and
+         *                                  no query or fragment
+         */
+        public Builder endpoint(URI endpoint) {
+            if (endpoint == null || endpoint.getScheme() == null
+                    || !(endpoint.getScheme().equalsIgnoreCase("http") || endpoint.getScheme().equalsIgnoreCase("https"))
+                    || endpoint.getHost() == null || endpoint.getQuery() != null || endpoint.getFragment() != null) {
+                throw new IllegalArgumentException("endpoint: " + endpoint + " (expected: an http or https URI with a"
+                        + " host, e.g. http://127.0.0.1:9000)");
+            }
+            this.endpoint = endpoint;
+            return this;
+        }
+
+        /** Addresses the bucket in the path ({@code http://host/bucket/key}) rather than the host name; most
+         * S3-compatible stores need it. Default: false. */
+        public Builder pathStyle(boolean pathStyle) {
+            this.pathStyle = pathStyle;
+            return this;
+        }
+
+        /**
+         * Sets the credentials. Default: the SDK's default chain (environment, system properties, profiles, web
+         * identity, container and instance credentials).
+         *
+         * @throws IllegalArgumentException if null
+         */
+        public Builder credentials(AwsCredentialsProvider credentials) {
+            if (credentials == null) {
+                throw new IllegalArgumentException("credentials: null (expected: an AwsCredentialsProvider, e.g."
+                        + " StaticCredentialsProvider.create(AwsBasicCredentials.create(id, secret)))");
+            }
+            this.credentials = credentials;
+            return this;
+        }
+
+        /**
+         * Sets how many ranged GETs the cache may have in flight at once; the HTTP connection pool is sized to match.
+         * Default 64.
+         *
+         * @throws IllegalArgumentException if {@code < 1} or {@code > 4096}
+         */
+        public Builder maxConcurrency(int maxConcurrency) {
+            if (maxConcurrency < 1 || maxConcurrency > 4096) {
+                throw new IllegalArgumentException("max concurrency: " + maxConcurrency + " (expected: 1..4096)");
+            }
+            this.maxConcurrency = maxConcurrency;
+            return this;
+        }
+
+        /**
+         * Sets how many attempts one request gets in all, the first included. Default 5.
+         *
+         * @throws IllegalArgumentException if {@code < 1} or {@code > 100}
+         */
+        public Builder maxAttempts(int maxAttempts) {
+            if (maxAttempts < 1 || maxAttempts > 100) {
+                throw new IllegalArgumentException("max attempts: " + maxAttempts + " (expected: 1..100)");
+            }
+            this.maxAttempts = maxAttempts;
+            return this;
+        }
+
+        /**
+         * Bounds each attempt: connecting, waiting for the response, and each wait for more bytes of a body.
+         * Default 10 s.
+         *
+         * @throws IllegalArgumentException unless between 1 ms and 1 hour
+         */
+        public Builder requestTimeout(Duration timeout) {
+            if (timeout == null || timeout.compareTo(Duration.ofMillis(1)) < 0 || timeout.compareTo(Duration.ofHours(1)) > 0) {
+                throw new IllegalArgumentException("request timeout: " + timeout + " (expected: 1 ms .. 1 h)");
+            }
+            this.requestTimeout = timeout;
+            return this;
+        }
+
+        /**
+         * Sets the base of the exponential backoff between attempts (four times it after throttling). Default 50 ms.
+         *
+         * @throws IllegalArgumentException unless between 0 and 10 s
+         */
+        public Builder retryBackoff(Duration base) {
+            if (base == null || base.isNegative() || base.compareTo(Duration.ofSeconds(10)) > 0) {
+                throw new IllegalArgumentException("retry backoff: " + base + " (expected: 0 .. 10 s)");
+            }
+            this.retryBackoff = base;
+            return this;
+        }
+
+        /**
+         * Uses a client the caller built and keeps owning (it is not closed with the origin) instead of making one.
+         * Its own retries should be off ({@code AwsRetryStrategy.doNotRetry()}), since the origin retries; region,
+         * endpoint, path style, credentials and the timeouts set here are then the client's business.
+         *
+         * @throws IllegalArgumentException if null
+         */
+        public Builder client(S3Client client) {
+            if (client == null) {
+                throw new IllegalArgumentException("client: null (expected: an S3Client)");
+            }
+            this.client = client;
+            return this;
+        }
+
+        /**
+         * Builds the origin. Makes no request: a missing bucket or wrong credentials surface at first use, as an
+         * {@link IOException} that names them.
+         *
+         * @throws IllegalStateException if no bucket was set, or no region was set and none can be found
+         */
+        public S3Origin build() {
+            if (bucket == null) {
+                throw new IllegalStateException("bucket: not set (expected: S3Origin.builder().bucket(\"name\"))");
+            }
+            if (client != null) {
+                return new S3Origin(this, client, false);
+            }
+            return new S3Origin(this, makeClient(), true);
+        }
+
+        private S3Client makeClient() {
+            Region resolved = resolveRegion();
+            var http = ApacheHttpClient.builder()
+                    .maxConnections(maxConcurrency + METADATA_CONNECTIONS)
+                    .connectionTimeout(requestTimeout)
+                    .socketTimeout(requestTimeout)
+                    .connectionAcquisitionTimeout(requestTimeout)
+                    .tcpKeepAlive(true);
+            var builder = S3Client.builder()
+                    .region(resolved)
+                    .httpClientBuilder(http)
+                    .forcePathStyle(pathStyle)
+                    // S3-compatible stores often lack the newer flexible checksums; a ranged GET has none anyway.
+                    .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
+                    .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
+                    .overrideConfiguration(o -> o
+                            .retryStrategy(AwsRetryStrategy.doNotRetry()) // the origin retries, and counts
+                            .apiCallAttemptTimeout(requestTimeout));
+            builder.credentialsProvider(credentials != null ? credentials : DefaultCredentialsProvider.builder().build());
+            if (endpoint != null) {
+                builder.endpointOverride(endpoint);
+            }
+            return builder.build();
+        }
+
+        private Region resolveRegion() {
+            if (region != null) {
+                return Region.of(region);
+            }
+            if (endpoint != null) {
+                return Region.US_EAST_1; // S3-compatible stores ignore it, but SigV4 needs one
+            }
+            try {
+                return new DefaultAwsRegionProviderChain().getRegion();
+            } catch (SdkClientException e) {
+                throw new IllegalStateException("region: not set and none found (AWS_REGION, aws.region,"
+                        + " ~/.aws/config, instance metadata) (expected: S3Origin.builder().region(\"us-east-1\"))", e);
+            }
+        }
+
+        private static String quote(String s) {
+            return s == null ? "null" : "'" + s + "'";
+        }
+    }
+}

@@ -1,0 +1,16 @@
+/**
+ * Granary's S3 origin: {@link dev.granary.origin.s3.S3Origin}, over the AWS SDK for Java v2.
+ */
+module dev.granary.origin.s3 {
+    requires transitive dev.granary.core;
+    requires transitive software.amazon.awssdk.auth;
+    requires transitive software.amazon.awssdk.services.s3;
+    requires software.amazon.awssdk.awscore;
+    requires software.amazon.awssdk.core;
+    requires software.amazon.awssdk.http;
+    requires software.amazon.awssdk.http.apache;
+    requires software.amazon.awssdk.retries.api;
+    requires software.amazon.awssdk.regions;
+
+    exports dev.granary.origin.s3;
+}

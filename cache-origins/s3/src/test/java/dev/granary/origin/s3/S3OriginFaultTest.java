@@ -1,0 +1,224 @@
+package dev.granary.origin.s3;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.granary.Lease;
+import dev.granary.ObjectChangedException;
+import dev.granary.ObjectInfo;
+import dev.granary.TieredCache;
+import dev.granary.origin.s3.testkit.FaultProxy;
+import dev.granary.origin.s3.testkit.S3ProxyServer;
+import dev.granary.testkit.Await;
+import dev.granary.testkit.Bytes;
+import dev.granary.tier.MemoryTier;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.services.s3.S3Client;
+
+/**
+ * The faults object stores have, injected by a loopback {@link FaultProxy} in front of a real S3 server of this
+ * class's own (it gets killed and restarted): throttling bursts, connection resets, a server killed in the middle of a
+ * read and brought back, a server that stops answering, an object overwritten while it is read.
+ */
+@Timeout(120)
+class S3OriginFaultTest {
+
+    private static final String BUCKET = "faults";
+    private static Path dir;
+    private static S3ProxyServer server;
+    private static S3Client client;
+    private FaultProxy proxy;
+    private S3Origin origin;
+
+    @BeforeAll
+    static void startServer() throws IOException {
+        dir = Files.createTempDirectory("granary-s3-faults-");
+        server = S3ProxyServer.start(dir.resolve("data"));
+        client = server.client();
+        client.createBucket(b -> b.bucket(BUCKET));
+    }
+
+    @AfterAll
+    static void stopServer() throws Exception {
+        client.close();
+        server.close();
+        S3ProxyServer.deleteTree(dir);
+    }
+
+    @BeforeEach
+    void startProxy() throws IOException {
+        proxy = FaultProxy.start(server.port());
+        origin = origin(5, Duration.ofSeconds(5));
+    }
+
+    @AfterEach
+    void stopProxy() throws IOException {
+        origin.close();
+        proxy.close();
+    }
+
+    private S3Origin origin(int attempts, Duration requestTimeout) {
+        return S3Origin.builder().bucket(BUCKET).endpoint(proxy.endpoint()).pathStyle(true)
+                .credentials(S3ProxyServer.credentials()).maxAttempts(attempts).requestTimeout(requestTimeout)
+                .retryBackoff(Duration.ofMillis(2)).build();
+    }
+
+    private static byte[] put(String key, int size, long seed) {
+        byte[] bytes = new byte[size];
+        new SplittableRandom(seed).nextBytes(bytes);
+        client.putObject(b -> b.bucket(BUCKET).key(key), RequestBody.fromBytes(bytes));
+        return bytes;
+    }
+
+    private byte[] read(ObjectInfo info) throws IOException {
+        byte[] out = new byte[(int) info.size()];
+        origin.read(info, 0, MemorySegment.ofArray(out));
+        return out;
+    }
+
+    @Test
+    void aBurstOfSlowDownsIsRetriedAndCounted() throws Exception {
+        byte[] bytes = put("burst.bin", 50_000, 1);
+        ObjectInfo info = origin.stat("burst.bin");
+        proxy.failNext(3);
+        assertArrayEquals(bytes, read(info));
+        assertEquals(3, proxy.injectedFailures());
+        assertEquals(3, origin.retries());
+
+        proxy.failNext(2);
+        assertEquals(info, origin.stat("burst.bin"), "HEAD is retried too");
+        assertEquals(5, origin.retries());
+    }
+
+    @Test
+    void throttlingLongerThanTheAttemptsFailsClearly() throws Exception {
+        put("throttled.bin", 1000, 2);
+        ObjectInfo info = origin.stat("throttled.bin");
+        proxy.failNext(100);
+        IOException e = assertThrows(IOException.class, () -> read(info));
+        assertTrue(e.getMessage().contains("after 5 attempts") && e.getMessage().contains("503"), e.getMessage());
+        assertEquals(5, proxy.injectedFailures());
+        assertEquals(4, origin.retries());
+    }
+
+    @Test
+    void aConnectionResetMidBodyResumesFromTheMissingByte() throws Exception {
+        byte[] bytes = put("reset.bin", 300_000, 3);
+        ObjectInfo info = origin.stat("reset.bin");
+        long before = proxy.responseBytes();
+        proxy.resetNextResponseAfter(100_000);
+        assertArrayEquals(bytes, read(info));
+        assertEquals(1, proxy.resets());
+        assertEquals(1, origin.retries());
+        long moved = proxy.responseBytes() - before;
+        assertTrue(moved < bytes.length + 100_000 - 10_000,
+                "the retry asks only for the bytes still missing; response bytes moved: " + moved);
+    }
+
+    @Test
+    void aServerKilledMidReadFailsWithinTheTimeoutAndReadsRecoverWhenItIsBack() throws Exception {
+        // Bigger than what the server can have pushed into socket buffers when it dies, paced by the proxy.
+        byte[] bytes = put("killed.bin", 24 << 20, 4);
+        ObjectInfo info = origin.stat("killed.bin");
+        proxy.bandwidth(1 << 20);
+        try (S3Origin impatient = origin(3, Duration.ofSeconds(2))) {
+            CompletableFuture<byte[]> reading = CompletableFuture.supplyAsync(() -> {
+                byte[] out = new byte[bytes.length];
+                try {
+                    impatient.read(info, 0, MemorySegment.ofArray(out));
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+                return out;
+            }, task -> Thread.ofVirtual().start(task));
+            long before = proxy.responseBytes();
+            Await.until(() -> proxy.responseBytes() > before + 100_000, () -> "the read has started");
+            server.kill();
+            proxy.bandwidth(0); // what the dead server had sent goes through at once; then the body breaks off
+            ExecutionException failed = assertTimeoutPreemptively(Duration.ofSeconds(30),
+                    () -> assertThrows(ExecutionException.class, reading::get));
+            assertTrue(failed.getCause() instanceof java.io.UncheckedIOException, failed.getCause().toString());
+            IOException cause = (IOException) failed.getCause().getCause();
+            assertTrue(cause.getMessage().contains("killed.bin") && cause.getMessage().contains("attempt"),
+                    cause.getMessage());
+        } finally {
+            proxy.heal();
+            server.restart();
+            proxy.upstream(server.port());
+            client.close();
+            client = server.client(); // the seeding client follows the server to its new port
+        }
+        assertArrayEquals(bytes, read(info), "the same version, read again once the server is back");
+        assertEquals(info, origin.stat("killed.bin"));
+    }
+
+    @Test
+    void aServerThatStopsAnsweringTimesOutInsteadOfHanging() throws Exception {
+        put("silent.bin", 1000, 5);
+        ObjectInfo info = origin.stat("silent.bin");
+        proxy.blackhole(true);
+        try (S3Origin impatient = origin(2, Duration.ofMillis(500))) {
+            IOException read = assertTimeoutPreemptively(Duration.ofSeconds(20), () -> assertThrows(
+                    IOException.class, () -> impatient.read(info, 0, MemorySegment.ofArray(new byte[1000]))));
+            assertTrue(read.getMessage().contains("silent.bin") && read.getMessage().contains("2 attempt"),
+                    read.getMessage());
+            IOException stat = assertTimeoutPreemptively(Duration.ofSeconds(20),
+                    () -> assertThrows(IOException.class, () -> impatient.stat("silent.bin")));
+            assertTrue(stat.getMessage().contains("after 2 attempts"), stat.getMessage());
+        }
+    }
+
+    @Test
+    void aReadPinnedToAnOverwrittenVersionFails() throws Exception {
+        put("pinned.bin", 10_000, 6);
+        ObjectInfo old = origin.stat("pinned.bin");
+        put("pinned.bin", 10_000, 7);
+        ObjectChangedException e = assertThrows(ObjectChangedException.class, () -> read(old));
+        assertEquals(old.version(), e.expectedVersion());
+        assertEquals(0, origin.retries(), "a 412 is an answer, not a fault");
+    }
+
+    @Test
+    void anObjectOverwrittenWhileTheCacheReadsItIsNeverServedMixed() throws Exception {
+        int pageSize = 16 * 1024;
+        byte[] first = put("epoch/shard.bin", 20 * pageSize, 8);
+        try (TieredCache cache = TieredCache.builder(origin)
+                .tier(MemoryTier.builder().capacity(4L << 20).build())
+                .pageSize(pageSize)
+                .metadataTtl(Duration.ofHours(1)) // the cache keeps trusting the old version: pinning must catch it
+                .build()) {
+            try (Lease head = cache.read("epoch/shard.bin", 0, pageSize)) { // page 0 of the old version cached
+                Bytes.assertSame(java.util.Arrays.copyOf(first, pageSize), head.bytes(), "page 0");
+            }
+            byte[] second = put("epoch/shard.bin", 20 * pageSize, 9);
+            try (Lease whole = cache.read("epoch/shard.bin")) {
+                byte[] got = Bytes.toArray(whole.bytes());
+                assertTrue(java.util.Arrays.equals(got, second),
+                        "all bytes of the new version (the cache re-learned it after a 412), never a mix");
+            }
+            try (Lease again = cache.read("epoch/shard.bin", 0, pageSize)) {
+                Bytes.assertSame(java.util.Arrays.copyOf(second, pageSize), again.bytes(),
+                        "the old version's page is not served once the new version is known");
+            }
+        }
+        origin = origin(5, Duration.ofSeconds(5)); // the cache closed the one it owned
+    }
+}
