@@ -231,6 +231,31 @@ public final class TieredCache implements AutoCloseable {
     }
 
     /**
+     * Lists the objects whose keys start with {@code prefix}, through the origin, lazily and in its order (UTF-8 byte
+     * order for S3 and POSIX), and remembers each listed version as if it had been {@link #stat stat}ed: reading a
+     * listed object within {@code metadataTtl} asks the origin for its bytes only, so a dataset of a million objects
+     * costs the listing's pages, not a request per object. Close the stream.
+     *
+     * @param prefix a key prefix, possibly empty; not a directory name ({@code "train"} also matches
+     *               {@code "training/x"})
+     * @return the objects with their sizes and versions
+     * @throws IllegalArgumentException if the prefix is null, absolute, or has a {@code ..} segment
+     * @throws IOException              if the listing cannot be started; later failures surface as
+     *                                  {@link java.io.UncheckedIOException} from the stream
+     * @throws IllegalStateException    if the cache is closed
+     */
+    public java.util.stream.Stream<ObjectInfo> list(String prefix) throws IOException {
+        ensureOpen();
+        if (prefix == null) {
+            throw new IllegalArgumentException("prefix: null (expected: a key prefix, possibly empty)");
+        }
+        if (!prefix.isEmpty()) {
+            Checks.key(prefix);
+        }
+        return fetcher.list(prefix).peek(metadata::observe);
+    }
+
+    /**
      * Drops every cached page of an object, in every tier and every version, and forgets its version, so the next
      * read asks the origin. Leases already handed out stay valid.
      *

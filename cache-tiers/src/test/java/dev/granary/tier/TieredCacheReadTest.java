@@ -295,4 +295,28 @@ class TieredCacheReadTest {
         assertEquals(12345, info.size());
         assertFalse(info.version().isEmpty());
     }
+
+    @Test
+    void aListingTeachesVersionsSoReadsOfListedObjectsNeedNoStat() throws Exception {
+        java.util.Map<String, byte[]> objects = new java.util.TreeMap<>();
+        for (int i = 0; i < 20; i++) {
+            objects.put(String.format("listed/%03d", i), f.data.put(String.format("listed/%03d", i), 1000 + i));
+        }
+        f.data.put("other/x", 10);
+        java.util.List<ObjectInfo> listed;
+        try (var stream = cache.list("listed/")) {
+            listed = stream.toList();
+        }
+        assertEquals(java.util.List.copyOf(objects.keySet()), listed.stream().map(ObjectInfo::key).toList());
+        for (var e : objects.entrySet()) {
+            read(cache, e.getKey(), e.getValue());
+        }
+        assertEquals(1, cache.stats().origin().metadataRequests(), "one listing, no stat per object");
+        assertEquals(20, cache.stats().origin().reads());
+        assertMessage("prefix: null (expected: a key prefix, possibly empty)", () -> cache.list(null));
+        assertThrows(IllegalArgumentException.class, () -> cache.list("../up"));
+        try (var all = cache.list("")) {
+            assertEquals(21, all.count());
+        }
+    }
 }

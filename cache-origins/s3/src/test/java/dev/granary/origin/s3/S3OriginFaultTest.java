@@ -30,7 +30,12 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
+import software.amazon.awssdk.core.interceptor.Context;
+import software.amazon.awssdk.core.interceptor.ExecutionAttributes;
+import software.amazon.awssdk.core.interceptor.ExecutionInterceptor;
 import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.http.SdkHttpRequest;
 import software.amazon.awssdk.services.s3.S3Client;
 
 /**
@@ -92,6 +97,25 @@ class S3OriginFaultTest {
         byte[] out = new byte[(int) info.size()];
         origin.read(info, 0, MemorySegment.ofArray(out));
         return out;
+    }
+
+    @Test
+    void addedLatencyAndABandwidthCapSlowReadsButNeverBreakThem() throws Exception {
+        byte[] bytes = put("slow.bin", 200_000, 10);
+        proxy.latency(Duration.ofMillis(40)).bandwidth(2_000_000);
+        ObjectInfo info = origin.stat("slow.bin");
+        try (TieredCache cache = TieredCache.builder(origin)
+                .tier(MemoryTier.builder().capacity(4L << 20).build())
+                .pageSize(16 * 1024)
+                .build()) {
+            try (Lease lease = cache.read("slow.bin")) { // 13 pages fetched concurrently, each 40 ms away
+                Bytes.assertSame(bytes, lease.bytes(), "slow.bin through latency and a bandwidth cap");
+            }
+            assertEquals(13, cache.stats().origin().reads());
+            assertEquals(0, cache.stats().origin().retries(), "slow is not failed: nothing retried");
+            assertEquals(info, cache.stat("slow.bin"));
+        }
+        origin = origin(5, Duration.ofSeconds(5)); // the cache closed the one it owned
     }
 
     @Test
@@ -194,6 +218,47 @@ class S3OriginFaultTest {
         ObjectChangedException e = assertThrows(ObjectChangedException.class, () -> read(old));
         assertEquals(old.version(), e.expectedVersion());
         assertEquals(0, origin.retries(), "a 412 is an answer, not a fault");
+    }
+
+    @Test
+    void aStoreThatIgnoresIfMatchStillCannotServeAnotherVersion() throws Exception {
+        put("ignored.bin", 10_000, 11);
+        ObjectInfo old = origin.stat("ignored.bin");
+        put("ignored.bin", 10_000, 12);
+        // A gateway that drops If-Match: the header is removed before the request is signed and sent.
+        try (S3Client careless = S3Client.builder().endpointOverride(proxy.endpoint()).forcePathStyle(true)
+                .region(software.amazon.awssdk.regions.Region.US_EAST_1).credentialsProvider(S3ProxyServer.credentials())
+                .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry())
+                        .addExecutionInterceptor(new ExecutionInterceptor() {
+                            @Override
+                            public SdkHttpRequest modifyHttpRequest(Context.ModifyHttpRequest context,
+                                    ExecutionAttributes attributes) {
+                                return context.httpRequest().toBuilder().removeHeader("If-Match").build();
+                            }
+                        }))
+                .build();
+                S3Origin pinnedByEtagOnly = S3Origin.builder().bucket(BUCKET).client(careless).build()) {
+            ObjectChangedException e = assertThrows(ObjectChangedException.class, () -> pinnedByEtagOnly.read(old,
+                    0, MemorySegment.ofArray(new byte[10_000])));
+            assertEquals(old.version(), e.expectedVersion());
+            assertEquals(origin.stat("ignored.bin").version(), e.actualVersion(), "the version actually served");
+        }
+    }
+
+    @Test
+    void withoutIfMatchTheResponseEtagStillPinsTheRead() throws Exception {
+        byte[] first = put("etag-only.bin", 10_000, 13);
+        try (S3Origin etagOnly = S3Origin.builder().bucket(BUCKET).endpoint(proxy.endpoint()).pathStyle(true)
+                .credentials(S3ProxyServer.credentials()).ifMatch(false).build()) {
+            ObjectInfo old = etagOnly.stat("etag-only.bin");
+            byte[] out = new byte[10_000];
+            etagOnly.read(old, 0, MemorySegment.ofArray(out));
+            assertArrayEquals(first, out);
+            put("etag-only.bin", 10_000, 14);
+            ObjectChangedException e = assertThrows(ObjectChangedException.class,
+                    () -> etagOnly.read(old, 0, MemorySegment.ofArray(new byte[10_000])));
+            assertEquals(etagOnly.stat("etag-only.bin").version(), e.actualVersion());
+        }
     }
 
     @Test
