@@ -250,13 +250,7 @@ public final class S3ReadBenchmark {
                 .ifMatch(c.ifMatch);
         S3Client own = null;
         if (c.plainOriginClient) { // diagnostic: the origin over the sync-apache subject's client configuration
-            own = S3Client.builder().endpointOverride(endpoint).forcePathStyle(true)
-                    .region(Region.US_EAST_1).credentialsProvider(S3ProxyServer.credentials())
-                    .httpClientBuilder(ApacheHttpClient.builder().maxConnections(c.concurrency))
-                    .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
-                    .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
-                    .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry()))
-                    .build();
+            own = plainClient(c, endpoint);
             builder.client(own);
         } else {
             builder.endpoint(endpoint).pathStyle(true).credentials(S3ProxyServer.credentials());
@@ -379,13 +373,7 @@ public final class S3ReadBenchmark {
         String range = "bytes=0-" + (c.size - 1); // a plain ranged-GET client, as the origin's reads are ranged
         return switch (subject) {
             case "sync-apache" -> {
-                try (S3Client client = S3Client.builder().endpointOverride(endpoint).forcePathStyle(true)
-                        .region(Region.US_EAST_1).credentialsProvider(S3ProxyServer.credentials())
-                        .httpClientBuilder(ApacheHttpClient.builder().maxConnections(c.concurrency))
-                        .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
-                        .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
-                        .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry()))
-                        .build()) {
+                try (S3Client client = plainClient(c, endpoint)) {
                     long start = System.nanoTime();
                     parallel(c.concurrency, order, (key, scratch) -> client.getObject(
                             b -> b.bucket(BUCKET).key(key).range(range), ResponseTransformer.toBytes())
@@ -394,13 +382,7 @@ public final class S3ReadBenchmark {
                 }
             }
             case "sync-apache-pinned" -> { // diagnostic: the origin's request shape (Range + If-Match), no cache
-                try (S3Client client = S3Client.builder().endpointOverride(endpoint).forcePathStyle(true)
-                        .region(Region.US_EAST_1).credentialsProvider(S3ProxyServer.credentials())
-                        .httpClientBuilder(ApacheHttpClient.builder().maxConnections(c.concurrency))
-                        .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
-                        .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
-                        .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry()))
-                        .build()) {
+                try (S3Client client = plainClient(c, endpoint)) {
                     java.util.Map<String, String> etags = new java.util.HashMap<>();
                     client.listObjectsV2Paginator(b -> b.bucket(BUCKET)).contents()
                             .forEach(o -> etags.put(o.key(), o.eTag()));
@@ -436,6 +418,17 @@ public final class S3ReadBenchmark {
             default -> throw new IllegalArgumentException("subject: '" + subject
                     + "' (expected: granary, sync-apache, async-netty or crt)");
         };
+    }
+
+    /** The plain synchronous client: Apache, K connections, no retries, no checksums beyond what S3 requires. */
+    private static S3Client plainClient(Config c, URI endpoint) {
+        return S3Client.builder().endpointOverride(endpoint).forcePathStyle(true)
+                .region(Region.US_EAST_1).credentialsProvider(S3ProxyServer.credentials())
+                .httpClientBuilder(ApacheHttpClient.builder().maxConnections(c.concurrency))
+                .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
+                .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
+                .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry()))
+                .build();
     }
 
     /** K requests in flight, started as earlier ones complete. */

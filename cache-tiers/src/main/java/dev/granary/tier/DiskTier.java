@@ -618,15 +618,7 @@ public final class DiskTier implements Tier {
                 }
                 closeDone = true;
                 active = null;
-                for (Segment segment : segments) {
-                    for (DiskPage page : segment.kill(false)) {
-                        if (index.remove(page.key(), page)) {
-                            page.release();
-                        }
-                    }
-                    segment.release();
-                }
-                segments.clear();
+                releaseSegments();
             } finally {
                 allocation.unlock();
             }
@@ -849,6 +841,11 @@ public final class DiskTier implements Tier {
 
     private void closeSegmentsAfterFailedOpen() {
         closed = true;
+        releaseSegments();
+    }
+
+    /** Drops every segment's pages from the index and the tier's reference to each segment (kept on disk). */
+    private void releaseSegments() {
         for (Segment segment : segments) {
             for (DiskPage page : segment.kill(false)) {
                 if (index.remove(page.key(), page)) {

@@ -17,6 +17,7 @@ import dev.granary.ObjectInfo;
 import dev.granary.spi.Backoff;
 import dev.granary.spi.Keys;
 import dev.granary.spi.Origin;
+import dev.granary.spi.OriginLimits;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InterruptedIOException;
@@ -62,7 +63,6 @@ import java.util.stream.StreamSupport;
  */
 public final class GcsOrigin implements Origin {
 
-    private static final Duration MAX_BACKOFF = Duration.ofSeconds(5);
     private static final int LIST_PAGE = 1_000;
 
     private final Storage storage;
@@ -85,8 +85,7 @@ public final class GcsOrigin implements Origin {
         this.uri = URI.create("gs://" + b.bucket + "/" + b.prefix);
         this.maxConcurrency = b.maxConcurrency;
         this.maxAttempts = b.maxAttempts;
-        this.backoff = new Backoff(b.retryBackoff, b.retryBackoff.compareTo(MAX_BACKOFF) > 0 ? b.retryBackoff
-                : MAX_BACKOFF);
+        this.backoff = OriginLimits.backoff(b.retryBackoff);
     }
 
     /** {@return a builder; {@link Builder#bucket(String)} is the one required setting} */
@@ -201,7 +200,7 @@ public final class GcsOrigin implements Origin {
                     }
                     throttling = storageError.getCode() == 429;
                 }
-                if (interrupted(e)) {
+                if (OriginLimits.isInterruption(e)) {
                     throw interruptedIo("read", object.key(), e);
                 }
                 if (!retryable(e) || attempt >= maxAttempts) {
@@ -298,7 +297,7 @@ public final class GcsOrigin implements Origin {
             try {
                 return call.run();
             } catch (StorageException e) {
-                if (interrupted(e)) {
+                if (OriginLimits.isInterruption(e)) {
                     throw interruptedIo(what, key, e);
                 }
                 if (e.getCode() == 404 && what.equals("list")) {
@@ -362,19 +361,6 @@ public final class GcsOrigin implements Origin {
         for (Throwable t = e; t != null; t = t.getCause()) {
             if (t instanceof IOException) {
                 return true; // a reset, a timeout, a refused connection
-            }
-        }
-        return false;
-    }
-
-    private static boolean interrupted(Throwable e) {
-        if (Thread.currentThread().isInterrupted()) {
-            return true;
-        }
-        for (Throwable t = e; t != null; t = t.getCause()) {
-            if (t instanceof InterruptedException || t instanceof java.nio.channels.ClosedByInterruptException
-                    || t instanceof InterruptedIOException && !(t instanceof java.net.SocketTimeoutException)) {
-                return true;
             }
         }
         return false;
@@ -521,38 +507,25 @@ public final class GcsOrigin implements Origin {
 
         /** Sets how many reads may be in flight at once. Default 64. @throws IllegalArgumentException unless 1..4096 */
         public Builder maxConcurrency(int maxConcurrency) {
-            if (maxConcurrency < 1 || maxConcurrency > 4096) {
-                throw new IllegalArgumentException("max concurrency: " + maxConcurrency + " (expected: 1..4096)");
-            }
-            this.maxConcurrency = maxConcurrency;
+            this.maxConcurrency = OriginLimits.maxConcurrency(maxConcurrency);
             return this;
         }
 
         /** Sets the attempts per request, the first included. Default 5. @throws IllegalArgumentException unless 1..100 */
         public Builder maxAttempts(int maxAttempts) {
-            if (maxAttempts < 1 || maxAttempts > 100) {
-                throw new IllegalArgumentException("max attempts: " + maxAttempts + " (expected: 1..100)");
-            }
-            this.maxAttempts = maxAttempts;
+            this.maxAttempts = OriginLimits.maxAttempts(maxAttempts);
             return this;
         }
 
         /** Sets the connect and read timeout of each attempt. Default 10 s. @throws IllegalArgumentException unless 1 ms .. 1 h */
         public Builder requestTimeout(Duration timeout) {
-            if (timeout == null || timeout.compareTo(Duration.ofMillis(1)) < 0
-                    || timeout.compareTo(Duration.ofHours(1)) > 0) {
-                throw new IllegalArgumentException("request timeout: " + timeout + " (expected: 1 ms .. 1 h)");
-            }
-            this.requestTimeout = timeout;
+            this.requestTimeout = OriginLimits.requestTimeout(timeout);
             return this;
         }
 
         /** Sets the base of the backoff between attempts. Default 50 ms. @throws IllegalArgumentException unless 0 .. 10 s */
         public Builder retryBackoff(Duration base) {
-            if (base == null || base.isNegative() || base.compareTo(Duration.ofSeconds(10)) > 0) {
-                throw new IllegalArgumentException("retry backoff: " + base + " (expected: 0 .. 10 s)");
-            }
-            this.retryBackoff = base;
+            this.retryBackoff = OriginLimits.retryBackoff(base);
             return this;
         }
 

@@ -6,6 +6,7 @@ import dev.granary.ObjectInfo;
 import dev.granary.spi.Backoff;
 import dev.granary.spi.Keys;
 import dev.granary.spi.Origin;
+import dev.granary.spi.OriginLimits;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InterruptedIOException;
@@ -58,7 +59,7 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  * throttling ({@code 503 SlowDown}, {@code 429}), server errors ({@code 5xx}), connection resets, refused connections
  * and timeouts, up to {@link Builder#maxAttempts(int)} attempts in all, sleeping between attempts an exponential
  * backoff with full jitter (base {@link Builder#retryBackoff(Duration)}, four times that for throttling, at most
- * {@value #MAX_BACKOFF_MILLIS} ms). A data read that fails after some of its bytes arrived resumes from the first
+ * 5 s). A data read that fails after some of its bytes arrived resumes from the first
  * missing byte — still pinned to the same ETag. Every wait of an attempt is bounded by
  * {@link Builder#requestTimeout(Duration)}: connecting, waiting for the response, and every wait for more body bytes. Missing objects ({@code 404}), changed
  * ones ({@code 412}), ranges past the end ({@code 416}) and access errors ({@code 403}) are not retried.
@@ -78,7 +79,6 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  */
 public final class S3Origin implements Origin {
 
-    static final long MAX_BACKOFF_MILLIS = 5_000;
     private static final int METADATA_CONNECTIONS = 16;
 
     private final S3Client s3;
@@ -104,8 +104,7 @@ public final class S3Origin implements Origin {
         this.maxConcurrency = b.maxConcurrency;
         this.maxAttempts = b.maxAttempts;
         this.ifMatch = b.ifMatch;
-        Duration cap = Duration.ofMillis(MAX_BACKOFF_MILLIS);
-        this.backoff = new Backoff(b.retryBackoff, b.retryBackoff.compareTo(cap) > 0 ? b.retryBackoff : cap);
+        this.backoff = OriginLimits.backoff(b.retryBackoff);
     }
 
     /** {@return a builder; {@link Builder#bucket(String)} is the one required setting} */
@@ -240,7 +239,7 @@ public final class S3Origin implements Origin {
                     }
                 }
             } catch (SdkClientException e) {
-                if (interrupted(e)) {
+                if (OriginLimits.isInterruption(e)) {
                     throw interruptedIo("GET", object.key(), e);
                 }
                 if (!retryable(e) || attempt >= maxAttempts) {
@@ -249,7 +248,7 @@ public final class S3Origin implements Origin {
             } catch (ProtocolException | ObjectChangedException e) { // answers, not faults: not retried
                 throw e;
             } catch (IOException e) { // the body broke off: a reset, a timeout between bytes, a server gone
-                if (interrupted(e)) {
+                if (OriginLimits.isInterruption(e)) {
                     throw interruptedIo("GET", object.key(), e);
                 }
                 if (attempt >= maxAttempts) {
@@ -372,7 +371,7 @@ public final class S3Origin implements Origin {
                 backoff(attempt++, throttled(e));
                 continue;
             } catch (SdkClientException e) {
-                if (interrupted(e)) {
+                if (OriginLimits.isInterruption(e)) {
                     throw interruptedIo(what, key, e);
                 }
                 if (!retryable(e) || attempt >= maxAttempts) {
@@ -406,19 +405,6 @@ public final class S3Origin implements Origin {
     private static boolean throttled(S3Exception e) {
         String code = e.awsErrorDetails() == null ? null : e.awsErrorDetails().errorCode();
         return e.statusCode() == 503 || e.statusCode() == 429 || "SlowDown".equals(code);
-    }
-
-    private static boolean interrupted(Throwable e) {
-        if (Thread.currentThread().isInterrupted()) {
-            return true;
-        }
-        for (Throwable t = e; t != null; t = t.getCause()) {
-            if (t instanceof InterruptedException || t instanceof InterruptedIOException
-                    && !(t instanceof java.net.SocketTimeoutException)) {
-                return true;
-            }
-        }
-        return false;
     }
 
     /** Counts a retry and sleeps before attempt {@code attempt + 1}. */
@@ -653,10 +639,7 @@ public final class S3Origin implements Origin {
          * @throws IllegalArgumentException if {@code < 1} or {@code > 4096}
          */
         public Builder maxConcurrency(int maxConcurrency) {
-            if (maxConcurrency < 1 || maxConcurrency > 4096) {
-                throw new IllegalArgumentException("max concurrency: " + maxConcurrency + " (expected: 1..4096)");
-            }
-            this.maxConcurrency = maxConcurrency;
+            this.maxConcurrency = OriginLimits.maxConcurrency(maxConcurrency);
             return this;
         }
 
@@ -666,10 +649,7 @@ public final class S3Origin implements Origin {
          * @throws IllegalArgumentException if {@code < 1} or {@code > 100}
          */
         public Builder maxAttempts(int maxAttempts) {
-            if (maxAttempts < 1 || maxAttempts > 100) {
-                throw new IllegalArgumentException("max attempts: " + maxAttempts + " (expected: 1..100)");
-            }
-            this.maxAttempts = maxAttempts;
+            this.maxAttempts = OriginLimits.maxAttempts(maxAttempts);
             return this;
         }
 
@@ -680,10 +660,7 @@ public final class S3Origin implements Origin {
          * @throws IllegalArgumentException unless between 1 ms and 1 hour
          */
         public Builder requestTimeout(Duration timeout) {
-            if (timeout == null || timeout.compareTo(Duration.ofMillis(1)) < 0 || timeout.compareTo(Duration.ofHours(1)) > 0) {
-                throw new IllegalArgumentException("request timeout: " + timeout + " (expected: 1 ms .. 1 h)");
-            }
-            this.requestTimeout = timeout;
+            this.requestTimeout = OriginLimits.requestTimeout(timeout);
             return this;
         }
 
@@ -693,10 +670,7 @@ public final class S3Origin implements Origin {
          * @throws IllegalArgumentException unless between 0 and 10 s
          */
         public Builder retryBackoff(Duration base) {
-            if (base == null || base.isNegative() || base.compareTo(Duration.ofSeconds(10)) > 0) {
-                throw new IllegalArgumentException("retry backoff: " + base + " (expected: 0 .. 10 s)");
-            }
-            this.retryBackoff = base;
+            this.retryBackoff = OriginLimits.retryBackoff(base);
             return this;
         }
 

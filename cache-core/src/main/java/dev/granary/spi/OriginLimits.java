@@ -1,0 +1,87 @@
+package dev.granary.spi;
+
+import java.io.InterruptedIOException;
+import java.net.SocketTimeoutException;
+import java.nio.channels.ClosedByInterruptException;
+import java.time.Duration;
+
+/**
+ * The settings every remote origin's builder shares — concurrency, attempts, timeouts, backoff — validated once, with
+ * the messages of the whole project ({@code "<what>: <value> (expected: <constraint>)"}), and how to tell an
+ * interrupted call from a failed one. Stateless.
+ */
+public final class OriginLimits {
+
+    private OriginLimits() {}
+
+    /**
+     * {@return the concurrency} if it is 1..4096
+     *
+     * @throws IllegalArgumentException otherwise, naming the value
+     */
+    public static int maxConcurrency(int maxConcurrency) {
+        if (maxConcurrency < 1 || maxConcurrency > 4096) {
+            throw new IllegalArgumentException("max concurrency: " + maxConcurrency + " (expected: 1..4096)");
+        }
+        return maxConcurrency;
+    }
+
+    /**
+     * {@return the attempts per request} if 1..100
+     *
+     * @throws IllegalArgumentException otherwise, naming the value
+     */
+    public static int maxAttempts(int maxAttempts) {
+        if (maxAttempts < 1 || maxAttempts > 100) {
+            throw new IllegalArgumentException("max attempts: " + maxAttempts + " (expected: 1..100)");
+        }
+        return maxAttempts;
+    }
+
+    /**
+     * {@return the timeout} if between 1 ms and 1 hour
+     *
+     * @throws IllegalArgumentException otherwise, naming the value
+     */
+    public static Duration requestTimeout(Duration timeout) {
+        if (timeout == null || timeout.compareTo(Duration.ofMillis(1)) < 0 || timeout.compareTo(Duration.ofHours(1)) > 0) {
+            throw new IllegalArgumentException("request timeout: " + timeout + " (expected: 1 ms .. 1 h)");
+        }
+        return timeout;
+    }
+
+    /**
+     * {@return the backoff base} if between 0 and 10 s
+     *
+     * @throws IllegalArgumentException otherwise, naming the value
+     */
+    public static Duration retryBackoff(Duration base) {
+        if (base == null || base.isNegative() || base.compareTo(Duration.ofSeconds(10)) > 0) {
+            throw new IllegalArgumentException("retry backoff: " + base + " (expected: 0 .. 10 s)");
+        }
+        return base;
+    }
+
+    /** {@return a {@link Backoff} with this base, capped at 5 s or the base if larger} */
+    public static Backoff backoff(Duration base) {
+        Duration cap = Duration.ofSeconds(5);
+        return new Backoff(base, base.compareTo(cap) > 0 ? base : cap);
+    }
+
+    /**
+     * {@return whether a failure means the calling thread was interrupted} (its flag is set, or the cause chain holds
+     * an interruption), as opposed to a timeout or an I/O error, which are worth a retry
+     */
+    public static boolean isInterruption(Throwable failure) {
+        if (Thread.currentThread().isInterrupted()) {
+            return true;
+        }
+        for (Throwable t = failure; t != null; t = t.getCause()) {
+            if (t instanceof InterruptedException || t instanceof ClosedByInterruptException
+                    || t instanceof InterruptedIOException && !(t instanceof SocketTimeoutException)) {
+                return true;
+            }
+        }
+        return false;
+    }
+}
