@@ -24,8 +24,8 @@ import org.junit.jupiter.api.Test;
  * (seek, limit), missing and deleted objects, prefixes, folder markers, the key rules, and concurrent reads.
  * <p><b>What it does not:</b> generation pinning — the fake serves the live bytes whatever generation or
  * {@code ifGenerationMatch} a read names (checked: {@link #detectsChangedVersions()} is false, so the contract only
- * requires a new version and the new bytes after a rewrite); HTTP (status codes, retries, timeouts, the resumption of
- * a broken body — tested for S3 through a real server and a fault proxy; GCS shares the design, not the code);
+ * requires a new version and the new bytes after a rewrite); HTTP (status codes, retries and the resumption of a
+ * broken body are driven through a fault-injecting wrapper in {@link GcsOriginFaultTest}; timeouts are not tested);
  * pagination (the fake returns one page); list order (the fake lists in hash order: {@link #listsInUtf8Order()} is
  * false, so only the set of keys is checked); credentials; a missing bucket.
  */

@@ -1,0 +1,193 @@
+package dev.granary.origin.gcs;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.google.cloud.ReadChannel;
+import com.google.cloud.WriteChannel;
+import com.google.cloud.storage.BlobInfo;
+import com.google.cloud.storage.Storage;
+import com.google.cloud.storage.StorageException;
+import com.google.cloud.storage.contrib.nio.testing.LocalStorageHelper;
+import dev.granary.NoSuchObjectException;
+import dev.granary.ObjectChangedException;
+import dev.granary.ObjectInfo;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link GcsOrigin}'s retries and error mapping, driven through a fault-injecting {@link Storage}: the in-process fake
+ * has no HTTP, so the failures GCS answers with — 429, 503, 403, 412, 404, a connection reset in the middle of a
+ * body — are thrown by a wrapper around it, as the client library would throw them. What this does not cover is the
+ * client library's own translation of HTTP into those exceptions.
+ */
+class GcsOriginFaultTest {
+
+    private static final String BUCKET = "faults";
+
+    private Storage fake;
+    private final AtomicInteger failStats = new AtomicInteger();
+    private final AtomicInteger failReaders = new AtomicInteger();
+    private volatile int statusToThrow = 503;
+    private volatile long resetReadAfter = -1;
+    private volatile boolean bucketGone;
+    private final List<Long> seeks = new ArrayList<>();
+    private GcsOrigin origin;
+    private byte[] bytes;
+
+    @BeforeEach
+    void setUp() throws IOException {
+        fake = LocalStorageHelper.customOptions(false).getService();
+        bytes = new byte[300_000];
+        new SplittableRandom(3).nextBytes(bytes);
+        try (WriteChannel writer = fake.writer(BlobInfo.newBuilder(BUCKET, "data/a.bin").build())) {
+            writer.write(ByteBuffer.wrap(bytes));
+        }
+        origin = origin(4);
+    }
+
+    private GcsOrigin origin(int attempts) {
+        return GcsOrigin.builder().bucket(BUCKET).prefix("data").storage(faulty()).maxAttempts(attempts)
+                .retryBackoff(Duration.ofMillis(1)).build();
+    }
+
+    /** The fake behind a dynamic proxy that throws what it is told to, on get (stat), reader and list. */
+    private Storage faulty() {
+        return (Storage) Proxy.newProxyInstance(Storage.class.getClassLoader(), new Class<?>[] {Storage.class},
+                (proxy, method, args) -> {
+                    String name = method.getName();
+                    if (name.equals("get") && failStats.getAndUpdate(n -> Math.max(0, n - 1)) > 0
+                            || name.equals("reader") && failReaders.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                        throw new StorageException(statusToThrow, "injected " + statusToThrow);
+                    }
+                    if (name.equals("list") && bucketGone) {
+                        throw new StorageException(404, "injected: the bucket does not exist");
+                    }
+                    Object result;
+                    try {
+                        result = method.invoke(fake, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                    return name.equals("reader") ? resetting((ReadChannel) result) : result;
+                });
+    }
+
+    /** A ReadChannel that records seeks and, once armed, breaks off after a number of bytes with an IOException. */
+    private ReadChannel resetting(ReadChannel real) {
+        long[] delivered = {0};
+        return (ReadChannel) Proxy.newProxyInstance(ReadChannel.class.getClassLoader(),
+                new Class<?>[] {ReadChannel.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("seek")) {
+                        synchronized (seeks) {
+                            seeks.add((Long) args[0]);
+                        }
+                    }
+                    if (method.getName().equals("read") && resetReadAfter >= 0) {
+                        ByteBuffer dst = (ByteBuffer) args[0];
+                        long room = resetReadAfter - delivered[0];
+                        if (room <= 0) {
+                            resetReadAfter = -1; // once
+                            throw new java.net.SocketException("Connection reset (injected)");
+                        }
+                        if (dst.remaining() > room) {
+                            ByteBuffer limited = dst.slice(dst.position(), (int) room);
+                            int n = real.read(limited);
+                            if (n > 0) {
+                                dst.position(dst.position() + n);
+                                delivered[0] += n;
+                            }
+                            return n;
+                        }
+                    }
+                    try {
+                        Object r = method.invoke(real, args);
+                        if (method.getName().equals("read") && r instanceof Integer n && n > 0) {
+                            delivered[0] += n;
+                        }
+                        return r;
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+    }
+
+    private byte[] read(ObjectInfo info) throws IOException {
+        byte[] out = new byte[(int) info.size()];
+        origin.read(info, 0, MemorySegment.ofArray(out));
+        return out;
+    }
+
+    @Test
+    void serverErrorsAndThrottlingAreRetriedAndCounted() throws Exception {
+        failStats.set(2);
+        ObjectInfo info = origin.stat("a.bin");
+        assertEquals(2, origin.retries());
+        statusToThrow = 429;
+        failReaders.set(3);
+        assertArrayEquals(bytes, read(info));
+        assertEquals(5, origin.retries());
+    }
+
+    @Test
+    void aBodyThatBreaksOffResumesFromTheFirstMissingByte() throws Exception {
+        ObjectInfo info = origin.stat("a.bin");
+        resetReadAfter = 100_000;
+        assertArrayEquals(bytes, read(info));
+        assertEquals(1, origin.retries());
+        assertEquals(2, seeks.size(), "one reader per attempt: " + seeks);
+        assertEquals(0L, seeks.get(0));
+        assertTrue(seeks.get(1) >= 100_000, "the retry starts after the bytes already received: " + seeks);
+    }
+
+    @Test
+    void failuresThatOutlastTheAttemptsSaySo() throws Exception {
+        ObjectInfo info = origin.stat("a.bin");
+        try (GcsOrigin impatient = origin(3)) {
+            failReaders.set(100);
+            IOException e = assertThrows(IOException.class,
+                    () -> impatient.read(info, 0, MemorySegment.ofArray(new byte[10])));
+            assertTrue(e.getMessage().contains("after 3 attempts") && e.getMessage().contains("503"), e.getMessage());
+            assertEquals(2, impatient.retries());
+        }
+    }
+
+    @Test
+    void answersAreNotRetried() throws Exception {
+        ObjectInfo info = origin.stat("a.bin");
+        statusToThrow = 403;
+        failReaders.set(1);
+        IOException refused = assertThrows(IOException.class, () -> read(info));
+        assertTrue(refused.getMessage().contains("check the credentials"), refused.getMessage());
+        statusToThrow = 412;
+        failReaders.set(1);
+        ObjectChangedException changed = assertThrows(ObjectChangedException.class, () -> read(info));
+        assertEquals(info.version(), changed.expectedVersion());
+        assertEquals(0, origin.retries(), "403 and 412 are answers, not faults");
+    }
+
+    @Test
+    void aMissingObjectAndAMissingBucketAreToldApart() throws Exception {
+        NoSuchObjectException missing = assertThrows(NoSuchObjectException.class, () -> origin.stat("nope.bin"));
+        assertEquals("nope.bin", missing.key());
+        try (GcsOrigin noBucket = origin(2)) {
+            bucketGone = true; // list answers 404 from now on
+            IOException e = assertThrows(IOException.class, () -> noBucket.stat("nope.bin"));
+            assertFalse(e instanceof NoSuchObjectException, e.toString());
+            assertTrue(e.getMessage().contains("no such bucket: 'faults'"), e.getMessage());
+        }
+    }
+}
