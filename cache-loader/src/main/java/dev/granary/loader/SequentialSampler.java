@@ -1,0 +1,26 @@
+package dev.granary.loader;
+
+/** {@link Sampler#sequential(int)}: indices in order, every epoch; optionally one rank's strided part. */
+record SequentialSampler(int datasetSize, int rank, int worldSize) implements Sampler {
+
+    @Override
+    public Sampler shard(int rank, int worldSize) {
+        Samplers.checkShard(this, rank, worldSize);
+        return new SequentialSampler(datasetSize, rank, worldSize);
+    }
+
+    @Override
+    public int[] fullOrder(long epoch) {
+        Samplers.checkEpoch(epoch);
+        int[] order = new int[datasetSize];
+        for (int i = 0; i < order.length; i++) {
+            order[i] = i;
+        }
+        return order;
+    }
+
+    @Override
+    public int[] epoch(long epoch) {
+        return Samplers.strided(fullOrder(epoch), rank, worldSize, epochSize());
+    }
+}
