@@ -34,6 +34,16 @@ final class Samplers {
         return part;
     }
 
+    /** {@return {@code 0, 1, …, n − 1}}, after checking the epoch it is for */
+    static int[] identity(int n, long epoch) {
+        checkEpoch(epoch);
+        int[] order = new int[n];
+        for (int i = 0; i < n; i++) {
+            order[i] = i;
+        }
+        return order;
+    }
+
     static void checkEpoch(long epoch) {
         if (epoch < 0) {
             throw new IllegalArgumentException("epoch: " + epoch + " (expected: >= 0)");

@@ -17,11 +17,7 @@ record SeededShuffle(int datasetSize, long seed, int rank, int worldSize) implem
 
     @Override
     public int[] fullOrder(long epoch) {
-        Samplers.checkEpoch(epoch);
-        int[] order = new int[datasetSize];
-        for (int i = 0; i < order.length; i++) {
-            order[i] = i;
-        }
+        int[] order = Samplers.identity(datasetSize, epoch);
         long state = mix(seed + GAMMA * (epoch + 1));
         for (int i = order.length - 1; i > 0; i--) {
             // Lemire: j uniform in [0, bound) from the high half of a 32x32 product, rejecting the biased low range.

@@ -11,12 +11,7 @@ record SequentialSampler(int datasetSize, int rank, int worldSize) implements Sa
 
     @Override
     public int[] fullOrder(long epoch) {
-        Samplers.checkEpoch(epoch);
-        int[] order = new int[datasetSize];
-        for (int i = 0; i < order.length; i++) {
-            order[i] = i;
-        }
-        return order;
+        return Samplers.identity(datasetSize, epoch);
     }
 
     @Override
