@@ -1,6 +1,9 @@
 package dev.granary.spi;
 
+import dev.granary.ObjectInfo;
+import java.io.EOFException;
 import java.io.InterruptedIOException;
+import java.net.URI;
 import java.net.SocketTimeoutException;
 import java.nio.channels.ClosedByInterruptException;
 import java.time.Duration;
@@ -83,5 +86,38 @@ public final class OriginLimits {
             }
         }
         return false;
+    }
+
+    /**
+     * {@return an exception for a call cut short by an interrupt}, with the thread's interrupt flag set again
+     *
+     * @param what  the request, e.g. {@code "GET"}
+     * @param key   the object key (or listing prefix)
+     * @param uri   the origin
+     * @param cause what the client library threw
+     */
+    public static InterruptedIOException interrupted(String what, String key, URI uri, Throwable cause) {
+        Thread.currentThread().interrupt();
+        InterruptedIOException e = new InterruptedIOException(what + " of '" + key + "' in " + uri + " interrupted");
+        e.initCause(cause);
+        return e;
+    }
+
+    /**
+     * Checks the arguments of {@link Origin#read}: a position {@code >= 0} and a range that ends within the object's
+     * known size.
+     *
+     * @throws IllegalArgumentException if {@code position < 0}
+     * @throws EOFException             if the range ends past the object's end
+     */
+    public static void checkRead(URI uri, ObjectInfo object, long position, long length) throws EOFException {
+        if (position < 0) {
+            throw new IllegalArgumentException("position in '" + object.key() + "': " + position + " (expected: >= 0)");
+        }
+        if (position > object.size() || length > object.size() - position) {
+            throw new EOFException("read of '" + object.key() + "' in " + uri + " at " + position + " for " + length
+                    + " bytes ends past the end of the object (size " + object.size() + ", version "
+                    + object.version() + ")");
+        }
     }
 }

@@ -18,7 +18,6 @@ import dev.granary.spi.Backoff;
 import dev.granary.spi.Keys;
 import dev.granary.spi.Origin;
 import dev.granary.spi.OriginLimits;
-import java.io.EOFException;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.io.UncheckedIOException;
@@ -143,15 +142,8 @@ public final class GcsOrigin implements Origin {
     public void read(ObjectInfo object, long position, MemorySegment dst) throws IOException {
         Objects.requireNonNull(object, "object");
         Objects.requireNonNull(dst, "dst");
-        if (position < 0) {
-            throw new IllegalArgumentException("position in '" + object.key() + "': " + position + " (expected: >= 0)");
-        }
         long length = dst.byteSize();
-        if (position > object.size() || length > object.size() - position) {
-            throw new EOFException("read of '" + object.key() + "' in " + uri + " at " + position + " for " + length
-                    + " bytes ends past the end of the object (size " + object.size() + ", generation "
-                    + object.version() + ")");
-        }
+        OriginLimits.checkRead(uri, object, position, length);
         if (length == 0) {
             return;
         }
@@ -201,7 +193,7 @@ public final class GcsOrigin implements Origin {
                     throttling = storageError.getCode() == 429;
                 }
                 if (OriginLimits.isInterruption(e)) {
-                    throw interruptedIo("read", object.key(), e);
+                    throw OriginLimits.interrupted("read", object.key(), uri, e);
                 }
                 if (!retryable(e) || attempt >= maxAttempts) {
                     throw failure("read", object.key(), e, attempt);
@@ -298,7 +290,7 @@ public final class GcsOrigin implements Origin {
                 return call.run();
             } catch (StorageException e) {
                 if (OriginLimits.isInterruption(e)) {
-                    throw interruptedIo(what, key, e);
+                    throw OriginLimits.interrupted(what, key, uri, e);
                 }
                 if (e.getCode() == 404 && what.equals("list")) {
                     throw noSuchBucket(e);
@@ -364,13 +356,6 @@ public final class GcsOrigin implements Origin {
             }
         }
         return false;
-    }
-
-    private InterruptedIOException interruptedIo(String what, String key, Throwable cause) {
-        Thread.currentThread().interrupt();
-        InterruptedIOException e = new InterruptedIOException(what + " of '" + key + "' in " + uri + " interrupted");
-        e.initCause(cause);
-        return e;
     }
 
     private IOException failure(String what, String key, Throwable e, int attempts) {

@@ -160,15 +160,8 @@ public final class S3Origin implements Origin {
     public void read(ObjectInfo object, long position, MemorySegment dst) throws IOException {
         Objects.requireNonNull(object, "object");
         Objects.requireNonNull(dst, "dst");
-        if (position < 0) {
-            throw new IllegalArgumentException("position in '" + object.key() + "': " + position + " (expected: >= 0)");
-        }
         long length = dst.byteSize();
-        if (position > object.size() || length > object.size() - position) {
-            throw new EOFException("read of '" + object.key() + "' in " + uri + " at " + position + " for " + length
-                    + " bytes ends past the end of the object (size " + object.size() + ", version "
-                    + object.version() + ")");
-        }
+        OriginLimits.checkRead(uri, object, position, length);
         if (length == 0) {
             return; // an HTTP range cannot be empty; nothing to pin either
         }
@@ -240,7 +233,7 @@ public final class S3Origin implements Origin {
                 }
             } catch (SdkClientException e) {
                 if (OriginLimits.isInterruption(e)) {
-                    throw interruptedIo("GET", object.key(), e);
+                    throw OriginLimits.interrupted("GET", object.key(), uri, e);
                 }
                 if (!retryable(e) || attempt >= maxAttempts) {
                     throw failure("GET", object.key(), e, attempt);
@@ -249,7 +242,7 @@ public final class S3Origin implements Origin {
                 throw e;
             } catch (IOException e) { // the body broke off: a reset, a timeout between bytes, a server gone
                 if (OriginLimits.isInterruption(e)) {
-                    throw interruptedIo("GET", object.key(), e);
+                    throw OriginLimits.interrupted("GET", object.key(), uri, e);
                 }
                 if (attempt >= maxAttempts) {
                     throw new IOException("GET of '" + object.key() + "' in " + uri + " failed after " + attempt
@@ -372,7 +365,7 @@ public final class S3Origin implements Origin {
                 continue;
             } catch (SdkClientException e) {
                 if (OriginLimits.isInterruption(e)) {
-                    throw interruptedIo(what, key, e);
+                    throw OriginLimits.interrupted(what, key, uri, e);
                 }
                 if (!retryable(e) || attempt >= maxAttempts) {
                     throw failure(what, key, e, attempt);
@@ -411,13 +404,6 @@ public final class S3Origin implements Origin {
     private void backoff(int attempt, boolean throttling) throws InterruptedIOException {
         retries.increment();
         backoff.sleep(attempt, throttling);
-    }
-
-    private InterruptedIOException interruptedIo(String what, String key, Throwable cause) {
-        Thread.currentThread().interrupt();
-        InterruptedIOException e = new InterruptedIOException(what + " of '" + key + "' in " + uri + " interrupted");
-        e.initCause(cause);
-        return e;
     }
 
     /** A missing key, or — a {@code 404} before any request reached the bucket — possibly a missing bucket. */
