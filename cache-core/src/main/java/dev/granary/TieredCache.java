@@ -4,6 +4,7 @@ import dev.granary.spi.Origin;
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import dev.granary.spi.Tier;
+import dev.granary.spi.Workload;
 import java.io.EOFException;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -56,6 +57,11 @@ public final class TieredCache implements AutoCloseable {
     private final OriginFetcher fetcher;
     private final MetadataCache metadata;
     private final LeaseTracker leases;
+    /** The loaders' epoch drivers; also the lock for the epoch clock and for telling the tiers. */
+    final List<EpochDriver> drivers = new ArrayList<>();
+    private long epochClock;
+    /** Whether some driver is inside an epoch: fills go to one tier only and hits are not promoted. */
+    private volatile boolean driven;
     private volatile boolean closed;
 
     private TieredCache(Builder b) {
@@ -151,6 +157,128 @@ public final class TieredCache implements AutoCloseable {
             } catch (ObjectChangedException e) {
                 changed(known.info, e, attempt);
             }
+        }
+    }
+
+    /**
+     * Reads a byte range and caches it as one unit of its own, not as pages: for a loader that knows where samples lie
+     * inside a larger object (a tar shard). A miss is one ranged origin read of exactly these bytes, and a hit never
+     * needed the neighbouring bytes; reading page-sized pages of a shard in shuffled order would move several times
+     * the bytes (docs/architecture.md). The lease is always a zero-copy view. Extents and pages of one object are
+     * cached independently; both are keyed by the object's version, so neither is served once it changes. An extent
+     * larger than a tier can hold in one piece (a memory slab, a disk segment) is served without being cached there.
+     *
+     * @param key    the object key, relative to the origin's root
+     * @param offset the first byte, {@code >= 0}
+     * @param length the number of bytes, {@code >= 0}; {@code offset + length} must not exceed the object's size
+     * @return a lease on the bytes; close it
+     * @throws IllegalArgumentException if the key is invalid or {@code offset} or {@code length} is negative
+     * @throws EOFException             if the range ends past the end of the object
+     * @throws NoSuchObjectException    if the object does not exist
+     * @throws ObjectChangedException   if the object kept changing while being read
+     * @throws IOException              if the origin fails or does not answer within the read timeout
+     * @throws IllegalStateException    if the cache is closed
+     */
+    public Lease readExtent(String key, long offset, int length) throws IOException {
+        ensureOpen();
+        Checks.key(key);
+        Checks.range(key, offset, length);
+        for (int attempt = 0; ; attempt++) {
+            MetadataCache.Known known = metadata.get(key);
+            ObjectInfo info = known.info;
+            checkBounds(info, offset, length);
+            if (length == 0) {
+                return Lease.empty(key, offset);
+            }
+            try {
+                Page page = page(info, new PageKey(originId, key, info.version(), offset, length), 0);
+                return Lease.ofPage(key, offset, page, 0, length, leases);
+            } catch (ObjectChangedException e) {
+                changed(info, e, attempt);
+            }
+        }
+    }
+
+    /**
+     * Returns a new handle by which a loader tells this cache when its epochs start and end, so that the tiers keep a
+     * stable resident set and reach the hit-ratio ceiling under epoch-shuffled reads; see {@link EpochDriver}.
+     *
+     * @return a driver; close it when the loader is done
+     * @throws IllegalStateException if the cache is closed
+     */
+    public EpochDriver driver() {
+        ensureOpen();
+        EpochDriver driver = new EpochDriver(this);
+        synchronized (drivers) {
+            drivers.add(driver);
+        }
+        return driver;
+    }
+
+    void epochStarted(EpochDriver driver) {
+        synchronized (drivers) {
+            if (driver.closed) {
+                throw new IllegalStateException("epoch driver of " + originUri + " is closed (expected: an open"
+                        + " driver from cache.driver())");
+            }
+            if (driver.inEpoch) {
+                throw new IllegalStateException("epoch driver of " + originUri + ": an epoch is already started"
+                        + " (expected: endEpoch() before the next startEpoch())");
+            }
+            ensureOpen();
+            epochClock++;
+            driver.previousStart = driver.currentStart;
+            driver.currentStart = epochClock;
+            driver.inEpoch = true;
+            publishWorkload();
+        }
+    }
+
+    void epochEnded(EpochDriver driver) {
+        synchronized (drivers) {
+            if (driver.closed) {
+                throw new IllegalStateException("epoch driver of " + originUri + " is closed (expected: an open"
+                        + " driver from cache.driver())");
+            }
+            if (driver.inEpoch) {
+                driver.inEpoch = false;
+                publishWorkload();
+            }
+        }
+    }
+
+    void driverClosed(EpochDriver driver) {
+        synchronized (drivers) {
+            if (!driver.closed) {
+                driver.closed = true;
+                driver.inEpoch = false;
+                drivers.remove(driver);
+                publishWorkload();
+            }
+        }
+    }
+
+    /**
+     * Tells the tiers the new workload: driven while any driver is in an epoch; a page is live if some driver read it
+     * in its previous epoch or since (a driver in its first epoch protects everything, so a warm cache reopened under
+     * a loader keeps its pages until the loader has seen them once).
+     */
+    private void publishWorkload() {
+        boolean anyInEpoch = false;
+        long keepFrom = Long.MAX_VALUE;
+        for (EpochDriver d : drivers) {
+            anyInEpoch |= d.inEpoch;
+            if (d.currentStart >= 0) {
+                keepFrom = Math.min(keepFrom, Math.max(0, d.previousStart));
+            }
+        }
+        Workload workload = new Workload(epochClock, keepFrom == Long.MAX_VALUE ? 0 : keepFrom, anyInEpoch);
+        driven = anyInEpoch;
+        if (closed) {
+            return;
+        }
+        for (Tier tier : tiers) {
+            tier.workload(workload);
         }
     }
 
@@ -447,7 +575,7 @@ public final class TieredCache implements AutoCloseable {
         for (int i = fromTier; i < tiers.length; i++) {
             Page page = quietly ? tiers[i].peek(key) : tiers[i].get(key);
             if (page != null) {
-                for (int j = 0; j < i; j++) {
+                for (int j = 0; j < i && !driven; j++) {
                     if (tiers[j].put(page) && exclusive) {
                         tiers[i].remove(key);
                         break;
@@ -481,7 +609,7 @@ public final class TieredCache implements AutoCloseable {
             throw e;
         }
         page.seal();
-        if (exclusive) {
+        if (exclusive || driven) {
             offer(page, 0);
         } else {
             for (Tier tier : tiers) {

@@ -122,6 +122,17 @@ public interface Tier extends AutoCloseable {
     default void evictionListener(java.util.function.Consumer<Page> listener) {}
 
     /**
+     * Tells the tier what a loader is doing (see {@link Workload}): from now on, stamp pages inserted or read with
+     * {@link Workload#clock()}; while {@link Workload#driven()}, admit a page only into free room or in place of a
+     * {@linkplain Workload#isDead(long) dead} page, and refuse it otherwise, so the resident set stays stable across
+     * epochs. Called by the cache at every epoch start and end, from any thread; cheap tiers may scan their pages here
+     * (once per epoch) to find the dead ones. Tiers that ignore it keep their own policy under a loader too.
+     *
+     * @param workload the new state, never null
+     */
+    default void workload(Workload workload) {}
+
+    /**
      * Drops every page of one object, in every version. Pages that readers hold stay valid until released.
      *
      * @param origin the origin's URI as a string

@@ -5,6 +5,7 @@ import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import dev.granary.spi.RegionPolicy;
 import dev.granary.spi.Tier;
+import dev.granary.spi.Workload;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
@@ -121,6 +122,9 @@ public final class DiskTier implements Tier {
     private final Recovery recovery;
     /** The coarse clock of {@link RegionPolicy.Region#lastAccess()}: advances with every new segment. */
     private volatile long clock = 1;
+    private volatile Workload workload = Workload.UNDRIVEN;
+    /** While driven: segments found mostly dead at the latest workload change, dropped when no wholly dead one is. */
+    private volatile List<Segment> sparse = List.of();
     private volatile java.util.function.Consumer<Page> evictionListener;
     private volatile String failure;
     private volatile long failedAt;
@@ -176,7 +180,12 @@ public final class DiskTier implements Tier {
         }
         hits.increment();
         hitBytes.add(page.length());
+        long stamp = workload.clock();
         page.segment.touched(clock);
+        page.segment.stamp(stamp);
+        if (page.stamp != stamp) {
+            page.stamp = stamp;
+        }
         return page;
     }
 
@@ -399,6 +408,8 @@ public final class DiskTier implements Tier {
             present = stored || (!segment.deadLocked() && index.containsKey(page.key()));
             if (stored) {
                 segment.addLocked(page);
+                page.stamp = workload.clock();
+                segment.stamp(page.stamp);
             }
         }
         if (!stored) {
@@ -433,9 +444,34 @@ public final class DiskTier implements Tier {
             return active;
         }
         active = null; // full: from now on a candidate for eviction like the others
+        Workload w = workload;
         while (bytesOnDisk.get() + segmentSize > capacity) {
             if (segments.isEmpty()) {
                 return null; // every byte is in evicted segments that readers still hold
+            }
+            if (w.driven()) {
+                // A loader drives: make room only from a dead segment (none of its pages read by the loader in its
+                // previous epoch nor this one), the oldest first; else refuse, keeping the resident set stable.
+                Segment victim = null;
+                for (Segment candidate : segments) {
+                    if (w.isDead(candidate.stamp())) {
+                        victim = candidate;
+                        break;
+                    }
+                }
+                if (victim == null) {
+                    for (Segment candidate : sparse) {
+                        if (segments.contains(candidate)) {
+                            victim = candidate;
+                            break;
+                        }
+                    }
+                }
+                if (victim == null) {
+                    return null;
+                }
+                evict(victim);
+                continue;
             }
             RegionPolicy.Region chosen = policy.victim(List.copyOf(segments));
             if (!(chosen instanceof Segment victim) || !segments.contains(victim)) {
@@ -457,10 +493,40 @@ public final class DiskTier implements Tier {
         }
         clock++;
         fresh.touched(clock); // new pages are recent: not the next victim
+        fresh.stamp(w.clock());
         segments.add(fresh);
         active = fresh;
         fresh.reserve(headerLength, length); // fits an empty segment: checked by the caller
         return fresh;
+    }
+
+    /**
+     * While a loader drives, a new segment is opened only in place of a dead one (see {@link Workload}); the segment
+     * policy decides again once no loader drives. Segments carry the stamp of their latest write or read.
+     */
+    @Override
+    public void workload(Workload workload) {
+        this.workload = workload;
+        List<Segment> found = new ArrayList<>();
+        if (workload.driven()) {
+            // A segment that is mostly dead pages (typically the one being appended to when a loader started, its
+            // front full of another dataset) would otherwise keep its dead bytes for as long as its few live pages
+            // are read: drop it when no wholly dead segment is left, and let its live pages be fetched again.
+            List<Segment> live;
+            allocation.lock();
+            try {
+                live = List.copyOf(segments);
+            } finally {
+                allocation.unlock();
+            }
+            for (Segment segment : live) {
+                if (segment != active && !workload.isDead(segment.stamp())
+                        && segment.liveBytes(workload) * 2 < segment.size) {
+                    found.add(segment);
+                }
+            }
+        }
+        this.sparse = List.copyOf(found);
     }
 
     /** Drops a whole segment: its pages leave the index now, its file goes once readers release them. */
@@ -893,6 +959,8 @@ public final class DiskTier implements Tier {
         final long payloadOffset;
         final int crc;
         volatile boolean verified;
+        /** The workload clock when the page was last written or read (racy: a lost update only delays a stamp). */
+        long stamp;
 
         DiskPage(DiskTier tier, Segment segment, PageKey key, long headerOffset, long payloadOffset, int crc,
                 boolean verified) {

@@ -2,6 +2,7 @@ package dev.granary.tier;
 
 import dev.granary.TierStats;
 import dev.granary.spi.EvictionPolicy;
+import dev.granary.spi.Workload;
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import dev.granary.spi.Tier;
@@ -60,6 +61,11 @@ public final class MemoryTier implements Tier {
     private final AtomicBoolean oversizeLogged = new AtomicBoolean();
     private volatile String pinningFailure;
     private volatile java.util.function.Consumer<Page> evictionListener;
+    private volatile Workload workload = Workload.UNDRIVEN;
+    /** {@link Workload#clock()} of the current workload: the stamp for pages inserted or read now. */
+    private volatile long clock;
+    /** While driven: the slots found dead at the latest workload change, replaced first-come. */
+    private volatile java.util.Queue<Slot> dead = new java.util.ArrayDeque<>(0);
     private volatile boolean closed;
 
     private MemoryTier(Builder b) {
@@ -92,6 +98,7 @@ public final class MemoryTier implements Tier {
         }
         hits.increment();
         hitBytes.add(slot.length());
+        slot.stamp(clock);
         policy.recordAccess(key);
         return slot;
     }
@@ -112,6 +119,7 @@ public final class MemoryTier implements Tier {
         }
         hits.increment();
         hitBytes.add(slot.length());
+        slot.stamp(clock);
         policy.recordAccess(slot.key());
         return slot;
     }
@@ -143,6 +151,17 @@ public final class MemoryTier implements Tier {
             return null;
         }
         long block = allocator.allocate(length);
+        if (workload.driven()) {
+            // A loader drives: make room only from dead pages, never from the stable resident set.
+            while (block < 0 && !closed && evictDead(weight) > 0) {
+                block = allocator.allocate(length);
+            }
+            if (block < 0) {
+                rejections.increment();
+                return null;
+            }
+            return new Slot(this, key, allocator.segment(block, length), block);
+        }
         // No run fits: make room. Evicting frees memory only for pages no reader holds, and a freed run may not be
         // contiguous with its neighbours, hence a few rounds.
         for (int round = 0; block < 0 && round < 8 && !closed; round++) {
@@ -201,6 +220,7 @@ public final class MemoryTier implements Tier {
             return true;
         }
         slot.hint.slot = slot;
+        slot.stamp = clock;
         if (closed) {
             if (index.remove(key, slot)) {
                 slot.hint.slot = null;
@@ -210,6 +230,44 @@ public final class MemoryTier implements Tier {
         }
         policy.recordInsert(key, SlabAllocator.footprint(slot.length()));
         return true;
+    }
+
+    @Override
+    public void workload(Workload workload) {
+        this.clock = workload.clock();
+        this.workload = workload;
+        java.util.Queue<Slot> found = new java.util.concurrent.ConcurrentLinkedQueue<>();
+        if (workload.driven()) {
+            for (Slot slot : index.values()) {
+                if (workload.isDead(slot.stamp)) {
+                    found.add(slot);
+                }
+            }
+        }
+        this.dead = found;
+    }
+
+    /**
+     * While driven: drops dead pages (not read by the loader in its previous epoch nor this one) until {@code bytes}
+     * of footprint are freed. Dropped, not demoted: a dead page is not worth a place in the tier below either.
+     *
+     * @return the footprint dropped, 0 if no dead page is left
+     */
+    private long evictDead(long bytes) {
+        Workload w = workload;
+        java.util.Queue<Slot> queue = dead;
+        long freed = 0;
+        Slot slot;
+        while (freed < bytes && (slot = queue.poll()) != null) {
+            if (w.isDead(slot.stamp) && index.remove(slot.key(), slot)) {
+                slot.hint.slot = null;
+                policy.recordRemoval(slot.key());
+                evictions.increment();
+                freed += SlabAllocator.footprint(slot.length());
+                slot.release();
+            }
+        }
+        return freed;
     }
 
     /** The policy's eviction callback. Never calls back into the policy. */
@@ -358,11 +416,19 @@ public final class MemoryTier implements Tier {
         final AtomicBoolean published = new AtomicBoolean();
         /** Points back at this slot while the index holds it; cleared on removal so a stale hint pins nothing. */
         final Hint hint = new Hint();
+        /** The workload clock when the page was last inserted or read (racy: a lost update only delays a stamp). */
+        long stamp;
 
         Slot(MemoryTier tier, PageKey key, MemorySegment memory, long block) {
             super(key, memory);
             this.tier = tier;
             this.block = block;
+        }
+
+        void stamp(long clock) {
+            if (stamp != clock) {
+                stamp = clock;
+            }
         }
 
         @Override

@@ -40,6 +40,8 @@ final class Segment implements RegionPolicy.Region {
     /** Guarded by the tier's allocation lock. */
     private long payloadStart;
     private volatile long lastAccess;
+    /** The workload clock when a page of the segment was last written or read; 0 for a recovered segment. */
+    private volatile long stamp;
     /**
      * The append generation written into new records: 0 for a new segment, one more than its last record's for a
      * recovered one. Set before the segment takes appends; read by writers after the allocation lock handed it out.
@@ -120,6 +122,17 @@ final class Segment implements RegionPolicy.Region {
     }
 
     /** Adds a page to the segment's list; the caller holds this segment's monitor and checked {@link #deadLocked}. */
+    /** {@return the bytes of the pages of this segment that are live under {@code workload}} */
+    synchronized long liveBytes(dev.granary.spi.Workload workload) {
+        long live = 0;
+        for (DiskTier.DiskPage page : pages) {
+            if (!workload.isDead(page.stamp)) {
+                live += page.length();
+            }
+        }
+        return live;
+    }
+
     void addLocked(DiskTier.DiskPage page) {
         pages.add(page);
     }
@@ -192,6 +205,16 @@ final class Segment implements RegionPolicy.Region {
         if (lastAccess != clock) {
             lastAccess = clock;
         }
+    }
+
+    void stamp(long workloadClock) {
+        if (stamp < workloadClock) {
+            stamp = workloadClock;
+        }
+    }
+
+    long stamp() {
+        return stamp;
     }
 
     @Override
