@@ -1,313 +1,181 @@
 package dev.granary.bench;
 
 import dev.granary.CacheStats;
-import dev.granary.Lease;
-import dev.granary.TierStats;
 import dev.granary.TieredCache;
-import dev.granary.origin.posix.PosixOrigin;
+import dev.granary.loader.Batch;
+import dev.granary.loader.DataLoader;
+import dev.granary.loader.Dataset;
+import dev.granary.loader.Epoch;
+import dev.granary.loader.LoaderStats;
+import dev.granary.loader.WebDataset;
+import dev.granary.tier.DiskTier;
 import dev.granary.tier.MemoryTier;
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.List;
 import java.util.Locale;
-import java.util.SplittableRandom;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import java.util.stream.Stream;
-import java.util.zip.CRC32;
 
 /**
- * Granary in one command, on any machine with JDK 25: a cold epoch through a slow origin, then a warm one from
- * memory, every byte checked.
+ * Granary in one command, on any machine with JDK 25: a training job reading WebDataset shards and small files from a
+ * real S3-compatible server behind object-store latency, for three epochs, through memory and disk tiers.
  *
- * <p>It writes a dataset of random files to a temporary directory ({@code train/000000.bin} …, 1 500 × 64 KiB by
- * default, a CRC32 kept per file), puts {@link PosixOrigin} over it behind a {@link LatencyOrigin} (5 ms per stat and
- * per read, standing in for an object store), builds a {@link TieredCache} with a {@link MemoryTier} that holds the
- * whole dataset, and reads every object twice, in a fresh shuffled order each pass, with 32 concurrent readers
- * (virtual threads). Each pass prints one line: objects, MB (10^6 bytes), seconds, MB/s, each tier's hit ratio,
- * origin reads and origin MB; the last line gives the warm/cold speed-up. The temporary directory is deleted.
- *
- * <p>Exit status 0 if every byte matched, no read failed and no lease was left open or leaked; 1 otherwise; 2 for bad
- * arguments.
+ * <p>It starts S3Proxy on 127.0.0.1 (fetched by the build), uploads a synthetic dataset ({@link LoaderWorld}: 8
+ * WebDataset shards of 512 samples of ~16 KiB, and 1 024 small files), and puts a proxy in front that adds 20 ms to
+ * every request and caps each connection at 25 MB/s. A {@link TieredCache} over an {@code S3Origin} (16 concurrent
+ * requests) with a 48 MiB memory tier and a 128 MiB disk tier feeds two {@link DataLoader}s: training over the shards
+ * (shuffled, batches of 32) and validation over the files. The stand-in model spends a fixed 20 ms per training batch
+ * (as a GPU would: the trainer thread waits, the CPU stays free for the loader). Each epoch prints, for training and
+ * for validation: samples/s, MB/s, the share of page reads each tier served, origin requests and MB, and data-wait —
+ * the share of the epoch the trainer spent waiting for a batch. Epoch 1 comes from the origin and the trainer starves;
+ * from epoch 2 the cache feeds it. Every sample is checked (CRC32C); the exit status is 0 only if every byte matched
+ * and no lease was left open.
  *
  * <h2>Run</h2>
  * <pre>
  * ./mvnw -q -DskipTests -pl cache-benchmarks -am package exec:exec@demo
- * ./mvnw -q -DskipTests -pl cache-benchmarks -am package exec:exec@demo -Ddemo.args="--latency-ms=20 --readers=64"
+ * ./mvnw -q -DskipTests -pl cache-benchmarks -am package exec:exec@demo -Ddemo.args="--latency-ms=50 --epochs=4"
  * </pre>
- * Options ({@code --name=value}, or the system property {@code granary.demo.name}): {@code files} (1500),
- * {@code file-size} in bytes (65536), {@code latency-ms} (5), {@code readers} (32), {@code page-size} in bytes
- * (1048576), {@code passes} (2: one cold, then warm ones; a warm pass right after the cold one still runs partly
- * in a JVM that has not finished compiling, more passes show the steady state), {@code seed} (1).
+ * Options {@code --name=value}: shards (8), samples-per-shard (512), sample-size (16384 bytes, mean), files (1024),
+ * file-size (16384, mean), latency-ms (20), mbps (25, per connection), concurrency (16), batch (32), compute-ms (20),
+ * epochs (3), memory-mb (48), disk-mb (128), workers (2), seed (1). Exit status 2 for bad arguments.
  */
 public final class Demo {
 
     private static final double MB = 1e6;
+    private static final Map<String, String> DEFAULTS = new TreeMap<>(Map.ofEntries(Map.entry("shards", "8"),
+            Map.entry("samples-per-shard", "512"), Map.entry("sample-size", "16384"), Map.entry("files", "1024"),
+            Map.entry("file-size", "16384"), Map.entry("latency-ms", "20"), Map.entry("mbps", "25"),
+            Map.entry("concurrency", "16"), Map.entry("batch", "32"), Map.entry("compute-ms", "20"),
+            Map.entry("epochs", "3"), Map.entry("memory-mb", "48"), Map.entry("disk-mb", "128"),
+            Map.entry("workers", "2"), Map.entry("seed", "1")));
 
     private Demo() {}
-
-    /** The demo's settings, validated. */
-    record Config(int files, int fileSize, Duration latency, int readers, int pageSize, int passes, long seed) {
-
-        Config {
-            require(files >= 1, "files: " + files + " (expected: >= 1)");
-            require(fileSize >= 1, "file-size: " + fileSize + " (expected: >= 1 byte)");
-            require((long) files * fileSize <= (2L << 30),
-                    "dataset: " + files + " x " + fileSize + " bytes (expected: at most 2 GiB)");
-            require(!latency.isNegative(), "latency-ms: " + latency.toMillis() + " (expected: >= 0)");
-            require(readers >= 1 && readers <= 10_000, "readers: " + readers + " (expected: 1..10000)");
-            require(pageSize >= 4096 && pageSize <= (64 << 20),
-                    "page-size: " + pageSize + " (expected: 4096..67108864 bytes)");
-            require(passes >= 2 && passes <= 100, "passes: " + passes + " (expected: 2..100)");
-        }
-
-        long datasetBytes() {
-            return (long) files * fileSize;
-        }
-
-        static Config parse(String[] args) {
-            String files = option(args, "files", "1500");
-            String fileSize = option(args, "file-size", "65536");
-            String latency = option(args, "latency-ms", "5");
-            String readers = option(args, "readers", "32");
-            String pageSize = option(args, "page-size", "1048576");
-            String passes = option(args, "passes", "2");
-            String seed = option(args, "seed", "1");
-            for (String arg : args) {
-                if (!arg.isBlank() && !arg.matches("--(files|file-size|latency-ms|readers|page-size|passes|seed)=.*")) {
-                    throw new IllegalArgumentException("argument: '" + arg + "' (expected: --files=N, --file-size=BYTES,"
-                            + " --latency-ms=MS, --readers=N, --page-size=BYTES, --passes=N or --seed=N)");
-                }
-            }
-            return new Config(number(files, "files"), number(fileSize, "file-size"),
-                    Duration.ofNanos(Math.round(decimal(latency, "latency-ms") * 1e6)), number(readers, "readers"),
-                    number(pageSize, "page-size"), number(passes, "passes"), number(seed, "seed"));
-        }
-
-        private static String option(String[] args, String name, String fallback) {
-            String value = System.getProperty("granary.demo." + name, fallback);
-            for (String arg : args) {
-                if (arg.startsWith("--" + name + "=")) {
-                    value = arg.substring(name.length() + 3);
-                }
-            }
-            return value;
-        }
-
-        private static int number(String value, String name) {
-            try {
-                return Integer.parseInt(value.strip().replace("_", ""));
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException(name + ": '" + value + "' (expected: an integer)", e);
-            }
-        }
-
-        private static double decimal(String value, String name) {
-            try {
-                return Double.parseDouble(value.strip());
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException(name + ": '" + value + "' (expected: a number)", e);
-            }
-        }
-
-        private static void require(boolean condition, String message) {
-            if (!condition) {
-                throw new IllegalArgumentException(message);
-            }
-        }
-    }
-
-    /** What one pass saw. */
-    record Pass(int objects, long bytes, double seconds, long mismatches, long errors, CacheStats stats) {
-
-        double mbPerSecond() {
-            return bytes / MB / seconds;
-        }
-    }
 
     /**
      * Runs the demo.
      *
      * @param args options, see the class comment
-     * @throws Exception if the dataset cannot be written or the cache fails outside a read
+     * @throws Exception if the server cannot start or the cache fails outside a sample read
      */
     public static void main(String[] args) throws Exception {
-        Locale.setDefault(Locale.ROOT);
-        Config config;
+        Map<String, Long> o;
         try {
-            config = Config.parse(args);
+            o = Options.parse(args, DEFAULTS);
         } catch (IllegalArgumentException e) {
-            System.err.println("granary demo: " + e.getMessage());
+            System.err.println("demo: " + e.getMessage());
             System.exit(2);
             return;
         }
         Path dir = Files.createTempDirectory("granary-demo-");
-        boolean ok;
+        int status;
         try {
-            ok = run(config, dir);
+            status = run(o, dir);
         } finally {
             deleteTree(dir);
         }
-        System.exit(ok ? 0 : 1);
+        System.exit(status);
     }
 
-    private static boolean run(Config config, Path dir) throws IOException, InterruptedException {
+    private static int run(Map<String, Long> o, Path dir) throws Exception {
         long t0 = System.nanoTime();
-        String[] keys = new String[config.files()];
-        long[] crcs = new long[config.files()];
-        generate(config, dir, keys, crcs);
-        System.out.printf("dataset: %d files x %d bytes (%.1f MB) under %s, written in %.2f s%n", config.files(),
-                config.fileSize(), config.datasetBytes() / MB, dir.resolve("train"), (System.nanoTime() - t0) / 1e9);
-
-        // Room for the whole dataset: objects smaller than a page are pages of their own size; slabs are 64 MiB.
-        long capacity = Math.max(config.datasetBytes() + config.datasetBytes() / 16 + (128L << 20), 64L << 20);
-        MemoryTier memory = MemoryTier.builder().capacity(capacity).slabSize(Math.max(64L << 20, config.pageSize()))
-                .build();
-        LatencyOrigin origin = LatencyOrigin.of(PosixOrigin.of(dir), config.latency());
-        System.out.printf("origin: %s; cache: memory tier %.0f MB, page size %d; %d readers%n", origin,
-                capacity / MB, config.pageSize(), config.readers());
-
-        boolean ok = true;
-        List<Pass> passes = new ArrayList<>();
-        long openLeases;
-        long leakedLeases;
-        try (TieredCache cache = TieredCache.builder(origin).tier(memory).pageSize(config.pageSize()).build()) {
-            for (int p = 1; p <= config.passes(); p++) {
-                passes.add(pass(cache, p, p == 1 ? "cold" : "warm", config, keys, crcs));
-            }
-            CacheStats end = cache.stats();
-            openLeases = end.openLeases();
-            leakedLeases = end.leakedLeases();
-        }
-
-        long reads = 0;
-        long mismatches = 0;
-        long errors = 0;
-        long warmOriginReads = 0;
-        for (Pass p : passes) {
-            reads += p.objects();
-            mismatches += p.mismatches();
-            errors += p.errors();
-            if (p != passes.getFirst()) {
-                warmOriginReads += p.stats().origin().reads();
-            }
-        }
-        ok &= mismatches == 0 && errors == 0;
-        Pass cold = passes.getFirst();
-        Pass warm = passes.getLast();
-        if (openLeases != 0 || leakedLeases != 0) {
-            System.out.printf("FAIL: %d leases open, %d leaked at the end (expected: 0 and 0)%n", openLeases,
-                    leakedLeases);
-            ok = false;
-        }
-        if (warmOriginReads != 0) {
-            System.out.printf("WARNING: the warm passes made %d origin reads (expected: 0; the tier holds the whole"
-                    + " dataset)%n", warmOriginReads);
-        }
-        System.out.printf("summary: warm pass %d %.1fx faster than cold pass 1 (%.1f vs %.1f MB/s, origin latency %d ms,"
-                        + " %d readers); %d reads, %d byte mismatches, %d errors, %d leases open, %d leaked%n",
-                config.passes(), cold.seconds() / warm.seconds(), warm.mbPerSecond(), cold.mbPerSecond(),
-                config.latency().toMillis(), config.readers(), reads, mismatches, errors, openLeases, leakedLeases);
-        System.out.println(ok ? "OK" : "FAILED");
-        return ok;
-    }
-
-    /** Writes the dataset: random bytes from the seed, one CRC32 per file. */
-    private static void generate(Config config, Path dir, String[] keys, long[] crcs) throws IOException {
-        Path train = Files.createDirectories(dir.resolve("train"));
-        SplittableRandom random = new SplittableRandom(config.seed());
-        byte[] bytes = new byte[config.fileSize()];
-        CRC32 crc = new CRC32();
-        for (int i = 0; i < config.files(); i++) {
-            random.nextBytes(bytes);
-            String name = String.format("%06d.bin", i);
-            Files.write(train.resolve(name), bytes);
-            crc.reset();
-            crc.update(bytes);
-            crcs[i] = crc.getValue();
-            keys[i] = "train/" + name;
-        }
-    }
-
-    /** Reads every object once, in a shuffled order, with {@code config.readers()} virtual threads; prints a line. */
-    private static Pass pass(TieredCache cache, int number, String label, Config config, String[] keys, long[] crcs)
-            throws InterruptedException {
-        int n = keys.length;
-        int[] order = new int[n];
-        for (int i = 0; i < n; i++) {
-            order[i] = i;
-        }
-        SplittableRandom shuffle = new SplittableRandom(config.seed() * 31 + number);
-        for (int i = n - 1; i > 0; i--) {
-            int j = shuffle.nextInt(i + 1);
-            int t = order[i];
-            order[i] = order[j];
-            order[j] = t;
-        }
-        AtomicInteger next = new AtomicInteger();
-        AtomicLong bytes = new AtomicLong();
-        AtomicLong mismatches = new AtomicLong();
-        AtomicLong errors = new AtomicLong();
-        CacheStats before = cache.stats();
-        long start = System.nanoTime();
-        List<Thread> readers = new ArrayList<>(config.readers());
-        for (int r = 0; r < config.readers(); r++) {
-            readers.add(Thread.ofVirtual().name("demo-reader-", r).start(() -> {
-                CRC32 crc = new CRC32();
-                for (int i = next.getAndIncrement(); i < n; i = next.getAndIncrement()) {
-                    int file = order[i];
-                    try (Lease lease = cache.read(keys[file])) {
-                        ByteBuffer view = lease.bytes().duplicate();
-                        crc.reset();
-                        crc.update(view);
-                        bytes.addAndGet(lease.length());
-                        if (lease.length() != config.fileSize() || crc.getValue() != crcs[file]) {
-                            if (mismatches.getAndIncrement() < 5) {
-                                System.out.printf("MISMATCH: %s: %d bytes, crc %08x (expected: %d bytes, crc %08x)%n",
-                                        keys[file], lease.length(), crc.getValue(), config.fileSize(), crcs[file]);
+        System.out.println("Granary demo: starting S3Proxy on 127.0.0.1 and uploading a synthetic dataset ...");
+        try (LoaderWorld world = LoaderWorld.start(dir, o.get("shards").intValue(),
+                o.get("samples-per-shard").intValue(), o.get("sample-size").intValue(), o.get("files").intValue(),
+                o.get("file-size").intValue(), o.get("seed"))) {
+            world.network(Duration.ofMillis(o.get("latency-ms")), o.get("mbps") * 1_000_000);
+            System.out.printf(Locale.ROOT, "dataset: %d WebDataset shards (%d samples, %.1f MB), %d files (%.1f MB);"
+                    + " ready in %.1f s%n", world.shards.size(), world.samples, world.shardBytes / MB,
+                    world.files.size(), world.fileBytes / MB, (System.nanoTime() - t0) / 1e9);
+            System.out.printf(Locale.ROOT, "origin: S3 at %s behind %d ms per request, %d MB/s per connection,"
+                    + " %d concurrent requests%n", world.proxy.endpoint(), o.get("latency-ms"), o.get("mbps"),
+                    o.get("concurrency"));
+            System.out.printf(Locale.ROOT, "cache: memory %d MiB + disk %d MiB (exclusive under the loader);"
+                    + " model: %d ms per batch of %d%n%n", o.get("memory-mb"), o.get("disk-mb"), o.get("compute-ms"),
+                    o.get("batch"));
+            MemoryTier memory = MemoryTier.builder().capacity(o.get("memory-mb") << 20).build();
+            DiskTier disk = DiskTier.builder().directory(dir.resolve("disk")).capacity(o.get("disk-mb") << 20)
+                    .segmentSize(8L << 20).build();
+            AtomicLong mismatches = new AtomicLong();
+            try (TieredCache cache = TieredCache.builder(world.origin(o.get("concurrency").intValue()))
+                    .tier(memory).tier(disk).build()) {
+                long i0 = System.nanoTime();
+                int requests0 = world.proxy.requests();
+                WebDataset shards = WebDataset.of(cache, world.shards);
+                System.out.printf(Locale.ROOT, "indexed %d shards in %.1f s (%d requests: headers only) -> %d"
+                        + " samples%n", shards.shards().size(), (System.nanoTime() - i0) / 1e9,
+                        world.proxy.requests() - requests0, shards.size());
+                Dataset files = Dataset.ofObjects(cache, "files/");
+                try (DataLoader<Integer> train = DataLoader.builder(shards, sample -> {
+                            if (!LoaderWorld.verifyShardSample(sample)) {
+                                mismatches.incrementAndGet();
                             }
-                        }
-                    } catch (IOException | RuntimeException e) {
-                        if (errors.getAndIncrement() < 5) {
-                            System.out.println("ERROR reading " + keys[file] + ": " + e);
-                        }
+                            return sample.index();
+                        }).batchSize(o.get("batch").intValue()).shuffle(42).workers(o.get("workers").intValue())
+                        .prefetch(8).build();
+                        DataLoader<Integer> validate = DataLoader.builder(files, sample -> {
+                            if (!LoaderWorld.verifyFile(sample.bytes())) {
+                                mismatches.incrementAndGet();
+                            }
+                            return sample.index();
+                        }).batchSize(64).workers(o.get("workers").intValue()).prefetch(8).build()) {
+                    System.out.printf(Locale.ROOT, "%-5s %-5s %8s %9s %8s %8s %8s %9s %9s %9s%n", "epoch", "set",
+                            "samples", "samples/s", "MB/s", "mem hit", "disk hit", "origin rq", "origin MB",
+                            "data-wait");
+                    long computeNanos = TimeUnit.MILLISECONDS.toNanos(o.get("compute-ms"));
+                    for (int epoch = 0; epoch < o.get("epochs"); epoch++) {
+                        report(epoch, "train", train, computeNanos);
+                        report(epoch, "val", validate, 0);
                     }
                 }
-            }));
+                CacheStats stats = cache.stats();
+                boolean clean = mismatches.get() == 0 && stats.openLeases() == 0 && stats.leakedLeases() == 0;
+                System.out.printf(Locale.ROOT, "%nchecked every sample: %d mismatches; open leases %d, leaked %d;"
+                        + " total %.1f s -> %s%n", mismatches.get(), stats.openLeases(), stats.leakedLeases(),
+                        (System.nanoTime() - t0) / 1e9, clean ? "OK" : "FAILED");
+                return clean ? 0 : 1;
+            }
         }
-        for (Thread reader : readers) {
-            reader.join();
+    }
+
+    /** Runs one epoch of a loader with a stand-in model and prints its line. */
+    private static void report(int epoch, String set, DataLoader<Integer> loader, long computeNanos) {
+        LoaderStats before = loader.stats();
+        long start = System.nanoTime();
+        try (Epoch<Integer> batches = loader.epoch(epoch)) {
+            for (Batch<Integer> batch : batches) {
+                if (computeNanos > 0) {
+                    model(computeNanos);
+                }
+            }
         }
         double seconds = (System.nanoTime() - start) / 1e9;
-        CacheStats delta = cache.stats().minus(before);
-        Pass pass = new Pass(n, bytes.get(), seconds, mismatches.get(), errors.get(), delta);
-        StringBuilder hits = new StringBuilder();
-        for (TierStats tier : delta.tiers()) {
-            hits.append(hits.isEmpty() ? "" : ", ").append(String.format("%s %.3f", tier.name(), tier.hitRatio()));
+        LoaderStats s = loader.stats().minus(before);
+        System.out.printf(Locale.ROOT, "%-5d %-5s %8d %9.0f %8.1f %8.2f %8.2f %9d %9.1f %8.1f%%%n", epoch + 1, set,
+                s.samples(), s.samples() / seconds, s.bytes() / MB / seconds, s.hitRatio(0), s.hitRatio(1),
+                s.originReads(), s.originBytes() / MB, 100.0 * s.dataWaitNanos() / 1e9 / seconds);
+    }
+
+    /** The stand-in model: a GPU step of fixed length; the trainer thread waits for it, the CPU is free. */
+    private static void model(long nanos) {
+        long end = System.nanoTime() + nanos;
+        for (long left = nanos; left > 0; left = end - System.nanoTime()) {
+            LockSupport.parkNanos(left);
         }
-        System.out.printf("pass %d (%s): %d objects, %.1f MB, %.3f s, %.1f MB/s, hit ratio %s, origin reads %d,"
-                        + " origin %.1f MB%s%n", number, label, n, pass.bytes() / MB, seconds, pass.mbPerSecond(),
-                hits, delta.origin().reads(), delta.origin().bytes() / MB,
-                pass.mismatches() + pass.errors() == 0 ? "" : String.format(" — %d MISMATCHES, %d ERRORS",
-                        pass.mismatches(), pass.errors()));
-        return pass;
     }
 
     private static void deleteTree(Path dir) throws IOException {
         try (Stream<Path> paths = Files.walk(dir)) {
-            paths.sorted(Comparator.reverseOrder()).forEach(p -> {
-                try {
-                    Files.deleteIfExists(p);
-                } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                }
-            });
+            for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
         }
     }
 }

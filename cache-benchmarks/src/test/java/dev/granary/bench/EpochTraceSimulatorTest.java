@@ -1,0 +1,149 @@
+package dev.granary.bench;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.granary.bench.EpochTraceSimulator.BeladyMin;
+import dev.granary.bench.EpochTraceSimulator.Column;
+import dev.granary.bench.EpochTraceSimulator.Config;
+import dev.granary.bench.EpochTraceSimulator.EpochAwareTiers;
+import dev.granary.bench.EpochTraceSimulator.Outcome;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class EpochTraceSimulatorTest {
+
+    private static final int ITEMS = 2_000;
+    private static final int EPOCHS = 5;
+
+    private static Map<String, Outcome> simulateAll(int[][] trace, int capacity) {
+        Map<String, Outcome> outcomes = new HashMap<>();
+        for (Column column : EpochTraceSimulator.COLUMNS) {
+            outcomes.put(column.name(), EpochTraceSimulator.simulate(column, capacity, trace));
+        }
+        return outcomes;
+    }
+
+    @ParameterizedTest
+    @ValueSource(doubles = {0.1, 0.25, 0.5, 0.75})
+    void orderingAndCeilingOnASmallTrace(double fraction) {
+        int[][] trace = EpochTraceSimulator.trace(ITEMS, EPOCHS, 7);
+        int capacity = (int) Math.round(fraction * ITEMS);
+        double ceiling = (double) capacity / ITEMS;
+        Map<String, Outcome> o = simulateAll(trace, capacity);
+
+        double belady = o.get("Belady MIN").steadyState();
+        for (Outcome other : o.values()) {
+            assertTrue(belady >= other.steadyState(),
+                    "Belady " + belady + " < " + other.subject() + " " + other.steadyState());
+        }
+        assertTrue(belady <= ceiling + 1e-12, "Belady " + belady + " above the ceiling " + ceiling);
+
+        double granary = o.get(EpochTraceSimulator.GRANARY).steadyState();
+        assertTrue(granary >= 0.98 * ceiling, "Granary " + granary + " (ceiling " + ceiling + ")");
+        double lru = o.get("LRU").steadyState();
+        assertTrue(lru < granary, "LRU " + lru + " >= Granary " + granary);
+
+        Outcome prefilled = o.get(EpochTraceSimulator.GRANARY_PREFILLED);
+        assertEquals(0, prefilled.hitsPerEpoch()[0], "foreign pages cannot hit");
+        assertEquals(0, prefilled.hitsPerEpoch()[1], "epoch 0 cannot replace live foreign pages");
+        assertEquals(capacity, prefilled.foreignAfter()[0], "foreign pages are not dead in the first epoch");
+        for (int e = 1; e < EPOCHS; e++) {
+            assertEquals(0, prefilled.foreignAfter()[e], "foreign pages left after epoch " + e);
+        }
+        for (int e = 2; e < EPOCHS; e++) {
+            assertTrue(prefilled.epoch(e) >= 0.98 * ceiling,
+                    "pre-filled, epoch " + e + ": " + prefilled.epoch(e) + " (ceiling " + ceiling + ")");
+        }
+    }
+
+    @Test
+    void traceIsTheLoadersSamplerOrderAndEveryEpochIsAPermutation() {
+        int[][] trace = EpochTraceSimulator.trace(ITEMS, 3, 7);
+        int[] sorted = trace[1].clone();
+        Arrays.sort(sorted);
+        int[] identity = new int[ITEMS];
+        Arrays.setAll(identity, i -> i);
+        assertArrayEquals(identity, sorted);
+        assertArrayEquals(dev.granary.loader.Sampler.shuffled(ITEMS, 7).epoch(2), trace[2]);
+        assertTrue(!Arrays.equals(trace[0], trace[1]), "epochs 0 and 1 in the same order");
+    }
+
+    @Test
+    void granaryFillsMemoryFirstAndKeepsTiersWithinCapacity() {
+        int[][] trace = EpochTraceSimulator.trace(ITEMS, 3, 3);
+        EpochAwareTiers tiers = EpochAwareTiers.splitThirds(300, trace, false);
+        long[] hits = EpochTraceSimulator.replay(tiers, trace);
+        assertEquals(100, tiers.resident(1));
+        assertEquals(200, tiers.resident(2));
+        assertArrayEquals(new long[] {0, 300, 300}, hits);
+    }
+
+    /** MIN against an exhaustive search over every admit/evict/bypass choice, on tiny shuffled traces. */
+    @Test
+    void beladyMatchesExhaustiveOptimum() {
+        for (int items = 2; items <= 6; items++) {
+            for (int capacity = 1; capacity < items; capacity++) {
+                for (long seed = 0; seed < 20; seed++) {
+                    int[][] trace = EpochTraceSimulator.trace(items, 3, seed);
+                    int[] flat = Arrays.stream(trace).flatMapToInt(Arrays::stream).toArray();
+                    long min = Arrays.stream(EpochTraceSimulator.replay(new BeladyMin(capacity, trace), trace)).sum();
+                    assertEquals(optimum(flat, capacity), min,
+                            "items " + items + ", capacity " + capacity + ", seed " + seed);
+                }
+            }
+        }
+    }
+
+    /** The most hits any policy (free to bypass) can get, by dynamic programming over resident sets. */
+    private static long optimum(int[] flat, int capacity) {
+        int states = 1 << 6;
+        long[] best = new long[states]; // best[mask]: most hits so far ending with residents = mask; -1 unreachable
+        Arrays.fill(best, -1);
+        best[0] = 0;
+        for (int item : flat) {
+            long[] next = new long[states];
+            Arrays.fill(next, -1);
+            int bit = 1 << item;
+            for (int mask = 0; mask < states; mask++) {
+                if (best[mask] < 0) {
+                    continue;
+                }
+                if ((mask & bit) != 0) {
+                    next[mask] = Math.max(next[mask], best[mask] + 1);
+                    continue;
+                }
+                next[mask] = Math.max(next[mask], best[mask]); // bypass
+                if (Integer.bitCount(mask) < capacity) {
+                    next[mask | bit] = Math.max(next[mask | bit], best[mask]);
+                } else {
+                    for (int victims = mask; victims != 0; victims &= victims - 1) {
+                        int m = (mask & ~Integer.lowestOneBit(victims)) | bit;
+                        next[m] = Math.max(next[m], best[mask]);
+                    }
+                }
+            }
+            best = next;
+        }
+        return Arrays.stream(best).max().orElseThrow();
+    }
+
+    @Test
+    void configParsesAndRejectsBadArguments() {
+        Config c = Config.parse(new String[] {"--items=1_000", "--epochs=3", "--fractions=0.2, 0.5", ""});
+        assertEquals(new Config(1000, 3, 1, List.of(0.2, 0.5)), c);
+        assertEquals(c, Config.parse(c.toArgs().split(" ")));
+        assertEquals(200, c.capacity(0.2));
+        assertThrows(IllegalArgumentException.class, () -> Config.parse(new String[] {"--epochs=1"}));
+        assertThrows(IllegalArgumentException.class, () -> Config.parse(new String[] {"--fractions=1.5"}));
+        assertThrows(IllegalArgumentException.class, () -> Config.parse(new String[] {"--item=5"}));
+        assertThrows(IllegalArgumentException.class, () -> Config.parse(new String[] {"--items=10", "--fractions=0.01"}));
+    }
+}

@@ -1,0 +1,26 @@
+package dev.granary.loader;
+
+import java.util.List;
+
+/**
+ * One batch of decoded samples, in sampler order.
+ *
+ * @param epoch   the epoch it belongs to
+ * @param index   its number within the epoch, from 0
+ * @param items   the decoded samples, in sampler order; fewer than the batch size for the last batch (unless
+ *                {@code dropLast}) and when failed samples are skipped
+ * @param indices the dataset indices of {@code items}, in the same order
+ * @param <T>     the decoded type
+ */
+public record Batch<T>(long epoch, long index, List<T> items, int[] indices) {
+
+    /** {@return the number of items} */
+    public int size() {
+        return items.size();
+    }
+
+    @Override
+    public String toString() {
+        return "Batch[epoch " + epoch + ", #" + index + ", " + items.size() + " items]";
+    }
+}

@@ -1,0 +1,599 @@
+package dev.granary.loader;
+
+import dev.granary.CacheStats;
+import dev.granary.EpochDriver;
+import dev.granary.TierStats;
+import dev.granary.TieredCache;
+import java.lang.ref.Cleaner;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * Turns a {@link Dataset} and a seeded {@link Sampler} into batches for a trainer: reads ahead in the exact order the
+ * epoch will be consumed, decodes on a bounded pool of worker threads, and hands batches over in sampler order
+ * through a bounded queue.
+ *
+ * {@snippet :
+ * DataLoader<Example> loader = DataLoader.builder(dataset, sample -> decode(sample))
+ *         .batchSize(64).shuffle(42L).shard(rank, worldSize).workers(8).prefetch(4).build();
+ * for (int epoch = 0; epoch < epochs; epoch++) {
+ *     try (Epoch<Example> batches = loader.epoch(epoch)) {
+ *         for (Batch<Example> batch : batches) {
+ *             train(batch.items());
+ *         }
+ *     }
+ * }
+ * }
+ *
+ * <h2>How the work flows</h2>
+ * Each sample read runs on its own virtual thread; at most {@link Builder#readAhead(int)} run at once, the raw bytes
+ * read and not yet decoded stay under {@link Builder#maxBytesInFlight(long)}, and the origin's own concurrency limit
+ * bounds what reaches the origin. Decoding runs on {@link Builder#workers(int)} platform threads. At most
+ * {@link Builder#prefetch(int)} batches are started ahead of the trainer: when the trainer is slow the read-ahead
+ * stops, so memory stays bounded whatever the trainer does. {@link LoaderStats#dataWaitNanos()} says how long the
+ * trainer waited.
+ *
+ * <h2>Caching</h2>
+ * By default the loader drives its cache through an {@link EpochDriver}: while an epoch runs, the cache's tiers keep a
+ * stable resident set, exclusive across tiers, which reaches the hit-ratio ceiling {@code (C_mem + C_disk) / N} from
+ * the second epoch on where LRU and W-TinyLFU do not (see docs/decisions/0005-epoch-aware-caching.md).
+ *
+ * <h2>Order and resumption</h2>
+ * Epoch {@code e} visits this rank's samples in {@code Sampler.shuffled(n, seed).shard(rank, worldSize).epoch(e)} (or
+ * sequentially), the same on every machine. {@link #state()} is the position just after the last batch handed to the
+ * trainer; {@link #resume(LoaderState)}, in this JVM or a new one, makes the next {@link #epoch(long)} call yield
+ * exactly the batches not handed out yet.
+ *
+ * <p>Thread-safe: one epoch at a time is open; starting a new one closes the previous. Close the loader to stop its
+ * worker threads (idle workers also exit by themselves after a few seconds).
+ *
+ * @param <T> the decoded type
+ */
+public final class DataLoader<T> implements AutoCloseable {
+
+    private static final System.Logger LOG = System.getLogger(DataLoader.class.getName());
+    private static final Cleaner CLEANER = Cleaner.create();
+
+    final Dataset dataset;
+    final Decoder<T> decoder;
+    final Sampler sampler;
+    final int batchSize;
+    final int prefetch;
+    final int readAhead;
+    final long maxBytesInFlight;
+    final boolean skipFailed;
+    private final boolean dropLast;
+    private final boolean shuffled;
+    private final long seed;
+    private final ThreadPoolExecutor workers;
+    private final EpochDriver driver;
+    private final CacheStats baseline;
+
+    private final Object lock = new Object();
+    private EpochRun<T> current;
+    private LoaderState position;
+    private LoaderState resumeFrom;
+    private boolean closed;
+
+    private final LongAdder samples = new LongAdder();
+    private final LongAdder skipped = new LongAdder();
+    private final LongAdder failed = new LongAdder();
+    private final LongAdder batches = new LongAdder();
+    private final LongAdder bytes = new LongAdder();
+    private final LongAdder dataWait = new LongAdder();
+    private final LongAdder[] depthAtTake;
+    private final LongAdder observedBytes = new LongAdder();
+    private final LongAdder observedCount = new LongAdder();
+
+    private DataLoader(Builder<T> b) {
+        this.dataset = b.dataset;
+        this.decoder = b.decoder;
+        this.batchSize = b.batchSize;
+        this.prefetch = b.prefetch;
+        this.readAhead = b.readAhead > 0 ? b.readAhead : (int) Math.min(1024, (long) b.batchSize * b.prefetch);
+        this.maxBytesInFlight = b.maxBytesInFlight;
+        this.skipFailed = b.skipFailed;
+        this.dropLast = b.dropLast;
+        this.shuffled = b.shuffled;
+        this.seed = b.seed;
+        Sampler s = shuffled ? Sampler.shuffled(dataset.size(), seed) : Sampler.sequential(dataset.size());
+        this.sampler = b.worldSize == 1 ? s : s.shard(b.rank, b.worldSize);
+        AtomicInteger n = new AtomicInteger();
+        this.workers = new ThreadPoolExecutor(b.workers, b.workers, 5, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+                r -> {
+                    Thread t = new Thread(r, "granary-loader-worker-" + n.incrementAndGet());
+                    t.setDaemon(true);
+                    return t;
+                });
+        workers.allowCoreThreadTimeOut(true);
+        this.driver = b.drive ? dataset.cache().driver() : null;
+        this.depthAtTake = new LongAdder[prefetch + 1];
+        for (int i = 0; i < depthAtTake.length; i++) {
+            depthAtTake[i] = new LongAdder();
+        }
+        this.baseline = dataset.cache().stats();
+        this.position = state(0, 0);
+    }
+
+    /**
+     * Starts configuring a loader.
+     *
+     * @param dataset the samples
+     * @param decoder turns a sample into what the trainer consumes; runs on worker threads
+     * @param <T>     the decoded type
+     * @return a builder
+     * @throws IllegalArgumentException if either is null
+     */
+    public static <T> Builder<T> builder(Dataset dataset, Decoder<T> decoder) {
+        if (dataset == null) {
+            throw new IllegalArgumentException("dataset: null (expected: a Dataset such as Dataset.ofObjects(cache,"
+                    + " \"train/\"))");
+        }
+        if (decoder == null) {
+            throw new IllegalArgumentException("decoder: null (expected: a function from Sample to the trainer's"
+                    + " item)");
+        }
+        return new Builder<>(dataset, decoder);
+    }
+
+    /**
+     * Starts epoch {@code epoch}: its reads begin at once, ahead of the trainer. Closes the previous epoch if it is
+     * still open. After {@link #resume(LoaderState)}, the first call must be for the state's epoch and starts at its
+     * next batch.
+     *
+     * @param epoch the epoch number, {@code >= 0}: it selects the shuffle's permutation
+     * @return the epoch's batches; close it
+     * @throws IllegalArgumentException if the epoch is negative, or differs from a pending resume state's epoch
+     * @throws IllegalStateException    if the loader is closed
+     */
+    public Epoch<T> epoch(long epoch) {
+        if (epoch < 0) {
+            throw new IllegalArgumentException("epoch: " + epoch + " (expected: >= 0)");
+        }
+        EpochRun<T> previous;
+        synchronized (lock) {
+            ensureOpen();
+            previous = current;
+        }
+        if (previous != null) {
+            previous.abandon();
+        }
+        synchronized (lock) {
+            ensureOpen();
+            long first = 0;
+            if (resumeFrom != null) {
+                if (resumeFrom.epoch() != epoch) {
+                    throw new IllegalArgumentException("epoch: " + epoch + " (expected: " + resumeFrom.epoch()
+                            + ", the epoch of the state passed to resume(), which continues at batch "
+                            + resumeFrom.nextBatch() + ")");
+                }
+                first = resumeFrom.nextBatch();
+                resumeFrom = null;
+            }
+            long end = batchesPerEpoch();
+            first = Math.min(first, end);
+            int[] order = sampler.epoch(epoch);
+            EpochRun<T> run = new EpochRun<>(this, epoch, order, first, end);
+            current = run;
+            position = normalized(epoch, first);
+            if (driver != null) {
+                if (driver.inEpoch()) {
+                    driver.endEpoch();
+                }
+                driver.startEpoch();
+            }
+            Epoch<T> handle = new Epoch<>(run, CLEANER);
+            run.start();
+            if (first == end) {
+                finished(run);
+            }
+            return handle;
+        }
+    }
+
+    /** {@return the number of batches in a whole epoch of this rank} */
+    public long batchesPerEpoch() {
+        int n = sampler.epochSize();
+        return dropLast ? n / batchSize : (n + (long) batchSize - 1) / batchSize;
+    }
+
+    /** {@return the dataset} */
+    public Dataset dataset() {
+        return dataset;
+    }
+
+    /**
+     * {@return the position just after the last batch handed to the trainer}: batches prefetched but not handed out
+     * do not count. After the last batch of epoch {@code e} it is the start of epoch {@code e + 1}.
+     */
+    public LoaderState state() {
+        synchronized (lock) {
+            return position;
+        }
+    }
+
+    /**
+     * Makes the next {@link #epoch(long)} call continue where {@code state} left off: it must be for
+     * {@code state.epoch()}, and yields the batches from {@code state.nextBatch()} on — exactly the ones the loader
+     * that took the state had not handed out, in the same order.
+     *
+     * @param state a state from {@link #state()} of a loader with the same dataset size, batch size, drop-last,
+     *              shuffle, seed, rank and world size
+     * @throws IllegalArgumentException if the state is null or from a differently configured loader, or its batch is
+     *                                  past the epoch's end
+     * @throws IllegalStateException    if the loader is closed
+     */
+    public void resume(LoaderState state) {
+        if (state == null) {
+            throw new IllegalArgumentException("state: null (expected: a LoaderState from loader.state())");
+        }
+        LoaderState mine = state(state.epoch(), state.nextBatch());
+        if (!mine.equals(state)) {
+            throw new IllegalArgumentException("state: " + state.encode() + " (expected: a state of a loader"
+                    + " configured like this one: " + mine.encode() + ")");
+        }
+        if (state.nextBatch() > batchesPerEpoch()) {
+            throw new IllegalArgumentException("state: batch " + state.nextBatch() + " of epoch " + state.epoch()
+                    + " (expected: at most " + batchesPerEpoch() + " batches per epoch)");
+        }
+        synchronized (lock) {
+            ensureOpen();
+            resumeFrom = state;
+            position = normalized(state.epoch(), state.nextBatch());
+        }
+    }
+
+    /** {@return a snapshot of the loader's counters and of its cache's since the loader was built} */
+    public LoaderStats stats() {
+        CacheStats now = dataset.cache().stats();
+        List<TierStats> tiers = now.tiers();
+        long[] hits = new long[tiers.size()];
+        List<String> names = new ArrayList<>(tiers.size());
+        for (int i = 0; i < tiers.size(); i++) {
+            hits[i] = tiers.get(i).hits() - baseline.tiers().get(i).hits();
+            names.add(tiers.get(i).name());
+        }
+        long misses = tiers.isEmpty() ? 0 : tiers.getLast().misses() - baseline.tiers().getLast().misses();
+        long[] depth = new long[depthAtTake.length];
+        for (int i = 0; i < depth.length; i++) {
+            depth[i] = depthAtTake[i].sum();
+        }
+        int queued;
+        synchronized (lock) {
+            queued = current == null ? 0 : current.readyDepth();
+        }
+        return new LoaderStats(samples.sum(), skipped.sum(), failed.sum(), batches.sum(), bytes.sum(),
+                dataWait.sum(), queued, depth, hits, List.copyOf(names), misses,
+                now.origin().reads() - baseline.origin().reads(),
+                now.origin().bytes() - baseline.origin().bytes());
+    }
+
+    /**
+     * Closes the open epoch (if any), stops the worker threads and stops driving the cache. The cache stays open: it
+     * belongs to the caller. Idempotent.
+     */
+    @Override
+    public void close() {
+        EpochRun<T> run;
+        synchronized (lock) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            run = current;
+        }
+        if (run != null) {
+            run.abandon();
+        }
+        workers.shutdown();
+        try {
+            workers.awaitTermination(30, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (driver != null) {
+            driver.close();
+        }
+    }
+
+    // -------------------------------------------------------------------------------------------- for EpochRun
+
+    ExecutorService workers() {
+        return workers;
+    }
+
+    /** Bytes to reserve before reading a sample: its size if known, else the mean of those read so far. */
+    long estimate(int index) {
+        long known = dataset.byteSize(index);
+        if (known >= 0) {
+            return known;
+        }
+        long n = observedCount.sum();
+        return n == 0 ? dataset.cache().pageSize() : observedBytes.sum() / n;
+    }
+
+    void observed(long sampleBytes) {
+        observedBytes.add(sampleBytes);
+        observedCount.increment();
+    }
+
+    void decodedBytes(long sampleBytes) {
+        bytes.add(sampleBytes);
+    }
+
+    String source(int index) {
+        return dataset instanceof WebDataset web ? web.source(index) : dataset.key(index);
+    }
+
+    void sampleFailed(boolean skippedIt) {
+        (skippedIt ? skipped : failed).increment();
+    }
+
+    void delivered(Batch<T> batch, long waitNanos, int depth) {
+        samples.add(batch.size());
+        batches.increment();
+        dataWait.add(waitNanos);
+        depthAtTake[Math.min(depth, depthAtTake.length - 1)].increment();
+    }
+
+    void failedBatch(long waitNanos, int depth) {
+        dataWait.add(waitNanos);
+        depthAtTake[Math.min(depth, depthAtTake.length - 1)].increment();
+    }
+
+    void advanced(EpochRun<T> run, long nextBatch) {
+        synchronized (lock) {
+            if (current == run) {
+                position = normalized(run.epoch, nextBatch);
+            }
+        }
+    }
+
+    /** The trainer took the epoch's last batch: the cache no longer needs to hold its resident set for it. */
+    void finished(EpochRun<T> run) {
+        synchronized (lock) {
+            if (current == run && driver != null && !closed) {
+                driver.endEpoch();
+            }
+        }
+    }
+
+    void closed(EpochRun<T> run) {
+        synchronized (lock) {
+            if (current == run) {
+                current = null;
+                if (driver != null && !closed) {
+                    driver.endEpoch();
+                }
+            }
+        }
+    }
+
+    void log(String what, Throwable e) {
+        LOG.log(System.Logger.Level.ERROR, "loader over " + dataset + ": " + what, e);
+    }
+
+    /** Threads of the open epoch still running (tests: closing stops them). */
+    List<Thread> epochThreads() {
+        synchronized (lock) {
+            return current == null ? List.of() : current.threads();
+        }
+    }
+
+    private LoaderState normalized(long epoch, long nextBatch) {
+        return nextBatch >= batchesPerEpoch() ? state(epoch + 1, 0) : state(epoch, nextBatch);
+    }
+
+    private LoaderState state(long epoch, long nextBatch) {
+        return new LoaderState(epoch, nextBatch, dataset.size(), batchSize, dropLast, shuffled, shuffled ? seed : 0,
+                sampler.rank(), sampler.worldSize());
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("loader over " + dataset + " is closed (expected: an open loader)");
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "DataLoader[" + dataset + ", batch " + batchSize + ", " + (shuffled ? "shuffle " + seed : "sequential")
+                + ", rank " + sampler.rank() + "/" + sampler.worldSize() + "]";
+    }
+
+    /**
+     * Configures a {@link DataLoader}. Every setter validates its argument at once. Not thread-safe.
+     *
+     * @param <T> the decoded type
+     */
+    public static final class Builder<T> {
+
+        private final Dataset dataset;
+        private final Decoder<T> decoder;
+        private int batchSize = 32;
+        private boolean shuffled;
+        private long seed;
+        private int rank;
+        private int worldSize = 1;
+        private int workers = Math.max(1, Runtime.getRuntime().availableProcessors());
+        private int prefetch = 4;
+        private int readAhead;
+        private long maxBytesInFlight = 256L << 20;
+        private boolean dropLast;
+        private boolean skipFailed;
+        private boolean drive = true;
+
+        private Builder(Dataset dataset, Decoder<T> decoder) {
+            this.dataset = dataset;
+            this.decoder = decoder;
+        }
+
+        /**
+         * Sets the number of samples per batch. Default 32.
+         *
+         * @param size {@code >= 1}
+         * @return this builder
+         * @throws IllegalArgumentException if less than 1
+         */
+        public Builder<T> batchSize(int size) {
+            if (size < 1) {
+                throw new IllegalArgumentException("batch size: " + size + " (expected: >= 1)");
+            }
+            this.batchSize = size;
+            return this;
+        }
+
+        /**
+         * Shuffles every epoch: epoch {@code e} uses the permutation {@link Sampler#shuffled(int, long)} derives from
+         * {@code (seed, e)}. Default: sequential.
+         *
+         * @param seed any value
+         * @return this builder
+         */
+        public Builder<T> shuffle(long seed) {
+            this.shuffled = true;
+            this.seed = seed;
+            return this;
+        }
+
+        /**
+         * Makes this loader rank {@code rank} of {@code worldSize}: it yields its disjoint part of every epoch (see
+         * {@link Sampler} for the padding rule). Default: rank 0 of 1.
+         *
+         * @param rank      {@code 0 <= rank < worldSize}
+         * @param worldSize {@code >= 1}
+         * @return this builder
+         * @throws IllegalArgumentException if out of range
+         */
+        public Builder<T> shard(int rank, int worldSize) {
+            if (worldSize < 1) {
+                throw new IllegalArgumentException("world size: " + worldSize + " (expected: >= 1)");
+            }
+            if (rank < 0 || rank >= worldSize) {
+                throw new IllegalArgumentException("rank: " + rank + " (expected: 0 <= rank < world size "
+                        + worldSize + ")");
+            }
+            this.rank = rank;
+            this.worldSize = worldSize;
+            return this;
+        }
+
+        /**
+         * Sets the number of decode threads. Default: the available processors.
+         *
+         * @param threads in {@code [1, 1024]}
+         * @return this builder
+         * @throws IllegalArgumentException if out of range
+         */
+        public Builder<T> workers(int threads) {
+            if (threads < 1 || threads > 1024) {
+                throw new IllegalArgumentException("workers: " + threads + " (expected: 1..1024 threads)");
+            }
+            this.workers = threads;
+            return this;
+        }
+
+        /**
+         * Sets how many batches may be started ahead of the trainer (read, decoded, or waiting to be taken). Default
+         * 4.
+         *
+         * @param batches in {@code [1, 1024]}
+         * @return this builder
+         * @throws IllegalArgumentException if out of range
+         */
+        public Builder<T> prefetch(int batches) {
+            if (batches < 1 || batches > 1024) {
+                throw new IllegalArgumentException("prefetch: " + batches + " (expected: 1..1024 batches)");
+            }
+            this.prefetch = batches;
+            return this;
+        }
+
+        /**
+         * Sets how many sample reads may run at once. Default: {@code batchSize × prefetch}, at most 1024. The origin's
+         * own concurrency limit (e.g. {@code S3Origin.builder().maxConcurrency}) still bounds origin requests.
+         *
+         * @param samples in {@code [1, 65536]}
+         * @return this builder
+         * @throws IllegalArgumentException if out of range
+         */
+        public Builder<T> readAhead(int samples) {
+            if (samples < 1 || samples > 65536) {
+                throw new IllegalArgumentException("read-ahead: " + samples + " (expected: 1..65536 samples)");
+            }
+            this.readAhead = samples;
+            return this;
+        }
+
+        /**
+         * Bounds the bytes of samples read and not yet decoded. Default 256 MiB. A single sample larger than the bound
+         * is still read, alone.
+         *
+         * @param bytes {@code >= 1}
+         * @return this builder
+         * @throws IllegalArgumentException if less than 1
+         */
+        public Builder<T> maxBytesInFlight(long bytes) {
+            if (bytes < 1) {
+                throw new IllegalArgumentException("max bytes in flight: " + bytes + " (expected: >= 1)");
+            }
+            this.maxBytesInFlight = bytes;
+            return this;
+        }
+
+        /**
+         * Drops the last batch of an epoch if it is smaller than the batch size. Default {@code false}.
+         *
+         * @param drop whether to drop it
+         * @return this builder
+         */
+        public Builder<T> dropLast(boolean drop) {
+            this.dropLast = drop;
+            return this;
+        }
+
+        /**
+         * Skips samples that fail to read or decode, counting them in {@link LoaderStats#skipped()}, instead of
+         * failing their batch with a {@link SampleException}. Default {@code false}: a failure is an error.
+         *
+         * @param skip whether to skip and count
+         * @return this builder
+         */
+        public Builder<T> skipFailedSamples(boolean skip) {
+            this.skipFailed = skip;
+            return this;
+        }
+
+        /**
+         * Sets whether the loader drives the cache through an {@link EpochDriver} (stable resident set, exclusive
+         * tiers, while an epoch runs). Default {@code true}; {@code false} leaves the tiers' own policies in charge.
+         *
+         * @param drive whether to drive
+         * @return this builder
+         */
+        public Builder<T> driveCache(boolean drive) {
+            this.drive = drive;
+            return this;
+        }
+
+        /**
+         * Builds the loader.
+         *
+         * @return a new loader
+         * @throws IllegalArgumentException if the dataset has fewer samples than the world size has ranks
+         */
+        public DataLoader<T> build() {
+            if (worldSize > 1 && dataset.size() < worldSize) {
+                throw new IllegalArgumentException("world size: " + worldSize + " for a dataset of " + dataset.size()
+                        + " samples (expected: at most one rank per sample)");
+            }
+            return new DataLoader<>(this);
+        }
+    }
+}

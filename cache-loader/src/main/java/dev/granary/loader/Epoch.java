@@ -1,0 +1,84 @@
+package dev.granary.loader;
+
+import java.util.Iterator;
+import java.util.NoSuchElementException;
+
+/**
+ * One epoch of a {@link DataLoader}: its batches, in sampler order, read ahead and decoded while the trainer works.
+ * Iterate it once; close it when done — or earlier: closing (or starting the loader's next epoch, or dropping the
+ * epoch unreferenced) stops its reads and decoding promptly and releases every cached buffer it held.
+ *
+ * {@snippet :
+ * try (Epoch<Example> batches = loader.epoch(epoch)) {
+ *     for (Batch<Example> batch : batches) {
+ *         train(batch.items());
+ *     }
+ * }
+ * }
+ *
+ * <p>The iterator throws {@link SampleException} for a batch whose sample failed (and goes on with the next batch on
+ * the next call), and {@link IllegalStateException} once the epoch is closed. Not thread-safe: one trainer thread
+ * iterates it.
+ *
+ * @param <T> the decoded type
+ */
+public final class Epoch<T> implements Iterable<Batch<T>>, AutoCloseable {
+
+    private final EpochRun<T> run;
+    private final java.lang.ref.Cleaner.Cleanable cleanable;
+    private boolean iterated;
+
+    Epoch(EpochRun<T> run, java.lang.ref.Cleaner cleaner) {
+        this.run = run;
+        this.cleanable = cleaner.register(this, run::abandon);
+    }
+
+    /** {@return the epoch number} */
+    public long number() {
+        return run.epoch;
+    }
+
+    /** {@return how many batches this epoch yields from where it starts (after a resume: the remaining ones)} */
+    public long batches() {
+        return run.endBatch - run.firstBatch;
+    }
+
+    /**
+     * {@return the iterator over the batches}
+     *
+     * @throws IllegalStateException if called twice: an epoch is iterated once
+     */
+    @Override
+    public Iterator<Batch<T>> iterator() {
+        if (iterated) {
+            throw new IllegalStateException("epoch " + run.epoch + " is already being iterated (expected: one"
+                    + " iterator per epoch; call loader.epoch(n) again for a new pass)");
+        }
+        iterated = true;
+        return new Iterator<>() {
+            @Override
+            public boolean hasNext() {
+                return run.hasNext();
+            }
+
+            @Override
+            public Batch<T> next() {
+                if (!run.hasNext()) {
+                    throw new NoSuchElementException("epoch " + run.epoch + " has no more batches");
+                }
+                return run.next();
+            }
+        };
+    }
+
+    /** Stops the epoch's work and releases what it holds; waits for reads and decodes in progress. Idempotent. */
+    @Override
+    public void close() {
+        cleanable.clean();
+    }
+
+    @Override
+    public String toString() {
+        return "Epoch[" + run.epoch + ", batches " + run.firstBatch + ".." + run.endBatch + "]";
+    }
+}

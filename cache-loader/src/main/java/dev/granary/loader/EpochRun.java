@@ -1,0 +1,378 @@
+package dev.granary.loader;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The work of one epoch: a feeder walks the epoch's samples in sampler order and starts each read on a virtual thread
+ * (bounded by the read-ahead window and the bytes in flight); a finished read is decoded on the loader's worker pool;
+ * a batch whose samples are all decoded completes its future. The trainer takes batches in order from a queue of
+ * {@code prefetch} batches: while it is full the feeder waits, so a slow trainer stops the read-ahead.
+ *
+ * <p>Memory bound: at most {@code prefetch} batches are started and not yet taken; the raw bytes read and not yet
+ * decoded stay under {@code maxBytesInFlight} (plus one sample, so a sample larger than the bound still goes).
+ */
+final class EpochRun<T> {
+
+    final long epoch;
+    final long firstBatch;
+    final long endBatch;
+    private final DataLoader<T> loader;
+    private final int[] order;
+    private final ArrayBlockingQueue<PendingBatch<T>> ready;
+    private final Semaphore readSlots;
+    private final ByteBudget budget;
+    private final Set<Thread> readers = ConcurrentHashMap.newKeySet();
+    /** Reads and decodes started and not finished; close waits for 0. */
+    private final AtomicInteger active = new AtomicInteger();
+    private final Object idle = new Object();
+    private final Thread feeder;
+    private volatile boolean cancelled;
+    /** The next batch the trainer gets; only the trainer thread moves it. */
+    private long next;
+
+    EpochRun(DataLoader<T> loader, long epoch, int[] order, long firstBatch, long endBatch) {
+        this.loader = loader;
+        this.epoch = epoch;
+        this.order = order;
+        this.firstBatch = firstBatch;
+        this.endBatch = endBatch;
+        this.next = firstBatch;
+        this.ready = new ArrayBlockingQueue<>(loader.prefetch);
+        this.readSlots = new Semaphore(loader.readAhead);
+        this.budget = new ByteBudget(loader.maxBytesInFlight);
+        this.feeder = Thread.ofVirtual().name("granary-loader-feeder-" + epoch).unstarted(this::feed);
+    }
+
+    void start() {
+        feeder.start();
+    }
+
+    boolean hasNext() {
+        ensureOpen();
+        return next < endBatch;
+    }
+
+    Batch<T> next() {
+        ensureOpen();
+        long wait0 = System.nanoTime();
+        PendingBatch<T> pending;
+        int depth = readyDepth();
+        try {
+            pending = ready.take();
+            Batch<T> batch = pending.future.get();
+            loader.delivered(batch, System.nanoTime() - wait0, depth);
+            return batch;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for batch " + next + " of epoch " + epoch, e);
+        } catch (ExecutionException e) {
+            loader.failedBatch(System.nanoTime() - wait0, depth);
+            Throwable cause = e.getCause();
+            if (cause instanceof SampleException se) {
+                throw se;
+            }
+            throw new IllegalStateException("batch " + next + " of epoch " + epoch + " failed: " + cause, cause);
+        } finally {
+            next++;
+            loader.advanced(this, next);
+            if (next == endBatch) {
+                loader.finished(this);
+            }
+        }
+    }
+
+    private void ensureOpen() {
+        if (cancelled) {
+            throw new IllegalStateException("epoch " + epoch + " is closed (expected: an open epoch; call"
+                    + " loader.epoch(n) for a new one)");
+        }
+    }
+
+    // --------------------------------------------------------------------------------------------- the feeder
+
+    private void feed() {
+        int batchSize = loader.batchSize;
+        try {
+            for (long b = firstBatch; b < endBatch && !cancelled; b++) {
+                int from = (int) (b * batchSize);
+                int to = (int) Math.min(order.length, from + (long) batchSize);
+                PendingBatch<T> pending = new PendingBatch<>(epoch, b, Arrays.copyOfRange(order, from, to));
+                ready.put(pending); // blocks while prefetch batches wait for the trainer: back-pressure
+                for (int j = 0; j < pending.indices.length && !cancelled; j++) {
+                    int index = pending.indices[j];
+                    long estimate = loader.estimate(index);
+                    budget.acquire(estimate);
+                    readSlots.acquire();
+                    if (cancelled) {
+                        readSlots.release();
+                        budget.release(estimate);
+                        break;
+                    }
+                    startRead(pending, j, index, estimate);
+                }
+            }
+        } catch (InterruptedException e) {
+            // closed
+        } catch (RuntimeException | Error e) {
+            loader.log("feeder of epoch " + epoch + " failed", e);
+        }
+    }
+
+    private void startRead(PendingBatch<T> pending, int slot, int index, long estimate) {
+        active.incrementAndGet();
+        Thread.ofVirtual().name("granary-loader-read").start(() -> {
+            readers.add(Thread.currentThread());
+            Sample sample = null;
+            SampleException failure = null;
+            long held = estimate;
+            try {
+                if (!cancelled) {
+                    sample = loader.dataset.read(index);
+                    long actual = sample.size();
+                    budget.adjust(actual - estimate);
+                    held = actual;
+                    loader.observed(actual);
+                }
+            } catch (IOException | RuntimeException | Error e) {
+                failure = failure(pending, index, e);
+            } finally {
+                readers.remove(Thread.currentThread());
+                readSlots.release();
+                Thread.interrupted(); // an interrupt from close is consumed here, not leaked to the next task
+            }
+            if (sample == null) {
+                budget.release(held);
+                slotFailed(pending, slot, failure);
+                done();
+                return;
+            }
+            decode(pending, slot, sample, held);
+        });
+    }
+
+    private void decode(PendingBatch<T> pending, int slot, Sample sample, long held) {
+        Runnable task = () -> {
+            try {
+                if (!cancelled) {
+                    T item = loader.decoder.decode(sample);
+                    if (item == null) {
+                        throw new NullPointerException("decoder returned null (expected: a decoded item)");
+                    }
+                    pending.set(slot, item, sample.size(), loader);
+                } else {
+                    slotFailed(pending, slot, null);
+                }
+            } catch (Exception | Error e) {
+                slotFailed(pending, slot, failure(pending, sample.index(), e));
+            } finally {
+                sample.release();
+                budget.release(held);
+                done();
+            }
+        };
+        Executor workers = loader.workers();
+        try {
+            workers.execute(task);
+        } catch (RejectedExecutionException e) { // the loader is closed
+            sample.release();
+            budget.release(held);
+            slotFailed(pending, slot, cancelled ? null : failure(pending, sample.index(), e));
+            done();
+        }
+    }
+
+    /** A slot that yields nothing: cancelled ({@code failure == null}), skipped and counted, or failing its batch. */
+    private void slotFailed(PendingBatch<T> pending, int slot, SampleException failure) {
+        boolean skip = failure == null || cancelled || loader.skipFailed;
+        if (failure != null && !cancelled) {
+            loader.sampleFailed(skip);
+        }
+        pending.slotFailed(slot, skip ? null : failure);
+    }
+
+    private SampleException failure(PendingBatch<T> pending, int index, Throwable cause) {
+        return new SampleException(loader.dataset.key(index), index, loader.source(index), epoch,
+                pending.number, cause);
+    }
+
+    private void done() {
+        if (active.decrementAndGet() == 0) {
+            synchronized (idle) {
+                idle.notifyAll();
+            }
+        }
+    }
+
+    // --------------------------------------------------------------------------------------------- closing
+
+    /** Stops the work, waits for reads and decodes in progress (reads are interrupted), releases everything. */
+    void abandon() {
+        cancelled = true;
+        feeder.interrupt();
+        for (Thread reader : readers) {
+            reader.interrupt();
+        }
+        try {
+            feeder.join(TimeUnit.SECONDS.toMillis(30));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            synchronized (idle) {
+                while (active.get() > 0 && System.nanoTime() < deadline) {
+                    for (Thread reader : readers) {
+                        reader.interrupt();
+                    }
+                    idle.wait(10);
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        ready.clear();
+        loader.closed(this);
+    }
+
+    /** {@return the batches decoded and waiting for the trainer, at the head of the queue} */
+    int readyDepth() {
+        int depth = 0;
+        for (PendingBatch<T> p : ready) {
+            if (!p.future.isDone()) {
+                break;
+            }
+            depth++;
+        }
+        return depth;
+    }
+
+    /** Threads of this epoch still running: the feeder and the readers (for tests and diagnostics). */
+    List<Thread> threads() {
+        List<Thread> threads = new ArrayList<>(readers);
+        if (feeder.isAlive()) {
+            threads.add(feeder);
+        }
+        return threads;
+    }
+
+    // --------------------------------------------------------------------------------------------- parts
+
+    /** A batch being read and decoded: one slot per sample, completed when every slot is. */
+    static final class PendingBatch<T> {
+        final long epoch;
+        final long number;
+        final int[] indices;
+        final CompletableFuture<Batch<T>> future = new CompletableFuture<>();
+        private final Object[] items;
+        private final boolean[] skipped;
+        private int remaining;
+        private SampleException firstFailure;
+
+        PendingBatch(long epoch, long number, int[] indices) {
+            this.epoch = epoch;
+            this.number = number;
+            this.indices = indices;
+            this.items = new Object[indices.length];
+            this.skipped = new boolean[indices.length];
+            this.remaining = indices.length;
+            if (remaining == 0) {
+                future.complete(new Batch<>(epoch, number, List.of(), indices));
+            }
+        }
+
+
+        void set(int slot, T item, long bytes, DataLoader<T> loader) {
+            synchronized (this) {
+                items[slot] = item;
+            }
+            loader.decodedBytes(bytes);
+            complete();
+        }
+
+        /** A slot that yields nothing: skipped, or failing the batch with {@code failure} if not null. */
+        void slotFailed(int slot, SampleException failure) {
+            synchronized (this) {
+                skipped[slot] = true;
+                if (failure != null && firstFailure == null) {
+                    firstFailure = failure;
+                }
+            }
+            complete();
+        }
+
+        private void complete() {
+            Batch<T> batch = null;
+            SampleException failure = null;
+            synchronized (this) {
+                if (--remaining > 0) {
+                    return;
+                }
+                if (firstFailure != null) {
+                    failure = firstFailure;
+                } else {
+                    List<T> list = new ArrayList<>(items.length);
+                    int[] kept = new int[items.length];
+                    int n = 0;
+                    for (int i = 0; i < items.length; i++) {
+                        if (!skipped[i]) {
+                            @SuppressWarnings("unchecked")
+                            T item = (T) items[i];
+                            list.add(item);
+                            kept[n++] = indices[i];
+                        }
+                    }
+                    batch = new Batch<>(epoch, number, java.util.Collections.unmodifiableList(list),
+                            Arrays.copyOf(kept, n));
+                }
+                Arrays.fill(items, null);
+            }
+            if (failure != null) {
+                future.completeExceptionally(failure);
+            } else {
+                future.complete(batch);
+            }
+        }
+    }
+
+    /** Bytes read and not yet decoded, bounded; one sample may exceed the bound when nothing else is held. */
+    static final class ByteBudget {
+        private final long limit;
+        private long used;
+
+        ByteBudget(long limit) {
+            this.limit = limit;
+        }
+
+        synchronized void acquire(long bytes) throws InterruptedException {
+            while (used > 0 && used + bytes > limit) {
+                wait();
+            }
+            used += bytes;
+        }
+
+        synchronized void adjust(long delta) {
+            used += delta;
+            if (delta < 0) {
+                notifyAll();
+            }
+        }
+
+        synchronized void release(long bytes) {
+            used -= bytes;
+            notifyAll();
+        }
+
+        synchronized long used() {
+            return used;
+        }
+    }
+}

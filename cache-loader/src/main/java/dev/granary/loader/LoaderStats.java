@@ -1,0 +1,72 @@
+package dev.granary.loader;
+
+import java.util.List;
+
+/**
+ * A snapshot of a {@link DataLoader}'s counters since it was built; {@link #minus(LoaderStats)} gives one epoch's.
+ *
+ * @param samples          samples handed to the trainer (in batches)
+ * @param skipped          samples that failed and were skipped ({@code skipFailedSamples(true)})
+ * @param failed           samples that failed their batch
+ * @param batches          batches handed to the trainer
+ * @param bytes            bytes of the samples read
+ * @param dataWaitNanos    how long the trainer was blocked in the epoch iterator waiting for a batch
+ * @param queueDepth       batches decoded and waiting for the trainer now
+ * @param depthAtTake      how often the trainer, asking for a batch, found {@code d} batches ready: index {@code d}
+ *                         from 0 to {@code prefetch} — the queue depth over time, sampled at each take; a trainer that
+ *                         keeps finding 0 is starved
+ * @param tierHits         hits in each tier of the cache, in tier order, since the loader was built
+ * @param tierNames        the tiers' names, in tier order
+ * @param misses           reads no tier could serve since the loader was built (filled from the origin)
+ * @param originReads      data requests to the origin since the loader was built
+ * @param originBytes      data bytes fetched from the origin since the loader was built
+ */
+public record LoaderStats(long samples, long skipped, long failed, long batches, long bytes, long dataWaitNanos,
+        int queueDepth, long[] depthAtTake, long[] tierHits, List<String> tierNames, long misses, long originReads,
+        long originBytes) {
+
+    /** {@return the counters accumulated since {@code earlier}} (queue depth: the current one) */
+    public LoaderStats minus(LoaderStats earlier) {
+        long[] depth = depthAtTake.clone();
+        for (int i = 0; i < Math.min(depth.length, earlier.depthAtTake.length); i++) {
+            depth[i] -= earlier.depthAtTake[i];
+        }
+        long[] hits = tierHits.clone();
+        for (int i = 0; i < Math.min(hits.length, earlier.tierHits.length); i++) {
+            hits[i] -= earlier.tierHits[i];
+        }
+        return new LoaderStats(samples - earlier.samples, skipped - earlier.skipped, failed - earlier.failed,
+                batches - earlier.batches, bytes - earlier.bytes, dataWaitNanos - earlier.dataWaitNanos, queueDepth,
+                depth, hits, tierNames, misses - earlier.misses, originReads - earlier.originReads,
+                originBytes - earlier.originBytes);
+    }
+
+    /** {@return the share of sample reads served by tier {@code tier}: its hits over all hits and misses} */
+    public double hitRatio(int tier) {
+        long total = misses;
+        for (long h : tierHits) {
+            total += h;
+        }
+        return total == 0 ? 0 : (double) tierHits[tier] / total;
+    }
+
+    /** {@return the share of sample reads served by any tier} */
+    public double hitRatio() {
+        long hits = 0;
+        for (long h : tierHits) {
+            hits += h;
+        }
+        return hits + misses == 0 ? 0 : (double) hits / (hits + misses);
+    }
+
+    /** {@return the mean number of ready batches the trainer found when it asked for one} */
+    public double meanDepthAtTake() {
+        long n = 0;
+        long sum = 0;
+        for (int d = 0; d < depthAtTake.length; d++) {
+            n += depthAtTake[d];
+            sum += d * depthAtTake[d];
+        }
+        return n == 0 ? 0 : (double) sum / n;
+    }
+}
