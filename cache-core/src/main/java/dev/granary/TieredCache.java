@@ -200,6 +200,45 @@ public final class TieredCache implements AutoCloseable {
     }
 
     /**
+     * Reads a byte range of one known version of an object and caches it as one unit, like
+     * {@link #readExtent(String, long, int)}, without asking what the current version is: for a reader that indexed
+     * an object once (a tar shard) and must read every later extent from that same version, so that its offsets stay
+     * valid. Cached bytes of that version are served even if the object has changed since; a miss reads the origin
+     * pinned to the version and fails with {@link ObjectChangedException} if the origin no longer has it — never
+     * bytes of another version.
+     *
+     * @param object the object's key, size and version, as {@link #stat} or {@link #list} returned them
+     * @param offset the first byte, {@code >= 0}
+     * @param length the number of bytes, {@code >= 0}; {@code offset + length} must not exceed the object's size
+     * @return a lease on the bytes; close it
+     * @throws IllegalArgumentException if {@code object} is null or its key invalid, or the range is negative
+     * @throws EOFException             if the range ends past the object's size
+     * @throws ObjectChangedException   if a miss finds that the object no longer has this version
+     * @throws IOException              if the origin fails or does not answer within the read timeout
+     * @throws IllegalStateException    if the cache is closed
+     */
+    public Lease readExtent(ObjectInfo object, long offset, int length) throws IOException {
+        ensureOpen();
+        if (object == null) {
+            throw new IllegalArgumentException("object: null (expected: an ObjectInfo from stat() or list())");
+        }
+        String key = object.key();
+        Checks.key(key);
+        Checks.range(key, offset, length);
+        checkBounds(object, offset, length);
+        if (length == 0) {
+            return Lease.empty(key, offset);
+        }
+        try {
+            Page page = page(object, new PageKey(originId, key, object.version(), offset, length), 0);
+            return Lease.ofPage(key, offset, page, 0, length, leases);
+        } catch (ObjectChangedException e) {
+            metadata.forget(key); // other readers learn the new version; this one keeps failing on the old
+            throw e;
+        }
+    }
+
+    /**
      * Returns a new handle by which a loader tells this cache when its epochs start and end, so that the tiers keep a
      * stable resident set and reach the hit-ratio ceiling under epoch-shuffled reads; see {@link EpochDriver}.
      *

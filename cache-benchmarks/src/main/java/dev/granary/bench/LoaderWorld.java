@@ -55,14 +55,20 @@ final class LoaderWorld implements AutoCloseable {
      */
     static LoaderWorld start(Path dir, int shardCount, int samplesPerShard, int sampleSize, int fileCount,
             int fileSize, long seed) throws IOException, InterruptedException {
+        return start(dir, shardCount, samplesPerShard, sampleSize, fileCount, fileSize, seed, false);
+    }
+
+    /** As above; with {@code uniformSizes} every sample and file has exactly its mean size. */
+    static LoaderWorld start(Path dir, int shardCount, int samplesPerShard, int sampleSize, int fileCount,
+            int fileSize, long seed, boolean uniformSizes) throws IOException, InterruptedException {
         S3ProxyServer server = S3ProxyServer.start(dir.resolve("s3"));
         FaultProxy proxy = null;
         try {
             proxy = FaultProxy.start(server.port());
             LoaderWorld world = new LoaderWorld(server, proxy);
-            world.upload(shardCount, samplesPerShard, sampleSize, fileCount, fileSize, seed);
+            world.upload(shardCount, samplesPerShard, sampleSize, fileCount, fileSize, seed, uniformSizes);
             return world;
-        } catch (IOException | RuntimeException | InterruptedException e) {
+        } catch (IOException | RuntimeException e) {
             if (proxy != null) {
                 proxy.close();
             }
@@ -88,15 +94,15 @@ final class LoaderWorld implements AutoCloseable {
         return S3ProxyServer.client(proxy.endpoint());
     }
 
-    private void upload(int shardCount, int samplesPerShard, int sampleSize, int fileCount, int fileSize, long seed)
-            throws InterruptedException {
+    private void upload(int shardCount, int samplesPerShard, int sampleSize, int fileCount, int fileSize, long seed,
+            boolean uniform) {
         SplittableRandom random = new SplittableRandom(seed);
         List<String> keys = new ArrayList<>();
         List<byte[]> bodies = new ArrayList<>();
         for (int s = 0; s < shardCount; s++) {
             TarWriter tar = new TarWriter();
             for (int i = 0; i < samplesPerShard; i++) {
-                int size = Math.max(1, sampleSize / 2 + random.nextInt(Math.max(1, sampleSize)));
+                int size = uniform ? sampleSize : Math.max(1, sampleSize / 2 + random.nextInt(Math.max(1, sampleSize)));
                 byte[] jpg = new byte[size];
                 random.nextBytes(jpg);
                 String key = String.format("s%06d/%08d", s, s * samplesPerShard + i);
@@ -113,7 +119,7 @@ final class LoaderWorld implements AutoCloseable {
             shardBytes += shard.length;
         }
         for (int f = 0; f < fileCount; f++) {
-            int size = Math.max(5, fileSize / 2 + random.nextInt(Math.max(1, fileSize)));
+            int size = uniform ? fileSize : Math.max(5, fileSize / 2 + random.nextInt(Math.max(1, fileSize)));
             byte[] body = new byte[size];
             random.nextBytes(body);
             ByteBuffer.wrap(body).putInt(0, (int) crc(ByteBuffer.wrap(body, 4, size - 4)));

@@ -233,7 +233,7 @@ public final class S3ReadBenchmark {
         System.out.printf(Locale.ROOT, "model min(K*S/(L+S/B), link) = %.0f MB/s%n", model);
     }
 
-    private static void report(String what, List<double[]> rows, java.util.function.ToDoubleFunction<double[]> f) {
+    static void report(String what, List<double[]> rows, java.util.function.ToDoubleFunction<double[]> f) {
         double[] ratios = rows.stream().mapToDouble(f).sorted().toArray();
         System.out.printf(Locale.ROOT, "%-28s %6.2f   (%.2f-%.2f)%n", what, ratios[ratios.length / 2], ratios[0],
                 ratios[ratios.length - 1]);
@@ -350,7 +350,7 @@ public final class S3ReadBenchmark {
     }
 
     /** K virtual threads take keys in order from a shared cursor; each has its own scratch array. */
-    private static void parallel(int k, List<String> order, Read read, int size) throws Exception {
+    static void parallel(int k, List<String> order, Read read, int size) throws Exception {
         AtomicInteger next = new AtomicInteger();
         try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
             List<java.util.concurrent.Future<?>> workers = new ArrayList<>();
@@ -422,9 +422,14 @@ public final class S3ReadBenchmark {
 
     /** The plain synchronous client: Apache, K connections, no retries, no checksums beyond what S3 requires. */
     private static S3Client plainClient(Config c, URI endpoint) {
+        return plainClient(c.concurrency, endpoint);
+    }
+
+    /** The plain peer's client: sync Apache with {@code concurrency} connections, no retries, no checksums. */
+    static S3Client plainClient(int concurrency, URI endpoint) {
         return S3Client.builder().endpointOverride(endpoint).forcePathStyle(true)
                 .region(Region.US_EAST_1).credentialsProvider(S3ProxyServer.credentials())
-                .httpClientBuilder(ApacheHttpClient.builder().maxConnections(c.concurrency))
+                .httpClientBuilder(ApacheHttpClient.builder().maxConnections(concurrency))
                 .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
                 .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
                 .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry()))

@@ -30,6 +30,13 @@ import java.util.concurrent.Semaphore;
  * byte of its first field to the last byte of its last (the headers of later fields in between are read too: 512
  * bytes each). The index lives in this object: build it once and reuse it across epochs and loaders.
  *
+ * <h2>Versions</h2>
+ * Each shard is indexed at one version (S3 ETag, GCS generation, POSIX size+mtime), and every later read of it is
+ * pinned to that version ({@link TieredCache#readExtent(dev.granary.ObjectInfo, long, int)}): cached samples of the
+ * indexed version keep being served, and a sample that must come from the origin after the shard was rewritten fails
+ * its batch with an {@link dev.granary.ObjectChangedException} — the index's offsets are never applied to other
+ * bytes. Index the shards again to pick up a new version.
+ *
  * <p>A corrupt shard (bad header checksum, truncated) fails {@link #of} with a {@link CorruptShardException} naming
  * the shard and the byte offset. Immutable and thread-safe.
  */
@@ -39,6 +46,8 @@ public final class WebDataset extends Dataset {
 
     private final TieredCache cache;
     private final List<String> shards;
+    /** Each shard's version when it was indexed: every read is pinned to it, so the index's offsets stay valid. */
+    private final ObjectInfo[] versions;
     private final int[] shardOf;
     private final long[] start;
     private final int[] length;
@@ -47,9 +56,11 @@ public final class WebDataset extends Dataset {
     private final long[][] fieldOffsets;
     private final int[][] fieldSizes;
 
-    private WebDataset(TieredCache cache, List<String> shards, List<List<ShardSamples.Entry>> index) {
+    private WebDataset(TieredCache cache, List<String> shards, ObjectInfo[] versions,
+            List<List<ShardSamples.Entry>> index) {
         this.cache = cache;
         this.shards = shards;
+        this.versions = versions;
         int n = 0;
         for (List<ShardSamples.Entry> entries : index) {
             n += entries.size();
@@ -106,6 +117,7 @@ public final class WebDataset extends Dataset {
         ObjectDataset.of(cache, shardKeys); // validates the keys: non-empty, relative, each once
         List<String> shards = List.copyOf(shardKeys);
         List<List<ShardSamples.Entry>> index = new ArrayList<>(shards.size());
+        ObjectInfo[] versions = new ObjectInfo[shards.size()];
         for (int i = 0; i < shards.size(); i++) {
             index.add(null);
         }
@@ -118,7 +130,9 @@ public final class WebDataset extends Dataset {
                 permits.acquire();
                 threads.add(Thread.ofVirtual().name("granary-webdataset-index").start(() -> {
                     try {
-                        index.set(shard, indexShard(cache, shards.get(shard)));
+                        ObjectInfo info = cache.stat(shards.get(shard));
+                        versions[shard] = info;
+                        index.set(shard, indexShard(cache, info));
                     } catch (IOException | RuntimeException e) {
                         synchronized (failure) {
                             if (failure[0] == null) {
@@ -142,7 +156,7 @@ public final class WebDataset extends Dataset {
         if (failure[0] != null) {
             throw failure[0];
         }
-        WebDataset dataset = new WebDataset(cache, shards, index);
+        WebDataset dataset = new WebDataset(cache, shards, versions, index);
         if (dataset.size() == 0) {
             throw new IllegalArgumentException("shards " + (shards.size() <= 3 ? shards : shards.subList(0, 3) + "…")
                     + " of " + cache.originUri() + ": no samples (expected: tar members named key.ext)");
@@ -150,10 +164,10 @@ public final class WebDataset extends Dataset {
         return dataset;
     }
 
-    private static List<ShardSamples.Entry> indexShard(TieredCache cache, String shard) throws IOException {
-        ObjectInfo info = cache.stat(shard);
+    private static List<ShardSamples.Entry> indexShard(TieredCache cache, ObjectInfo info) throws IOException {
+        String shard = info.key();
         List<TarIndex.Member> members = TarIndex.scan(shard, info.size(), (offset, len) -> {
-            try (Lease lease = cache.readExtent(shard, offset, len)) {
+            try (Lease lease = cache.readExtent(info, offset, len)) {
                 ByteBuffer copy = ByteBuffer.allocate(len);
                 copy.put(lease.bytes()).flip();
                 return copy;
@@ -212,8 +226,7 @@ public final class WebDataset extends Dataset {
 
     @Override
     Sample read(int index) throws IOException {
-        String shard = shard(index);
-        Lease lease = cache.readExtent(shard, start[index], length[index]);
+        Lease lease = cache.readExtent(versions[shardOf[index]], start[index], length[index]);
         try {
             ByteBuffer extent = lease.bytes();
             String[] names = fieldNames[index];

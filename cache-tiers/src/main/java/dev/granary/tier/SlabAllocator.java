@@ -206,7 +206,11 @@ final class SlabAllocator {
         if ((size >>> BLOCK_SHIFT) < blocksNeeded) {
             return false;
         }
-        MemorySegment slab = arena.allocate(slabBytes > size ? size : slabBytes, 4096);
+        long bytes = slabBytes > size ? size : slabBytes;
+        MemorySegment slab = NativeMemory.map(bytes, arena);
+        if (slab == null) {
+            slab = arena.allocate(bytes, 4096);
+        }
         MemorySegment[] grown = java.util.Arrays.copyOf(slabs, slabs.length + 1);
         long first = (long) slabs.length * blocksPerSlab;
         grown[slabs.length] = slab;
