@@ -302,8 +302,12 @@ public final class LoaderBenchmark {
                 for (int e = 0; e < 4; e++) {
                     LoaderStats before = loader.stats();
                     long start = System.nanoTime();
+                    long first = 0;
                     try (Epoch<Integer> epoch = loader.epoch(e)) {
                         for (Batch<Integer> b : epoch) {
+                            if (first == 0) {
+                                first = System.nanoTime() - start;
+                            }
                             if (e > 0) {
                                 model(compute);
                             }
@@ -311,10 +315,10 @@ public final class LoaderBenchmark {
                     }
                     double wall = (System.nanoTime() - start) / 1e9;
                     LoaderStats s = loader.stats().minus(before);
-                    System.out.printf(Locale.ROOT, "epoch %d (%s): %.2f s, %.0f MB/s, data-wait %.2f %% of wall,"
-                            + " mean ready batches at take %.1f, hit ratio %.3f%n", e + 1, e == 0 ? "cold, no model"
-                            : "warm", wall, s.bytes() / MB / wall, 100 * s.dataWaitNanos() / 1e9 / wall,
-                            s.meanDepthAtTake(), s.hitRatio());
+                    System.out.printf(Locale.ROOT, "epoch %d (%s): %.2f s, %.0f MB/s, data-wait %.2f %% of wall"
+                            + " (first batch after %.1f ms), mean ready batches at take %.1f, hit ratio %.3f%n",
+                            e + 1, e == 0 ? "cold, no model" : "warm", wall, s.bytes() / MB / wall,
+                            100 * s.dataWaitNanos() / 1e9 / wall, first / 1e6, s.meanDepthAtTake(), s.hitRatio());
                 }
             }
             if (bad.get() != 0) {

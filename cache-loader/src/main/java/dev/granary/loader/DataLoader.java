@@ -74,6 +74,7 @@ public final class DataLoader<T> implements AutoCloseable {
     private final ThreadPoolExecutor workers;
     private final EpochDriver driver;
     private final CacheStats baseline;
+    private final Cleaner.Cleanable resources;
 
     private final Object lock = new Object();
     private EpochRun<T> current;
@@ -119,6 +120,19 @@ public final class DataLoader<T> implements AutoCloseable {
         }
         this.baseline = dataset.cache().stats();
         this.position = state(0, 0);
+        // A loader dropped without close() must not keep pinning the cache's resident set nor its threads.
+        this.resources = CLEANER.register(this, new Resources(workers, driver));
+    }
+
+    /** What a loader holds beyond the heap: released by close(), or by the cleaner for a forgotten loader. */
+    private record Resources(ThreadPoolExecutor workers, EpochDriver driver) implements Runnable {
+        @Override
+        public void run() {
+            workers.shutdown();
+            if (driver != null) {
+                driver.close();
+            }
+        }
     }
 
     /**
@@ -219,7 +233,8 @@ public final class DataLoader<T> implements AutoCloseable {
     }
 
     /**
-     * Makes the next {@link #epoch(long)} call continue where {@code state} left off: it must be for
+     * Makes the next {@link #epoch(long)} call continue where {@code state} left off (closing an open epoch): it must
+     * be for
      * {@code state.epoch()}, and yields the batches from {@code state.nextBatch()} on — exactly the ones the loader
      * that took the state had not handed out, in the same order.
      *
@@ -241,6 +256,14 @@ public final class DataLoader<T> implements AutoCloseable {
         if (state.nextBatch() > batchesPerEpoch()) {
             throw new IllegalArgumentException("state: batch " + state.nextBatch() + " of epoch " + state.epoch()
                     + " (expected: at most " + batchesPerEpoch() + " batches per epoch)");
+        }
+        EpochRun<T> open;
+        synchronized (lock) {
+            ensureOpen();
+            open = current;
+        }
+        if (open != null) {
+            open.abandon(); // its position no longer matters: the resumed one does
         }
         synchronized (lock) {
             ensureOpen();
@@ -291,14 +314,11 @@ public final class DataLoader<T> implements AutoCloseable {
         if (run != null) {
             run.abandon();
         }
-        workers.shutdown();
+        resources.clean(); // shuts the workers down and closes the driver
         try {
             workers.awaitTermination(30, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-        }
-        if (driver != null) {
-            driver.close();
         }
     }
 
@@ -315,7 +335,8 @@ public final class DataLoader<T> implements AutoCloseable {
             return known;
         }
         long n = observedCount.sum();
-        return n == 0 ? dataset.cache().pageSize() : observedBytes.sum() / n;
+        // Before any size is known, one read at a time: a dataset of huge objects must not start readAhead of them.
+        return n == 0 ? maxBytesInFlight : observedBytes.sum() / n;
     }
 
     void observed(long sampleBytes) {

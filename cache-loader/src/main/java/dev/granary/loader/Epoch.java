@@ -30,7 +30,9 @@ public final class Epoch<T> implements Iterable<Batch<T>>, AutoCloseable {
 
     Epoch(EpochRun<T> run, java.lang.ref.Cleaner cleaner) {
         this.run = run;
-        this.cleanable = cleaner.register(this, run::abandon);
+        // Dropped unclosed: abandoned on a virtual thread of its own, so the shared cleaner thread never waits.
+        this.cleanable = cleaner.register(this, () -> Thread.ofVirtual().name("granary-loader-abandon")
+                .start(run::abandon));
     }
 
     /** {@return the epoch number} */
@@ -74,6 +76,7 @@ public final class Epoch<T> implements Iterable<Batch<T>>, AutoCloseable {
     /** Stops the epoch's work and releases what it holds; waits for reads and decodes in progress. Idempotent. */
     @Override
     public void close() {
+        run.abandon();
         cleanable.clean();
     }
 

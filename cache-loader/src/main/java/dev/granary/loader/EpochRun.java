@@ -40,8 +40,14 @@ final class EpochRun<T> {
     private final Object idle = new Object();
     private final Thread feeder;
     private volatile boolean cancelled;
+    /** Why the feeder stopped early, if it failed; the trainer gets it instead of waiting forever. */
+    private volatile Throwable feedFailure;
+    /** The batch the feeder is starting reads for, so that closing or a feeder failure can complete it. */
+    private volatile PendingBatch<T> feeding;
     /** The next batch the trainer gets; only the trainer thread moves it. */
     private long next;
+    /** A batch taken from the queue whose future the trainer has not seen complete (it was interrupted). */
+    private PendingBatch<T> taken;
 
     EpochRun(DataLoader<T> loader, long epoch, int[] order, long firstBatch, long endBatch) {
         this.loader = loader;
@@ -65,32 +71,56 @@ final class EpochRun<T> {
         return next < endBatch;
     }
 
+    /**
+     * Hands the trainer the next batch. An interrupt leaves the position where it was (the same batch comes on the
+     * next call); a failed batch counts as handed out.
+     */
     Batch<T> next() {
         ensureOpen();
         long wait0 = System.nanoTime();
-        PendingBatch<T> pending;
         int depth = readyDepth();
         try {
-            pending = ready.take();
-            Batch<T> batch = pending.future.get();
+            while (taken == null) {
+                taken = ready.poll(100, TimeUnit.MILLISECONDS); // wakes to notice a close or a failed feeder
+                if (taken == null) {
+                    ensureOpen();
+                    Throwable failure = feedFailure;
+                    if (failure != null && ready.isEmpty()) {
+                        throw new IllegalStateException("epoch " + epoch + ": the loader's feeder failed at batch "
+                                + next + ": " + failure, failure);
+                    }
+                }
+            }
+            Batch<T> batch = taken.future.get();
+            ensureOpen(); // closed meanwhile: its batches were cut short by the close, not real ones
+            advance();
             loader.delivered(batch, System.nanoTime() - wait0, depth);
             return batch;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while waiting for batch " + next + " of epoch " + epoch, e);
+            throw new IllegalStateException("interrupted while waiting for batch " + next + " of epoch " + epoch
+                    + " (the position is kept: the next call waits for the same batch)", e);
+        } catch (java.util.concurrent.CancellationException e) {
+            ensureOpen();
+            throw new IllegalStateException("epoch " + epoch + " was closed", e);
         } catch (ExecutionException e) {
+            advance();
             loader.failedBatch(System.nanoTime() - wait0, depth);
             Throwable cause = e.getCause();
             if (cause instanceof SampleException se) {
                 throw se;
             }
-            throw new IllegalStateException("batch " + next + " of epoch " + epoch + " failed: " + cause, cause);
-        } finally {
-            next++;
-            loader.advanced(this, next);
-            if (next == endBatch) {
-                loader.finished(this);
-            }
+            throw new IllegalStateException("batch " + (next - 1) + " of epoch " + epoch + " failed: " + cause,
+                    cause);
+        }
+    }
+
+    private void advance() {
+        taken = null;
+        next++;
+        loader.advanced(this, next);
+        if (next == endBatch) {
+            loader.finished(this);
         }
     }
 
@@ -110,6 +140,7 @@ final class EpochRun<T> {
                 int from = (int) (b * batchSize);
                 int to = (int) Math.min(order.length, from + (long) batchSize);
                 PendingBatch<T> pending = new PendingBatch<>(epoch, b, Arrays.copyOfRange(order, from, to));
+                feeding = pending;
                 ready.put(pending); // blocks while prefetch batches wait for the trainer: back-pressure
                 for (int j = 0; j < pending.indices.length && !cancelled; j++) {
                     int index = pending.indices[j];
@@ -124,10 +155,16 @@ final class EpochRun<T> {
                     startRead(pending, j, index, estimate);
                 }
             }
+            feeding = null;
         } catch (InterruptedException e) {
-            // closed
+            // closed: abandon() completes the batches
         } catch (RuntimeException | Error e) {
             loader.log("feeder of epoch " + epoch + " failed", e);
+            feedFailure = e;
+            PendingBatch<T> current = feeding;
+            if (current != null) { // some of its samples were never started: the batch cannot complete
+                current.future.completeExceptionally(e);
+            }
         }
     }
 
@@ -238,6 +275,16 @@ final class EpochRun<T> {
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        }
+        // Whatever the trainer may be waiting for completes now: it gets "closed", never a hang.
+        java.util.concurrent.CancellationException closed = new java.util.concurrent.CancellationException(
+                "epoch " + epoch + " closed");
+        PendingBatch<T> current = feeding;
+        if (current != null) {
+            current.future.completeExceptionally(closed);
+        }
+        for (PendingBatch<T> p : ready) {
+            p.future.completeExceptionally(closed);
         }
         ready.clear();
         loader.closed(this);

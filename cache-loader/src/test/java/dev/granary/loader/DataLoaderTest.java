@@ -303,6 +303,58 @@ class DataLoaderTest {
     }
 
     @Test
+    void aTrainerWaitingWhileAnotherThreadClosesTheEpochIsWokenNotHung() throws Exception {
+        Gate gate = new Gate();
+        FaultyOrigin origin = new FaultyOrigin(PosixOrigin.of(root)).holdReads(gate);
+        try (TieredCache cache = LoaderFixture.cache(leaks, origin, 16L << 20);
+                DataLoader<LoaderFixture.Item> loader = DataLoader.builder(Dataset.ofObjects(cache, "train/"),
+                        LoaderFixture::copy).batchSize(8).build()) {
+            Epoch<LoaderFixture.Item> epoch = loader.epoch(0);
+            var it = epoch.iterator();
+            java.util.concurrent.CompletableFuture<Throwable> trainer = new java.util.concurrent.CompletableFuture<>();
+            Thread t = Thread.ofPlatform().start(() -> {
+                try {
+                    it.next();
+                    trainer.complete(null);
+                } catch (Throwable e) {
+                    trainer.complete(e);
+                }
+            });
+            Await.until(() -> gate.waiting() >= 8 && t.getState() != Thread.State.RUNNABLE,
+                    () -> "trainer waiting: " + t.getState());
+            epoch.close();
+            Throwable woken = trainer.get(30, TimeUnit.SECONDS);
+            assertTrue(woken instanceof IllegalStateException && woken.getMessage().contains("closed"),
+                    String.valueOf(woken));
+            gate.open();
+        }
+    }
+
+    @Test
+    void anInterruptedTrainerKeepsItsPosition() throws Exception {
+        Gate gate = new Gate();
+        FaultyOrigin origin = new FaultyOrigin(PosixOrigin.of(root)).holdReads(gate);
+        try (TieredCache cache = LoaderFixture.cache(leaks, origin, 16L << 20);
+                DataLoader<LoaderFixture.Item> loader = DataLoader.builder(Dataset.ofObjects(cache, "train/"),
+                        LoaderFixture::copy).batchSize(8).shuffle(4).build();
+                Epoch<LoaderFixture.Item> epoch = loader.epoch(0)) {
+            var it = epoch.iterator();
+            Thread.currentThread().interrupt();
+            IllegalStateException interrupted = assertThrows(IllegalStateException.class, it::next);
+            assertTrue(Thread.interrupted(), "the interrupt flag is kept");
+            assertTrue(interrupted.getMessage().contains("position is kept"), interrupted.getMessage());
+            assertEquals(new LoaderState(0, 0, N, 8, false, true, 4, 0, 1), loader.state());
+            gate.open();
+            List<Integer> order = new ArrayList<>();
+            while (it.hasNext()) {
+                it.next().items().forEach(item -> order.add(item.index()));
+            }
+            assertEquals(Arrays.stream(Sampler.shuffled(N, 4).epoch(0)).boxed().toList(), order,
+                    "no batch lost or repeated");
+        }
+    }
+
+    @Test
     void anAbandonedEpochIsClosedByTheNextOne() throws IOException {
         try (TieredCache cache = LoaderFixture.cache(leaks, root);
                 DataLoader<LoaderFixture.Item> loader = builder(cache).shuffle(1).build()) {

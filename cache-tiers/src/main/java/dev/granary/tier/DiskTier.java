@@ -470,7 +470,11 @@ public final class DiskTier implements Tier {
                 if (victim == null) {
                     return null;
                 }
+                long before = bytesOnDisk.get();
                 evict(victim);
+                if (bytesOnDisk.get() >= before) {
+                    return null; // readers still hold it: its room comes back when they let go, not by evicting more
+                }
                 continue;
             }
             RegionPolicy.Region chosen = policy.victim(List.copyOf(segments));
@@ -520,8 +524,7 @@ public final class DiskTier implements Tier {
                 allocation.unlock();
             }
             for (Segment segment : live) {
-                if (segment != active && !workload.isDead(segment.stamp())
-                        && segment.liveBytes(workload) * 2 < segment.size) {
+                if (segment != active && !workload.isDead(segment.stamp()) && segment.mostlyDead(workload)) {
                     found.add(segment);
                 }
             }

@@ -122,15 +122,17 @@ final class Segment implements RegionPolicy.Region {
     }
 
     /** Adds a page to the segment's list; the caller holds this segment's monitor and checked {@link #deadLocked}. */
-    /** {@return the bytes of the pages of this segment that are live under {@code workload}} */
-    synchronized long liveBytes(dev.granary.spi.Workload workload) {
+    /** {@return whether fewer than half of the page bytes this segment holds are live under {@code workload}} */
+    synchronized boolean mostlyDead(dev.granary.spi.Workload workload) {
         long live = 0;
+        long total = 0;
         for (DiskTier.DiskPage page : pages) {
+            total += page.length();
             if (!workload.isDead(page.stamp)) {
                 live += page.length();
             }
         }
-        return live;
+        return live * 2 < total;
     }
 
     void addLocked(DiskTier.DiskPage page) {
