@@ -1,6 +1,7 @@
 /**
- * Granary's loader: turns a dataset and a seeded sampler into batches. So far the samplers
- * ({@link dev.granary.loader.Sampler}); the datasets and the {@code DataLoader} follow.
+ * Granary's loader: turns a dataset ({@link dev.granary.loader.Dataset}, {@link dev.granary.loader.WebDataset}) and
+ * a seeded {@link dev.granary.loader.Sampler} into batches ({@link dev.granary.loader.DataLoader}), driving the cache
+ * so that its tiers keep a stable resident set across epochs.
  */
 module dev.granary.loader {
     requires transitive dev.granary.core;

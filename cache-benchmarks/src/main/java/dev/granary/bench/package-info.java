@@ -2,22 +2,25 @@
  * Granary's measurements and its demo; class-path only, not part of the published API.
  *
  * <ul>
- *   <li>{@link dev.granary.bench.Demo}: the README's first command, a cold and a warm epoch through a slow POSIX
- *       origin with every byte checked.</li>
+ *   <li>{@link dev.granary.bench.Demo}: the README's first command — three training epochs of a
+ *       {@code DataLoader} over WebDataset shards and small files in a real S3 server (S3Proxy) behind injected
+ *       latency, every byte checked — over {@link dev.granary.bench.LoaderWorld}, which
+ *       {@link dev.granary.bench.LoaderBenchmark} (cold epoch vs a plain client, hit ratio ÷ ceiling, stall) shares.
+ *       {@link dev.granary.bench.EpochTraceSimulator} replays shuffled epochs against LRU, Caffeine, Belady MIN
+ *       and Granary's rule; {@link dev.granary.bench.S3ReadBenchmark} compares S3 clients.</li>
  *   <li>{@link dev.granary.bench.MemoryTierHitBenchmark}: warm memory-tier hits against a raw off-heap buffer and a
  *       Caffeine map of buffers, in the same run. The allocator comparison lives in {@code dev.granary.tier}
  *       ({@code AllocatorBenchmark}, {@code AllocatorFootprint}) because it reaches the package-private
  *       {@code SlabAllocator}.</li>
- *   <li>Origins for both: {@link dev.granary.bench.SyntheticOrigin} (computed, verifiable bytes, no disk) and
- *       {@link dev.granary.bench.LatencyOrigin} (a fixed wait per request in front of any origin).</li>
+ *   <li>Their origin: {@link dev.granary.bench.SyntheticOrigin} (computed, verifiable bytes, no disk).</li>
  *   <li>The disk tier, also in {@code dev.granary.tier} (they reach package-private parts of it):
  *       {@code DiskTierReadBenchmark} (JMH: warm hits against a plain read-only mapping of the same bytes),
  *       {@code DiskColdReadBenchmark} (page cache dropped before every pass, against O_DIRECT reads) and
  *       {@code DiskRecoveryBenchmark} (how long reopening a directory takes), with {@code DiskBenchData} (their data
  *       set) and {@code PageCache} ({@code posix_fadvise} and {@code mincore} through FFM).</li>
  * </ul>
- * Every JMH class names its run command in its Javadoc; the Maven executions {@code demo}, {@code jmh},
- * {@code footprint}, {@code cold} and {@code recovery} of this module's {@code pom.xml} fix the JVM flags (see
+ * Every JMH class names its run command in its Javadoc; the Maven executions {@code demo}, {@code loader},
+ * {@code simulate}, {@code s3}, {@code jmh}, {@code footprint}, {@code cold} and {@code recovery} of this module's {@code pom.xml} fix the JVM flags (see
  * {@code BENCHMARKS.md}).
  */
 package dev.granary.bench;
