@@ -1,5 +1,6 @@
 package dev.granary.loader;
 
+import java.lang.foreign.MemorySegment;
 import java.util.List;
 
 /**
@@ -10,9 +11,13 @@ import java.util.List;
  * @param items   the decoded samples, in sampler order; fewer than the batch size for the last batch (unless
  *                {@code dropLast}) and when failed samples are skipped
  * @param indices the dataset indices of {@code items}, in the same order
+ * @param staging the batch as its {@link Collator} packed it, a read-only view of the bytes it wrote in a reusable
+ *                off-heap buffer; {@code null} unless {@link DataLoader.Builder#staging(long, Collator)} is set.
+ *                Valid until the trainer asks the epoch for its next batch (the buffer is then reused) or closes
+ *                the epoch; copy it to the device before that
  * @param <T>     the decoded type
  */
-public record Batch<T>(long epoch, long index, List<T> items, int[] indices) {
+public record Batch<T>(long epoch, long index, List<T> items, int[] indices, MemorySegment staging) {
 
     /** {@return the number of items} */
     public int size() {

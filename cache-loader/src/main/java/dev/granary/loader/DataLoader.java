@@ -68,6 +68,8 @@ public final class DataLoader<T> implements AutoCloseable {
     final int readAhead;
     final long maxBytesInFlight;
     final boolean skipFailed;
+    final StagingPool staging;
+    final Collator<T> collator;
     private final boolean dropLast;
     private final boolean shuffled;
     private final long seed;
@@ -114,6 +116,9 @@ public final class DataLoader<T> implements AutoCloseable {
                 });
         workers.allowCoreThreadTimeOut(true);
         this.driver = b.drive ? dataset.cache().driver() : null;
+        this.collator = b.collator;
+        // Buffers for the batches in the prefetch queue, the one the trainer holds and one being collated.
+        this.staging = b.collator == null ? null : new StagingPool(prefetch + 2, b.stagingBytes, b.pinnedStaging);
         this.depthAtTake = new LongAdder[prefetch + 1];
         for (int i = 0; i < depthAtTake.length; i++) {
             depthAtTake[i] = new LongAdder();
@@ -121,16 +126,25 @@ public final class DataLoader<T> implements AutoCloseable {
         this.baseline = dataset.cache().stats();
         this.position = state(0, 0);
         // A loader dropped without close() must not keep pinning the cache's resident set nor its threads.
-        this.resources = CLEANER.register(this, new Resources(workers, driver));
+        this.resources = CLEANER.register(this, new Resources(workers, driver, staging));
     }
 
     /** What a loader holds beyond the heap: released by close(), or by the cleaner for a forgotten loader. */
-    private record Resources(ThreadPoolExecutor workers, EpochDriver driver) implements Runnable {
+    private record Resources(ThreadPoolExecutor workers, EpochDriver driver, StagingPool staging)
+            implements Runnable {
         @Override
         public void run() {
             workers.shutdown();
             if (driver != null) {
                 driver.close();
+            }
+            if (staging != null) {
+                try {
+                    workers.awaitTermination(30, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                staging.close(); // frees the buffers: a batch's staging view is invalid after the loader closes
             }
         }
     }
@@ -220,6 +234,14 @@ public final class DataLoader<T> implements AutoCloseable {
     /** {@return the dataset} */
     public Dataset dataset() {
         return dataset;
+    }
+
+    /**
+     * {@return whether the staging buffers are page-locked}: {@code "locked"}, {@code "not requested"}, {@code "no
+     * staging"}, or the OS's reason for refusing ({@code RLIMIT_MEMLOCK}, …)
+     */
+    public String stagingPinning() {
+        return staging == null ? "no staging" : staging.pinning();
     }
 
     /**
@@ -449,6 +471,9 @@ public final class DataLoader<T> implements AutoCloseable {
         private boolean dropLast;
         private boolean skipFailed;
         private boolean drive = true;
+        private Collator<T> collator;
+        private long stagingBytes;
+        private boolean pinnedStaging;
 
         private Builder(Dataset dataset, Decoder<T> decoder) {
             this.dataset = dataset;
@@ -592,6 +617,43 @@ public final class DataLoader<T> implements AutoCloseable {
         }
 
         /**
+         * Collates every batch into a reusable off-heap staging buffer of {@code bytesPerBatch} bytes (see
+         * {@link Batch#staging()}), so the trainer copies a batch to its device in one transfer. The loader keeps
+         * {@code prefetch + 2} such buffers and reuses a batch's buffer once the trainer asks for the next batch.
+         * Default: no staging.
+         *
+         * @param bytesPerBatch the size of one buffer, in {@code [1, 2^40]}
+         * @param collator      packs a batch's items into a buffer; runs on worker threads
+         * @return this builder
+         * @throws IllegalArgumentException if the size is out of range or the collator null
+         */
+        public Builder<T> staging(long bytesPerBatch, Collator<T> collator) {
+            if (bytesPerBatch < 1 || bytesPerBatch > (1L << 40)) {
+                throw new IllegalArgumentException("staging buffer size: " + bytesPerBatch
+                        + " (expected: 1..2^40 bytes)");
+            }
+            if (collator == null) {
+                throw new IllegalArgumentException("collator: null (expected: a Collator that packs a batch into"
+                        + " the staging buffer)");
+            }
+            this.stagingBytes = bytesPerBatch;
+            this.collator = collator;
+            return this;
+        }
+
+        /**
+         * Page-locks the staging buffers ({@code mlock}), as a device's DMA wants. A refusal by the OS is logged once
+         * and reported by {@link DataLoader#stagingPinning()}; the buffers work unlocked. Default {@code false}.
+         *
+         * @param pinned whether to lock them
+         * @return this builder
+         */
+        public Builder<T> pinnedStaging(boolean pinned) {
+            this.pinnedStaging = pinned;
+            return this;
+        }
+
+        /**
          * Sets whether the loader drives the cache through an {@link EpochDriver} (stable resident set, exclusive
          * tiers, while an epoch runs). Default {@code true}; {@code false} leaves the tiers' own policies in charge.
          *
@@ -610,6 +672,10 @@ public final class DataLoader<T> implements AutoCloseable {
          * @throws IllegalArgumentException if the dataset has fewer samples than the world size has ranks
          */
         public DataLoader<T> build() {
+            if (pinnedStaging && collator == null) {
+                throw new IllegalArgumentException("pinned staging without staging buffers (expected:"
+                        + " staging(bytes, collator) as well as pinnedStaging(true))");
+            }
             if (worldSize > 1 && dataset.size() < worldSize) {
                 throw new IllegalArgumentException("world size: " + worldSize + " for a dataset of " + dataset.size()
                         + " samples (expected: at most one rank per sample)");

@@ -1,6 +1,7 @@
 package dev.granary.loader;
 
 import java.io.IOException;
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -47,7 +48,9 @@ final class EpochRun<T> {
     /** The next batch the trainer gets; only the trainer thread moves it. */
     private long next;
     /** A batch taken from the queue whose future the trainer has not seen complete (it was interrupted). */
-    private PendingBatch<T> taken;
+    private volatile PendingBatch<T> taken;
+    /** The batch handed to the trainer last: its staging buffer is reused once the trainer asks for the next. */
+    private volatile PendingBatch<T> handed;
 
     EpochRun(DataLoader<T> loader, long epoch, int[] order, long firstBatch, long endBatch) {
         this.loader = loader;
@@ -77,6 +80,11 @@ final class EpochRun<T> {
      */
     Batch<T> next() {
         ensureOpen();
+        PendingBatch<T> previous = handed;
+        if (previous != null) {
+            handed = null;
+            releaseStaging(previous);
+        }
         long wait0 = System.nanoTime();
         int depth = readyDepth();
         try {
@@ -116,6 +124,7 @@ final class EpochRun<T> {
     }
 
     private void advance() {
+        handed = taken;
         taken = null;
         next++;
         loader.advanced(this, next);
@@ -139,7 +148,8 @@ final class EpochRun<T> {
             for (long b = firstBatch; b < endBatch && !cancelled; b++) {
                 int from = (int) (b * batchSize);
                 int to = (int) Math.min(order.length, from + (long) batchSize);
-                PendingBatch<T> pending = new PendingBatch<>(epoch, b, Arrays.copyOfRange(order, from, to));
+                PendingBatch<T> pending = new PendingBatch<>(epoch, b, Arrays.copyOfRange(order, from, to),
+                        this::finish);
                 feeding = pending;
                 ready.put(pending); // blocks while prefetch batches wait for the trainer: back-pressure
                 for (int j = 0; j < pending.indices.length && !cancelled; j++) {
@@ -285,8 +295,12 @@ final class EpochRun<T> {
         }
         for (PendingBatch<T> p : ready) {
             p.future.completeExceptionally(closed);
+            releaseStaging(p);
         }
         ready.clear();
+        releaseStaging(current);
+        releaseStaging(taken);
+        releaseStaging(handed);
         loader.closed(this);
     }
 
@@ -323,8 +337,12 @@ final class EpochRun<T> {
         private final boolean[] skipped;
         private int remaining;
         private SampleException firstFailure;
+        private final Finisher<T> finisher;
+        /** The staging buffer the batch was collated into, until the trainer is done with it. */
+        private MemorySegment buffer;
 
-        PendingBatch(long epoch, long number, int[] indices) {
+        PendingBatch(long epoch, long number, int[] indices, Finisher<T> finisher) {
+            this.finisher = finisher;
             this.epoch = epoch;
             this.number = number;
             this.indices = indices;
@@ -332,7 +350,7 @@ final class EpochRun<T> {
             this.skipped = new boolean[indices.length];
             this.remaining = indices.length;
             if (remaining == 0) {
-                future.complete(new Batch<>(epoch, number, List.of(), indices));
+                future.complete(new Batch<>(epoch, number, List.of(), indices, null));
             }
         }
 
@@ -378,14 +396,73 @@ final class EpochRun<T> {
                         }
                     }
                     batch = new Batch<>(epoch, number, java.util.Collections.unmodifiableList(list),
-                            Arrays.copyOf(kept, n));
+                            Arrays.copyOf(kept, n), null);
                 }
                 Arrays.fill(items, null);
             }
             if (failure != null) {
                 future.completeExceptionally(failure);
-            } else {
-                future.complete(batch);
+                return;
+            }
+            try {
+                future.complete(finisher.finish(this, batch));
+            } catch (Exception | Error e) {
+                future.completeExceptionally(new IllegalStateException("collating batch " + number + " of epoch "
+                        + epoch + " failed: " + e, e));
+            }
+        }
+
+        synchronized void staged(MemorySegment buffer) {
+            this.buffer = buffer;
+        }
+
+        synchronized MemorySegment bufferView(long written) {
+            return buffer.asSlice(0, written).asReadOnly();
+        }
+
+        /** {@return the staging buffer, handing it over once: later calls return null} */
+        synchronized MemorySegment takeBuffer() {
+            MemorySegment b = buffer;
+            buffer = null;
+            return b;
+        }
+    }
+
+    /** Turns a complete batch into what the trainer gets: collated into a staging buffer when configured. */
+    @FunctionalInterface
+    interface Finisher<T> {
+        Batch<T> finish(PendingBatch<T> pending, Batch<T> batch) throws Exception;
+    }
+
+    private Batch<T> finish(PendingBatch<T> pending, Batch<T> batch) throws Exception {
+        StagingPool pool = loader.staging;
+        if (pool == null || cancelled) {
+            return batch;
+        }
+        MemorySegment buffer = pool.acquire();
+        try {
+            long written = loader.collator.collate(batch.items(), buffer);
+            if (written < 0 || written > buffer.byteSize()) {
+                throw new IllegalStateException("collator wrote " + written + " bytes (expected: 0.."
+                        + buffer.byteSize() + ", the staging buffer's size)");
+            }
+            pending.staged(buffer);
+            buffer = null;
+            return new Batch<>(batch.epoch(), batch.index(), batch.items(), batch.indices(),
+                    pending.bufferView(written));
+        } finally {
+            if (buffer != null) {
+                pool.release(buffer);
+            }
+        }
+    }
+
+    /** Returns a batch's staging buffer to the pool, once. */
+    private void releaseStaging(PendingBatch<T> pending) {
+        if (pending != null && loader.staging != null) {
+            MemorySegment buffer = pending.takeBuffer();
+            if (buffer != null) {
+                loader.staging.release(buffer);
             }
         }
     }

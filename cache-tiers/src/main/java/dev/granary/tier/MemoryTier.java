@@ -2,6 +2,7 @@ package dev.granary.tier;
 
 import dev.granary.TierStats;
 import dev.granary.spi.EvictionPolicy;
+import dev.granary.spi.PageLocker;
 import dev.granary.spi.Workload;
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;

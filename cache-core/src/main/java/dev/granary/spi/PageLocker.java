@@ -1,4 +1,4 @@
-package dev.granary.tier;
+package dev.granary.spi;
 
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -15,13 +15,20 @@ import java.lang.invoke.VarHandle;
  * from it. The OS may refuse (an unprivileged process past {@code RLIMIT_MEMLOCK}, {@code ulimit -l}); that is
  * reported as an {@link Outcome}, never thrown.
  *
- * <p>Thread-safe and stateless. Needs {@code --enable-native-access=ALL-UNNAMED} (or the module's name) to run
- * without a warning.
+ * <p>Used by the memory tier for {@code pinned(true)} and by the loader's pinned staging buffers. Thread-safe and
+ * stateless. Needs {@code --enable-native-access=ALL-UNNAMED} (or {@code dev.granary.core} on the module path) to
+ * run without a warning.
  */
-final class PageLocker {
+public final class PageLocker {
 
-    /** What {@code mlock} said. */
-    record Outcome(boolean locked, int errno, String message) {}
+    /**
+     * What {@code mlock} said.
+     *
+     * @param locked  whether the pages are locked
+     * @param errno   the C {@code errno} when refused, {@code -1} if the call was not possible, 0 when locked
+     * @param message a human-readable account, naming the limit to raise when refused
+     */
+    public record Outcome(boolean locked, int errno, String message) {}
 
     private static final MethodHandle MLOCK;
     private static final VarHandle ERRNO;
@@ -57,8 +64,13 @@ final class PageLocker {
 
     private PageLocker() {}
 
-    /** Locks the pages of a segment in RAM; reports rather than throws when the OS refuses. */
-    static Outcome lock(MemorySegment segment) {
+    /**
+     * Locks the pages of a segment in RAM; reports rather than throws when the OS refuses.
+     *
+     * @param segment native memory
+     * @return what the OS said
+     */
+    public static Outcome lock(MemorySegment segment) {
         if (MLOCK == null) {
             return new Outcome(false, -1, UNAVAILABLE);
         }
