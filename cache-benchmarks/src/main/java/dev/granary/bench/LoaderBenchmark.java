@@ -52,7 +52,10 @@ import software.amazon.awssdk.services.s3.S3Client;
  * </pre>
  * Options {@code --name=value}: only (0 = all parts, else 1, 2 or 3), objects (4096), size (131072), concurrency
  * (64), latency-ms (20), mbps (25), rounds (3), batch (32), workers (2), epochs (4), cache-percent (50), stall-batch
- * (16), compute-ms (2), hit-latency-ms (1: the latency during the hit part, whose result does not depend on it).
+ * (16), compute-ms (2), hit-latency-ms (1: the latency during the hit part, whose result does not depend on it),
+ * fresh-cache (0: part 1 reuses one cache, emptied with {@code invalidate} before each round, so Granary's memory
+ * has been touched before, as in a long-running job; 1: a new cache every round, whose memory the fill touches for
+ * the first time — page faults a plain client's warm heap does not take).
  */
 public final class LoaderBenchmark {
 
@@ -64,7 +67,7 @@ public final class LoaderBenchmark {
             Map.entry("latency-ms", "20"), Map.entry("mbps", "25"), Map.entry("rounds", "3"),
             Map.entry("batch", "32"), Map.entry("workers", "2"), Map.entry("epochs", "4"),
             Map.entry("cache-percent", "50"), Map.entry("stall-batch", "16"), Map.entry("compute-ms", "2"),
-            Map.entry("hit-latency-ms", "1")));
+            Map.entry("hit-latency-ms", "1"), Map.entry("fresh-cache", "0")));
     private static final OperatingSystemMXBean OS =
             (OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
 
@@ -121,21 +124,41 @@ public final class LoaderBenchmark {
         world.network(Duration.ofMillis(o.get("latency-ms")), o.get("mbps") * 1_000_000);
         List<String> order = new ArrayList<>(world.files);
         Collections.shuffle(order, new Random(7));
-        double bytes = world.fileBytes;
         System.out.println();
         System.out.println("1. cold epoch: Granary DataLoader vs a plain parallel client, same K, alternated");
-        coldGranary(world, o, k, world.files.subList(0, Math.min(256, world.files.size())).size()); // warm-up
-        plain(world, k, order.subList(0, Math.min(256, order.size())));
+        boolean fresh = o.get("fresh-cache") != 0;
+        System.out.println(fresh ? "(a new cache every round: its memory is touched for the first time)"
+                : "(one cache for every round, emptied by invalidate() before each: cold data, memory in use before)");
+        TieredCache shared = fresh ? null : granaryCache(world, k);
+        try {
+            coldGranary(world, o, k, Math.min(256, world.files.size()), shared); // warm-up
+            plain(world, k, order.subList(0, Math.min(256, order.size())));
+            cold(world, o, k, order, shared);
+        } finally {
+            if (shared != null) {
+                shared.close();
+            }
+        }
+    }
+
+    private static TieredCache granaryCache(LoaderWorld world, int k) {
+        return TieredCache.builder(world.origin(k))
+                .tier(MemoryTier.builder().capacity(world.fileBytes + (64L << 20)).build()).build();
+    }
+
+    private static void cold(LoaderWorld world, Map<String, Long> o, int k, List<String> order, TieredCache shared)
+            throws Exception {
+        double bytes = world.fileBytes;
         List<double[]> rows = new ArrayList<>();
         for (int round = 1; round <= o.get("rounds"); round++) {
             double[] g;
             double[] p;
             if (round % 2 == 1) {
-                g = coldGranary(world, o, k, -1);
+                g = coldGranary(world, o, k, -1, shared);
                 p = plain(world, k, order);
             } else {
                 p = plain(world, k, order);
-                g = coldGranary(world, o, k, -1);
+                g = coldGranary(world, o, k, -1, shared);
             }
             double gRate = bytes / g[0] / MB;
             double pRate = bytes / p[0] / MB;
@@ -152,11 +175,22 @@ public final class LoaderBenchmark {
         System.out.printf(Locale.ROOT, "(model min(K*S/(L+S/B), link) = %.0f MB/s)%n", model);
     }
 
-    /** {@return read seconds, CPU seconds, listing seconds} of one cold epoch (or of its first {@code limit}). */
-    private static double[] coldGranary(LoaderWorld world, Map<String, Long> o, int k, int limit) throws Exception {
-        long capacity = world.fileBytes + (64L << 20);
-        try (TieredCache cache = TieredCache.builder(world.origin(k))
-                .tier(MemoryTier.builder().capacity(capacity).build()).build()) {
+    /**
+     * {@return read seconds, CPU seconds, listing seconds} of one cold epoch (or of its first {@code limit}), on
+     * {@code shared} emptied first, or on a new cache if it is null.
+     */
+    private static double[] coldGranary(LoaderWorld world, Map<String, Long> o, int k, int limit,
+            TieredCache shared) throws Exception {
+        if (shared != null) {
+            for (String key : world.files) {
+                shared.invalidate(key);
+            }
+            if (shared.stats().tiers().getFirst().usedBytes() != 0) {
+                throw new IllegalStateException("not empty after invalidate: " + shared.stats());
+            }
+        }
+        try (TieredCache own = shared == null ? granaryCache(world, k) : null) {
+            TieredCache cache = shared == null ? own : shared;
             long l0 = System.nanoTime();
             Dataset dataset = Dataset.ofObjects(cache, "files/");
             if (limit > 0) {

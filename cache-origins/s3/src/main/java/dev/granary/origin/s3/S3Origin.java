@@ -12,6 +12,7 @@ import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -91,6 +92,13 @@ public final class S3Origin implements Origin {
     private final boolean ifMatch;
     private final Backoff backoff;
     private final LongAdder retries = new LongAdder();
+    /**
+     * Transfer buffers between the response stream and the destination memory, reused: a fresh 64 KiB array per read
+     * (allocated outside the TLAB and zeroed) was 14 % of the origin's CPU in a cold loader epoch (JFR).
+     */
+    private final java.util.concurrent.ConcurrentLinkedQueue<byte[]> chunks =
+            new java.util.concurrent.ConcurrentLinkedQueue<>();
+    private static final int CHUNK = 64 * 1024;
     /** Set once any request proved the bucket exists: from then on a {@code 404} on HEAD means a missing key. */
     private volatile boolean bucketSeen;
     private volatile boolean closed;
@@ -198,15 +206,23 @@ public final class S3Origin implements Origin {
                     throw new ProtocolException("GET of '" + object.key() + "' in " + uri + " " + range
                             + " answered " + contentLength + " bytes (expected: " + expected + ")");
                 }
-                byte[] chunk = new byte[(int) Math.min(64 * 1024, expected)];
-                MemorySegment chunkSegment = MemorySegment.ofArray(chunk);
-                while (done < length) { // done advances per chunk: a break resumes after the last byte kept
-                    int n = body.read(chunk, 0, (int) Math.min(chunk.length, length - done));
-                    if (n < 0) {
-                        break;
+                byte[] chunk = chunks.poll();
+                if (chunk == null) {
+                    chunk = new byte[CHUNK];
+                }
+                try {
+                    while (done < length) { // done advances per chunk: a break resumes after the last byte kept
+                        int n = body.read(chunk, 0, (int) Math.min(CHUNK, length - done));
+                        if (n < 0) {
+                            break;
+                        }
+                        MemorySegment.copy(chunk, 0, dst, ValueLayout.JAVA_BYTE, done, n);
+                        done += n;
                     }
-                    MemorySegment.copy(chunkSegment, 0, dst, done, n);
-                    done += n;
+                } finally {
+                    if (chunks.size() < maxConcurrency) {
+                        chunks.offer(chunk);
+                    }
                 }
                 if (done != length) {
                     throw new IOException("GET of '" + object.key() + "' in " + uri + " ended after " + done
