@@ -1,7 +1,7 @@
 package dev.granary.bench;
 
 import dev.granary.loader.Sample;
-import dev.granary.loader.testkit.TarWriter;
+import dev.granary.loader.TarWriter;
 import dev.granary.origin.s3.S3Origin;
 import dev.granary.origin.s3.testkit.FaultProxy;
 import dev.granary.origin.s3.testkit.S3ProxyServer;

@@ -7,7 +7,6 @@ import com.google.cloud.storage.BlobInfo;
 import com.google.cloud.storage.Storage;
 import com.google.cloud.storage.contrib.nio.testing.LocalStorageHelper;
 import dev.granary.TieredCache;
-import dev.granary.loader.testkit.TarWriter;
 import dev.granary.origin.gcs.GcsOrigin;
 import dev.granary.testkit.LeakCheck;
 import dev.granary.tier.MemoryTier;

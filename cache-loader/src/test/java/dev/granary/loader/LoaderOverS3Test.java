@@ -10,7 +10,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.granary.NoSuchObjectException;
 import dev.granary.OriginStats;
 import dev.granary.TieredCache;
-import dev.granary.loader.testkit.TarWriter;
 import dev.granary.origin.s3.S3Origin;
 import dev.granary.origin.s3.testkit.FaultProxy;
 import dev.granary.origin.s3.testkit.S3ProxyServer;

@@ -3,7 +3,6 @@ package dev.granary.loader;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import dev.granary.TieredCache;
-import dev.granary.loader.testkit.TarWriter;
 import dev.granary.origin.posix.PosixOrigin;
 import dev.granary.testkit.LeakCheck;
 import dev.granary.tier.MemoryTier;

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.granary.TieredCache;
-import dev.granary.loader.testkit.TarWriter;
 import dev.granary.origin.posix.PosixOrigin;
 import dev.granary.testkit.LeakCheck;
 import dev.granary.tier.DiskTier;

@@ -13,7 +13,6 @@ import dev.granary.NoSuchObjectException;
 import dev.granary.ObjectChangedException;
 import dev.granary.OriginStats;
 import dev.granary.TieredCache;
-import dev.granary.loader.testkit.TarWriter;
 import dev.granary.origin.posix.PosixOrigin;
 import dev.granary.testkit.FaultyOrigin;
 import dev.granary.testkit.LeakCheck;
