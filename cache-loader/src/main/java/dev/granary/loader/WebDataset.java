@@ -25,7 +25,9 @@ import java.util.concurrent.Semaphore;
  *
  * <h2>Cost</h2>
  * Indexing reads one 512-byte header per member (plus the extended-header data of PAX and GNU long names), shard
- * after shard in parallel; the header reads are cached like any extent, so a second index of the same shards — in
+ * after shard in parallel — except through runs of small members (under ~3.5 KiB: labels, JSON, small images), where
+ * it reads 64 KiB windows and parses every header inside, so a shard of tiny samples costs a few requests per
+ * hundred samples rather than two per sample; larger members' data is never read; the header reads are cached like any extent, so a second index of the same shards — in
  * this JVM or after a restart over a disk tier — is served by the cache. A sample read is one extent from the first
  * byte of its first field to the last byte of its last (the headers of later fields in between are read too: 512
  * bytes each). The index lives in this object: build it once and reuse it across epochs and loaders.
@@ -166,13 +168,14 @@ public final class WebDataset extends Dataset {
 
     private static List<ShardSamples.Entry> indexShard(TieredCache cache, ObjectInfo info) throws IOException {
         String shard = info.key();
-        List<TarIndex.Member> members = TarIndex.scan(shard, info.size(), (offset, len) -> {
+        TarIndex.RangeReader reader = (offset, len) -> {
             try (Lease lease = cache.readExtent(info, offset, len)) {
                 ByteBuffer copy = ByteBuffer.allocate(len);
                 copy.put(lease.bytes()).flip();
                 return copy;
             }
-        });
+        };
+        List<TarIndex.Member> members = TarIndex.scan(shard, info.size(), reader, true);
         return ShardSamples.group(shard, members);
     }
 

@@ -50,7 +50,8 @@ class WebDatasetIndexCacheTest {
         try (TieredCache cache = cache(root.resolve("data"), root.resolve("disk"))) {
             WebDataset dataset = WebDataset.of(cache, shards);
             firstReads = cache.stats().origin().reads();
-            assertEquals(2 * (80 + 1), firstReads, "one read per member header and per end block");
+            assertTrue(firstReads > 0 && firstReads < 20, "64 KiB windows through runs of small members: "
+                    + firstReads + " reads for 162 headers");
             firstKeys = java.util.stream.IntStream.range(0, dataset.size()).mapToObj(dataset::key).toList();
         }
         try (TieredCache cache = cache(root.resolve("data"), root.resolve("disk"))) {
@@ -58,7 +59,7 @@ class WebDatasetIndexCacheTest {
             assertEquals(0, cache.stats().origin().reads(), "headers from the disk tier: " + cache.stats());
             assertEquals(firstKeys, java.util.stream.IntStream.range(0, dataset.size()).mapToObj(dataset::key)
                     .toList());
-            assertTrue(cache.stats().tiers().get(1).hits() >= firstReads, cache.stats().toString());
+            assertTrue(cache.stats().tiers().get(1).hits() > 0, cache.stats().toString());
         }
     }
 }

@@ -273,8 +273,8 @@ class WebDatasetTest {
     // What it costs at the origin
 
     @Test
-    void indexingReadsOnlyHeaderBlocks() throws IOException {
-        List<Shard> shards = writeShards(2);
+    void indexingReadsHeadersAndReadsAheadOnlyThroughSmallMembers() throws IOException {
+        List<Shard> shards = writeShards(2); // members of at most 3 000 bytes: runs of small members throughout
         ConcurrentLinkedQueue<Read> reads = new ConcurrentLinkedQueue<>();
         FaultyOrigin origin = recording(root, reads);
         try (TieredCache cache = LoaderFixture.cache(leaks, origin, 16L << 20)) {
@@ -282,23 +282,18 @@ class WebDatasetTest {
             OriginStats stats = cache.stats().origin();
 
             int headerReads = shards.stream().mapToInt(Shard::headerReads).sum();
-            int members = shards.stream().mapToInt(s -> s.headers.size() - 1).sum();
-            assertEquals(headerReads, reads.size(), "one read per header and one of the end block: " + reads);
-            assertEquals(headerReads, stats.reads());
-            assertEquals((long) headerReads * TarIndex.BLOCK, stats.bytes());
-            assertTrue(stats.bytes() < (long) (members + 2) * TarIndex.BLOCK * shards.size(), "no member data");
+            assertTrue(reads.size() < headerReads / 2, "windows through small members: " + reads.size()
+                    + " reads for " + headerReads + " headers: " + reads);
+            assertEquals(reads.size(), stats.reads());
             assertEquals(shards.size(), origin.stats(), "one stat per shard");
             assertEquals(shards.size(), stats.metadataRequests());
             for (Shard shard : shards) {
-                List<Long> positions = reads.stream().filter(r -> r.key().equals(shard.key))
-                        .peek(r -> assertEquals(TarIndex.BLOCK, r.length(), r.toString()))
-                        .map(Read::position).sorted().toList();
-                assertEquals(shard.headers, positions, "the header blocks of " + shard.key);
+                long size = java.nio.file.Files.size(root.resolve(shard.key));
+                long bytes = reads.stream().filter(r -> r.key().equals(shard.key)).mapToLong(Read::length).sum();
+                assertTrue(bytes <= size, shard.key + ": read " + bytes + " of " + size + " bytes");
                 for (Read r : reads) {
-                    for (long[] d : shard.data) {
-                        assertTrue(!r.key().equals(shard.key) || r.position() + r.length() <= d[0]
-                                || r.position() >= d[0] + d[1], r + " reads member data at " + d[0]);
-                    }
+                    assertTrue(!r.key().equals(shard.key) || shard.headers.contains(r.position()),
+                            r + " does not start at a header");
                 }
             }
 
