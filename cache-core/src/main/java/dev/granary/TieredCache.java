@@ -239,6 +239,64 @@ public final class TieredCache implements AutoCloseable {
     }
 
     /**
+     * Reads a byte range of one known version of an object for a one-off use, without caching it: served from the
+     * tiers if exactly this extent is cached, else read from the origin (pinned to the version, within the origin's
+     * concurrency limit and the read timeout, concurrent identical reads coalesced) into memory of its own that no
+     * tier keeps. For scans whose bytes will not be read again — such as read-ahead through a tar shard's headers —
+     * and that must not take room from the samples.
+     *
+     * @param object the object's key, size and version, as {@link #stat} or {@link #list} returned them
+     * @param offset the first byte, {@code >= 0}
+     * @param length the number of bytes, {@code >= 0}; {@code offset + length} must not exceed the object's size
+     * @return a lease on the bytes; close it
+     * @throws IllegalArgumentException if {@code object} is null or its key invalid, or the range is negative
+     * @throws EOFException             if the range ends past the object's size
+     * @throws ObjectChangedException   if the origin no longer has this version
+     * @throws IOException              if the origin fails or does not answer within the read timeout
+     * @throws IllegalStateException    if the cache is closed
+     */
+    public Lease readExtentUncached(ObjectInfo object, long offset, int length) throws IOException {
+        ensureOpen();
+        if (object == null) {
+            throw new IllegalArgumentException("object: null (expected: an ObjectInfo from stat() or list())");
+        }
+        String key = object.key();
+        Checks.key(key);
+        Checks.range(key, offset, length);
+        checkBounds(object, offset, length);
+        if (length == 0) {
+            return Lease.empty(key, offset);
+        }
+        PageKey pageKey = new PageKey(originId, key, object.version(), offset, length);
+        Page page = lookup(pageKey);
+        if (page == null) {
+            OriginFetcher.Flight flight = fetcher.fetch(pageKey, this::recheck, k -> {
+                Page own = new HeapPage(k);
+                try {
+                    fetcher.readInto(object, own);
+                } catch (IOException | RuntimeException | Error e) {
+                    own.release();
+                    throw e;
+                }
+                own.seal();
+                return own;
+            });
+            try {
+                page = OriginFetcher.await(flight, deadline(), () -> "extent [" + offset + ", " + (offset + length)
+                        + ") of '" + key + "' (version " + object.version() + ", " + originUri + ")");
+            } catch (ObjectChangedException e) {
+                OriginFetcher.abandon(flight);
+                metadata.forget(key);
+                throw e;
+            } catch (IOException | RuntimeException | Error e) {
+                OriginFetcher.abandon(flight);
+                throw e;
+            }
+        }
+        return Lease.ofPage(key, offset, page, 0, length, leases);
+    }
+
+    /**
      * Returns a new handle by which a loader tells this cache when its epochs start and end, so that the tiers keep a
      * stable resident set and reach the hit-ratio ceiling under epoch-shuffled reads; see {@link EpochDriver}.
      *

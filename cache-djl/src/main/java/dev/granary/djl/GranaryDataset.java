@@ -185,6 +185,12 @@ public final class GranaryDataset implements ai.djl.training.dataset.Dataset, Au
      * last batch, the start of the next epoch), with what the order depends on. Exact between batches.
      */
     public LoaderState state() {
+        synchronized (lock) {
+            return stateLocked();
+        }
+    }
+
+    private LoaderState stateLocked() {
         LoaderState s = loader.state();
         EpochBatches open = current;
         dev.granary.loader.Batch<?> fetched = open == null ? null : open.fetched();

@@ -78,8 +78,13 @@ enum Transfer {
                 return CREATE_COPIES;
             }
             NDArray own = scratch.create(new Shape(8), DataType.INT8);
-            ByteBuffer view = own.toByteBuffer(true);
-            if (!view.isDirect() || view.isReadOnly() || view.remaining() != 8) {
+            ByteBuffer view;
+            try {
+                view = own.toByteBuffer(true);
+            } catch (UnsupportedOperationException | IllegalStateException e) {
+                return DUPLICATE_WRAPPER; // an engine without writable views: copy through the engine instead
+            }
+            if (view == null || !view.isDirect() || view.isReadOnly() || view.remaining() != 8) {
                 return DUPLICATE_WRAPPER;
             }
             for (int i = 0; i < 8; i++) {

@@ -107,6 +107,8 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
     /** Batches handed out (or failed) since the current epoch was opened: reset() on 0 stays. */
     private transient long handed;
     private transient volatile boolean closed;
+    /** Orders {@link #close()} after a {@link #next()} that is copying out of the loader's staging memory. */
+    private final transient Object closeLock = new Object();
 
     private GranaryDataSetIterator(Builder b, DataLoader<Rows> loader, long firstEpoch) {
         this.loader = loader;
@@ -165,6 +167,18 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
      */
     @Override
     public DataSet next() {
+        DataSet data;
+        synchronized (closeLock) { // close() from another thread waits: it frees the staging memory copied here
+            data = nextLocked();
+        }
+        DataSetPreProcessor pre = preProcessor;
+        if (pre != null) {
+            pre.preProcess(data);
+        }
+        return data;
+    }
+
+    private DataSet nextLocked() {
         ensureOpen();
         if (!batches.hasNext()) {
             throw new NoSuchElementException("epoch " + epochNumber + " has no more batches (expected: reset() to"
@@ -178,12 +192,7 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
             throw e;
         }
         handed++;
-        DataSet data = toDataSet(batch);
-        DataSetPreProcessor pre = preProcessor;
-        if (pre != null) {
-            pre.preProcess(data);
-        }
-        return data;
+        return toDataSet(batch);
     }
 
     /**
@@ -214,8 +223,8 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
     @Override
     public void reset() {
         ensureOpen();
-        if (handed == 0) {
-            return;
+        if (handed == 0 && batches.hasNext()) {
+            return; // already at the start of an epoch with batches to give
         }
         open(epochNumber + 1);
     }
@@ -330,7 +339,9 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
     /** Closes the loader: reads stop and every buffer it held is released. Idempotent; any thread. */
     @Override
     public void close() {
-        closed = true;
+        synchronized (closeLock) {
+            closed = true;
+        }
         Epoch<Rows> open = epoch;
         loader.close();
         if (open != null) {
@@ -683,9 +694,11 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
                         + outcomes + ", one per label column)");
             }
             long rowBytes = ((long) columns + outcomes) * Float.BYTES;
-            if (rowBytes > (1L << 40) / batchSize) {
-                throw new IllegalArgumentException("batch of " + batchSize + " rows of " + rowBytes + " bytes"
-                        + " (expected: at most 2^40 bytes per batch)");
+            if ((long) columns * Float.BYTES > (Integer.MAX_VALUE - 8) / batchSize
+                    || (long) outcomes * Float.BYTES > (Integer.MAX_VALUE - 8) / batchSize) {
+                throw new IllegalArgumentException("batch of " + batchSize + " rows of " + columns + " features and "
+                        + outcomes + " labels (expected: each array of a batch under 2 GiB, which ND4J copies through"
+                        + " one ByteBuffer; use a smaller batch size)");
             }
             DataLoader.Builder<Rows> b = DataLoader.builder(dataset, new EncodingDecoder(encoder, columns, outcomes))
                     .batchSize(batchSize)
@@ -700,9 +713,9 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
             DataLoader<Rows> loader = b.build();
             try {
                 if (loader.batchesPerEpoch() == 0) {
-                    throw new IllegalArgumentException("batch size: " + batchSize + " with dropLast for "
-                            + dataset.size() + " samples over " + worldSize + " rank(s) (expected: at least one"
-                            + " full batch per epoch)");
+                    throw new IllegalArgumentException("batch size: " + batchSize + (dropLast ? " with dropLast"
+                            : "") + " for " + dataset.size() + " samples over " + worldSize + " rank(s) (expected: at"
+                            + " least one " + (dropLast ? "full " : "") + "batch per epoch)");
                 }
                 long first = 0;
                 if (resume != null) {

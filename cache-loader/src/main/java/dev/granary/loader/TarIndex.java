@@ -92,6 +92,20 @@ final class TarIndex {
          * @throws IOException  if the read fails
          */
         ByteBuffer read(long offset, int length) throws IOException;
+
+        /**
+         * Reads a read-ahead window, like {@link #read}: a range whose bytes are parsed once and not needed again, so
+         * a caching reader should not keep them. Defaults to {@link #read}.
+         *
+         * @param offset the offset of the first byte, {@code >= 0}
+         * @param length the number of bytes, {@code >= 1}
+         * @return a buffer with exactly {@code length} bytes remaining
+         * @throws EOFException if the shard ends before {@code offset + length}
+         * @throws IOException  if the read fails
+         */
+        default ByteBuffer readAhead(long offset, int length) throws IOException {
+            return read(offset, length);
+        }
     }
 
     /**
@@ -283,7 +297,7 @@ final class TarIndex {
             if (readAhead && smallRun >= 2 && length < WINDOW) {
                 ask = (int) Math.min(WINDOW, shardSize - offset);
             }
-            ByteBuffer buffer = readExactly(offset, Math.max(ask, length), what);
+            ByteBuffer buffer = readExactly(offset, Math.max(ask, length), what, ask > length);
             if (ask > length) {
                 window = buffer;
                 windowStart = offset;
@@ -292,10 +306,10 @@ final class TarIndex {
             return buffer;
         }
 
-        private ByteBuffer readExactly(long offset, int length, String what) throws IOException {
+        private ByteBuffer readExactly(long offset, int length, String what, boolean window) throws IOException {
             ByteBuffer buffer;
             try {
-                buffer = reader.read(offset, length);
+                buffer = window ? reader.readAhead(offset, length) : reader.read(offset, length);
             } catch (EOFException e) {
                 throw new CorruptShardException(shard, pos, "truncated: the shard ends inside the " + what + " of "
                         + length + " bytes at offset " + offset + " (expected: a shard of " + shardSize + " bytes)", e);

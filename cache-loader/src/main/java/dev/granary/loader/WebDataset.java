@@ -27,8 +27,10 @@ import java.util.concurrent.Semaphore;
  * Indexing reads one 512-byte header per member (plus the extended-header data of PAX and GNU long names), shard
  * after shard in parallel — except through runs of small members (under ~3.5 KiB: labels, JSON, small images), where
  * it reads 64 KiB windows and parses every header inside, so a shard of tiny samples costs a few requests per
- * hundred samples rather than two per sample; larger members' data is never read; the header reads are cached like any extent, so a second index of the same shards — in
- * this JVM or after a restart over a disk tier — is served by the cache. A sample read is one extent from the first
+ * hundred samples rather than two per sample; larger members' data is never read. Single header reads are cached like
+ * any extent, so a second index of the same shards — in this JVM or after a restart over a disk tier — is served by
+ * the cache; windows are not kept (they would hold a second copy of the samples, and take the room the loader's first
+ * epoch fills). A sample read is one extent from the first
  * byte of its first field to the last byte of its last (the headers of later fields in between are read too: 512
  * bytes each). The index lives in this object: build it once and reuse it across epochs and loaders.
  *
@@ -168,15 +170,30 @@ public final class WebDataset extends Dataset {
 
     private static List<ShardSamples.Entry> indexShard(TieredCache cache, ObjectInfo info) throws IOException {
         String shard = info.key();
-        TarIndex.RangeReader reader = (offset, len) -> {
-            try (Lease lease = cache.readExtent(info, offset, len)) {
-                ByteBuffer copy = ByteBuffer.allocate(len);
-                copy.put(lease.bytes()).flip();
-                return copy;
+        TarIndex.RangeReader reader = new TarIndex.RangeReader() {
+            @Override
+            public ByteBuffer read(long offset, int length) throws IOException {
+                try (Lease lease = cache.readExtent(info, offset, length)) { // a header block: cached
+                    return copy(lease);
+                }
+            }
+
+            @Override
+            public ByteBuffer readAhead(long offset, int length) throws IOException {
+                try (Lease lease = cache.readExtentUncached(info, offset, length)) { // a window: not kept
+                    return copy(lease);
+                }
             }
         };
         List<TarIndex.Member> members = TarIndex.scan(shard, info.size(), reader, true);
         return ShardSamples.group(shard, members);
+    }
+
+    private static ByteBuffer copy(Lease lease) {
+        ByteBuffer bytes = lease.bytes();
+        ByteBuffer copy = ByteBuffer.allocate(bytes.remaining());
+        copy.put(bytes).flip();
+        return copy;
     }
 
     @Override
