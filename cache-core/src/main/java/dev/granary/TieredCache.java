@@ -191,8 +191,7 @@ public final class TieredCache implements AutoCloseable {
                 return Lease.empty(key, offset);
             }
             try {
-                Page page = page(info, new PageKey(originId, key, info.version(), offset, length), 0);
-                return Lease.ofPage(key, offset, page, 0, length, leases);
+                return Lease.ofPage(key, offset, page(info, extentKey(info, offset, length), 0), 0, length, leases);
             } catch (ObjectChangedException e) {
                 changed(info, e, attempt);
             }
@@ -218,24 +217,7 @@ public final class TieredCache implements AutoCloseable {
      * @throws IllegalStateException    if the cache is closed
      */
     public Lease readExtent(ObjectInfo object, long offset, int length) throws IOException {
-        ensureOpen();
-        if (object == null) {
-            throw new IllegalArgumentException("object: null (expected: an ObjectInfo from stat() or list())");
-        }
-        String key = object.key();
-        Checks.key(key);
-        Checks.range(key, offset, length);
-        checkBounds(object, offset, length);
-        if (length == 0) {
-            return Lease.empty(key, offset);
-        }
-        try {
-            Page page = page(object, new PageKey(originId, key, object.version(), offset, length), 0);
-            return Lease.ofPage(key, offset, page, 0, length, leases);
-        } catch (ObjectChangedException e) {
-            metadata.forget(key); // other readers learn the new version; this one keeps failing on the old
-            throw e;
-        }
+        return pinnedExtent(object, offset, length, true);
     }
 
     /**
@@ -256,6 +238,11 @@ public final class TieredCache implements AutoCloseable {
      * @throws IllegalStateException    if the cache is closed
      */
     public Lease readExtentUncached(ObjectInfo object, long offset, int length) throws IOException {
+        return pinnedExtent(object, offset, length, false);
+    }
+
+    /** An extent of one given version: looked up in the tiers, else read pinned and kept ({@code keep}) or not. */
+    private Lease pinnedExtent(ObjectInfo object, long offset, int length, boolean keep) throws IOException {
         ensureOpen();
         if (object == null) {
             throw new IllegalArgumentException("object: null (expected: an ObjectInfo from stat() or list())");
@@ -267,33 +254,14 @@ public final class TieredCache implements AutoCloseable {
         if (length == 0) {
             return Lease.empty(key, offset);
         }
-        PageKey pageKey = new PageKey(originId, key, object.version(), offset, length);
-        Page page = lookup(pageKey);
-        if (page == null) {
-            OriginFetcher.Flight flight = fetcher.fetch(pageKey, this::recheck, k -> {
-                Page own = new HeapPage(k);
-                try {
-                    fetcher.readInto(object, own);
-                } catch (IOException | RuntimeException | Error e) {
-                    own.release();
-                    throw e;
-                }
-                own.seal();
-                return own;
-            });
-            try {
-                page = OriginFetcher.await(flight, deadline(), () -> "extent [" + offset + ", " + (offset + length)
-                        + ") of '" + key + "' (version " + object.version() + ", " + originUri + ")");
-            } catch (ObjectChangedException e) {
-                OriginFetcher.abandon(flight);
-                metadata.forget(key);
-                throw e;
-            } catch (IOException | RuntimeException | Error e) {
-                OriginFetcher.abandon(flight);
-                throw e;
-            }
+        OriginFetcher.Filler filler = keep ? k -> fill(object, k) : k -> load(object, new HeapPage(k));
+        try {
+            return Lease.ofPage(key, offset, page(object, extentKey(object, offset, length), 0, filler), 0, length,
+                    leases);
+        } catch (ObjectChangedException e) {
+            metadata.forget(key); // other readers learn the new version; this one keeps failing on the old
+            throw e;
         }
-        return Lease.ofPage(key, offset, page, 0, length, leases);
     }
 
     /**
@@ -641,11 +609,16 @@ public final class TieredCache implements AutoCloseable {
 
     /** A page, looked up from tier {@code fromTier} down, else filled from the origin. */
     private Page page(ObjectInfo info, PageKey key, int fromTier) throws IOException {
+        return page(info, key, fromTier, k -> fill(info, k));
+    }
+
+    /** A page, looked up from tier {@code fromTier} down, else made by {@code filler} on a fill's virtual thread. */
+    private Page page(ObjectInfo info, PageKey key, int fromTier, OriginFetcher.Filler filler) throws IOException {
         Page page = lookup(key, fromTier, false);
         if (page != null) {
             return page;
         }
-        OriginFetcher.Flight flight = fetcher.fetch(key, this::recheck, k -> fill(info, k));
+        OriginFetcher.Flight flight = fetcher.fetch(key, this::recheck, filler);
         try {
             return OriginFetcher.await(flight, deadline(), describe(info, key.offset() / pageSize));
         } catch (IOException | RuntimeException | Error e) {
@@ -699,13 +672,7 @@ public final class TieredCache implements AutoCloseable {
         if (page == null) {
             page = new HeapPage(key);
         }
-        try {
-            fetcher.readInto(info, page);
-        } catch (IOException | RuntimeException | Error e) {
-            page.release();
-            throw e;
-        }
-        page.seal();
+        load(info, page);
         if (exclusive || driven) {
             offer(page, 0);
         } else {
@@ -714,6 +681,23 @@ public final class TieredCache implements AutoCloseable {
             }
         }
         return page;
+    }
+
+    /** Reads a page's bytes from the origin and seals it; releases it if the read fails. */
+    private Page load(ObjectInfo info, Page page) throws IOException {
+        try {
+            fetcher.readInto(info, page);
+        } catch (IOException | RuntimeException | Error e) {
+            page.release();
+            throw e;
+        }
+        page.seal();
+        return page;
+    }
+
+    /** The key of an extent cached as one unit: exactly {@code [offset, offset + length)} of this version. */
+    private PageKey extentKey(ObjectInfo info, long offset, int length) {
+        return new PageKey(originId, info.key(), info.version(), offset, length);
     }
 
     /** Exclusive tiering: offers a page to the tiers from {@code from} down until one takes it. */
