@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The disk tier's benchmarks (docs/benchmarks.md, "Disk tier"): ROUNDS rounds (default 3) of the warm JMH benchmark
 # at 1 and 2 threads, then the cold-read, recovery and segment-size mains. Results: cache-benchmarks/target/disk-suite/.
 # Files go to -Dgranary.bench.dir (default cache-benchmarks/target/disk-bench), which must be on a block device.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Ratios between JMH subjects measured in the same run, summarised over several runs.
 
 usage: ratios.py PARAM NUMERATOR DENOMINATOR [--metric cycles] RESULT.json...

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the JMH suite ROUNDS times (default 3), one fork per (parameters, subject) per round, so that every ratio in
 # docs/benchmarks.md is taken within one round and summarised over rounds (median, min-max). Results: target/suite/.
 #   cache-benchmarks/suite.sh [ROUNDS]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * Granary's DJL adapter: {@link dev.granary.djl.GranaryDataset}, a DJL {@code Dataset} whose epochs come from a
  * Granary {@link dev.granary.loader.DataLoader}. DJL's types are part of this module's API, so its API module is

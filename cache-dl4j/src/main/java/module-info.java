@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * Granary for DL4J: {@link dev.granary.dl4j.GranaryDataSetIterator}, an ND4J {@code DataSetIterator} backed by a
  * Granary {@code DataLoader} — read-ahead through the tiered cache, seeded per-epoch shuffle, sharding over ranks and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * Granary's loader: turns a dataset ({@link dev.granary.loader.Dataset}, {@link dev.granary.loader.WebDataset}) and
  * a seeded {@link dev.granary.loader.Sampler} into batches ({@link dev.granary.loader.DataLoader}), driving the cache

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * Granary's tiers: {@link dev.granary.tier.MemoryTier}, off-heap pages in FFM slabs, with its default eviction policy
  * {@link dev.granary.tier.WindowTinyLfuPolicy} (Caffeine's W-TinyLFU); and {@link dev.granary.tier.DiskTier},

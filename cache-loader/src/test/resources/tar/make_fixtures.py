@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the tar shards TarIndexTest reads, and next to each NAME.tar the members Python itself finds in it.
 
 Run from anywhere: python3 make_fixtures.py  (Python 3.8+, GNU tar 1.28+ for --sort=name). The output is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * Granary's GCS origin: {@link dev.granary.origin.gcs.GcsOrigin}, over google-cloud-storage. The Google client jars
  * carry no module names, so they are required by the names the JDK derives from their file names.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * Granary's S3 origin: {@link dev.granary.origin.s3.S3Origin}, over the AWS SDK for Java v2.
  */

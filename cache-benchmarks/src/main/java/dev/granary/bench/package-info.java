@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * Granary's measurements and its demo; class-path only, not part of the published API.
  *

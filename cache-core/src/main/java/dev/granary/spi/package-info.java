@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * The service-provider interfaces: what a tier, an origin or an eviction policy implements to plug into a
  * {@link dev.granary.TieredCache}.

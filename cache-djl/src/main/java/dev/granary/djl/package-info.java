@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * Granary for DJL: {@link dev.granary.djl.GranaryDataset} is an {@code ai.djl.training.dataset.Dataset} backed by a
  * Granary {@link dev.granary.loader.DataLoader}, so DJL's trainer ({@code EasyTrain.fit},

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package dev.granary.loader;
 
 /** Checks and the sharding rule shared by the {@link Sampler} implementations. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package dev.granary.tier;
 
 import java.nio.file.Path;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package dev.granary.origin.gcs;
 
 import com.google.api.gax.paging.Page;

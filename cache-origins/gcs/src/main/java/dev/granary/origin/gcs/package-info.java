@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /**
  * The Google Cloud Storage origin. {@link dev.granary.origin.gcs.GcsOrigin} reads objects by ranged reads pinned to
  * the generation the cache learned ({@code ifGenerationMatch}), retries on its own with backoff and jitter, and lists
