@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.loader;
 
-import dev.granary.spi.PageLocker;
+import dev.granary.internal.PageLocker;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ArrayBlockingQueue;

@@ -2,6 +2,7 @@
 package dev.granary.tier;
 
 import dev.granary.TierStats;
+import dev.granary.internal.TierCounters;
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import dev.granary.spi.RegionPolicy;
@@ -29,7 +30,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -111,13 +111,7 @@ public final class DiskTier implements Tier {
     private long nextId;
     private final AtomicLong bytesOnDisk = new AtomicLong();
     private final AtomicInteger mapped = new AtomicInteger();
-    private final LongAdder hits = new LongAdder();
-    private final LongAdder misses = new LongAdder();
-    private final LongAdder hitBytes = new LongAdder();
-    private final LongAdder evictions = new LongAdder();
-    private final LongAdder rejections = new LongAdder();
-    private final LongAdder failures = new LongAdder();
-    private final LongAdder corruptions = new LongAdder();
+    private final TierCounters counters = new TierCounters();
     private final AtomicBoolean oversizeLogged = new AtomicBoolean();
     private final AtomicBoolean corruptionLogged = new AtomicBoolean();
     private final Recovery recovery;
@@ -171,16 +165,15 @@ public final class DiskTier implements Tier {
     public Page get(PageKey key) {
         DiskPage page = index.get(key);
         if (page == null || !page.tryRetain()) {
-            misses.increment();
+            counters.miss();
             return null;
         }
         if (!ready(page)) {
             page.release();
-            misses.increment();
+            counters.miss();
             return null;
         }
-        hits.increment();
-        hitBytes.add(page.length());
+        counters.hit(page.length());
         long stamp = workload.clock();
         page.segment.touched(clock);
         page.segment.stamp(stamp);
@@ -267,7 +260,7 @@ public final class DiskTier implements Tier {
             page.verified = true;
             return true;
         }
-        corruptions.increment();
+        counters.corrupted();
         if (corruptionLogged.compareAndSet(false, true)) {
             LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': page " + page.key() + " in "
                     + page.segment.file + " does not match its checksum; dropped and read again from below (further"
@@ -328,7 +321,7 @@ public final class DiskTier implements Tier {
         SegmentFormat.Names names = SegmentFormat.Names.of(key);
         int headerLength = names.headerLength();
         if (headerLength > SegmentFormat.MAX_RECORD_HEADER || !Segment.fits(segmentSize, headerLength, length)) {
-            rejections.increment();
+            counters.rejected();
             if (oversizeLogged.compareAndSet(false, true)) {
                 LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': a page of " + length + " bytes ("
                         + headerLength + " bytes of header) does not fit a segment of " + segmentSize + " bytes and"
@@ -338,7 +331,7 @@ public final class DiskTier implements Tier {
             return false;
         }
         if (!policy.admit(key, length)) {
-            rejections.increment();
+            counters.rejected();
             return false;
         }
         Segment segment;
@@ -352,7 +345,7 @@ public final class DiskTier implements Tier {
             try {
                 segment = closed ? null : reserve(headerLength, length);
                 if (segment == null) {
-                    rejections.increment();
+                    counters.rejected();
                     return false;
                 }
                 payload = segment.reservedPayload;
@@ -542,7 +535,7 @@ public final class DiskTier implements Tier {
         java.util.function.Consumer<Page> listener = evictionListener;
         for (DiskPage page : segment.kill(true)) {
             if (index.remove(page.key(), page)) {
-                evictions.increment();
+                counters.evicted();
                 if (listener != null && page.verified) { // an unverified page is not handed on: it may be damaged
                     try {
                         listener.accept(page);
@@ -606,7 +599,7 @@ public final class DiskTier implements Tier {
     }
 
     private void failed(String what, Throwable cause) {
-        failures.increment();
+        counters.failed();
         failedAt = System.nanoTime();
         if (failure == null) {
             LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': " + what + ": " + cause.getMessage()
@@ -629,8 +622,7 @@ public final class DiskTier implements Tier {
 
     @Override
     public TierStats stats() {
-        return new TierStats(name, hits.sum(), misses.sum(), hitBytes.sum(), evictions.sum(), bytesOnDisk.get(),
-                capacity, rejections.sum(), failures.sum(), corruptions.sum());
+        return counters.snapshot(name, bytesOnDisk.get(), capacity);
     }
 
     /** {@return why the tier stopped admitting pages, if it did and has not recovered} */
@@ -826,7 +818,7 @@ public final class DiskTier implements Tier {
             }
             if (damage != null) {
                 damagedSegments++;
-                corruptions.increment();
+                counters.corrupted();
                 LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': deleting damaged segment " + file
                         + ": " + damage);
                 if (segment != null) {
@@ -843,7 +835,7 @@ public final class DiskTier implements Tier {
                     position -> readAhead(s, position));
             if (end.damage() != null) {
                 damagedTails++;
-                corruptions.increment();
+                counters.corrupted();
                 LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': segment " + file + " ends in a record"
                         + " that is not valid (" + end.damage() + "); the pages after it are dropped");
             }

@@ -2,18 +2,18 @@
 package dev.granary.tier;
 
 import dev.granary.TierStats;
+import dev.granary.internal.PageLocker;
+import dev.granary.internal.TierCounters;
 import dev.granary.spi.EvictionPolicy;
-import dev.granary.spi.PageLocker;
-import dev.granary.spi.Workload;
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import dev.granary.spi.Tier;
+import dev.granary.spi.Workload;
 import java.lang.foreign.MemorySegment;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The off-heap memory tier (L1/L2): pages in FFM slabs outside the Java heap, served to readers as zero-copy views.
@@ -51,14 +51,9 @@ public final class MemoryTier implements Tier {
     private final long capacity;
     private final boolean pinnedRequested;
     private final SlabAllocator allocator;
+    private final TierCounters counters = new TierCounters();
     private final EvictionPolicy policy;
     private final ConcurrentHashMap<PageKey, Slot> index = new ConcurrentHashMap<>();
-    private final LongAdder hits = new LongAdder();
-    private final LongAdder misses = new LongAdder();
-    private final LongAdder hitBytes = new LongAdder();
-    private final LongAdder evictions = new LongAdder();
-    private final LongAdder rejections = new LongAdder();
-    private final LongAdder failures = new LongAdder();
     private final AtomicLong lockedBytes = new AtomicLong();
     private final AtomicBoolean oversizeLogged = new AtomicBoolean();
     private volatile String pinningFailure;
@@ -95,11 +90,10 @@ public final class MemoryTier implements Tier {
     public Page get(PageKey key) {
         Slot slot = index.get(key);
         if (slot == null || !slot.tryRetain()) {
-            misses.increment();
+            counters.miss();
             return null;
         }
-        hits.increment();
-        hitBytes.add(slot.length());
+        counters.hit(slot.length());
         slot.stamp(clock);
         policy.recordAccess(key);
         return slot;
@@ -119,8 +113,7 @@ public final class MemoryTier implements Tier {
         if (slot == null || slot.tier != this || !slot.tryRetain()) {
             return null;
         }
-        hits.increment();
-        hitBytes.add(slot.length());
+        counters.hit(slot.length());
         slot.stamp(clock);
         policy.recordAccess(slot.key());
         return slot;
@@ -139,7 +132,7 @@ public final class MemoryTier implements Tier {
         }
         int length = key.length();
         if (length > allocator.maxAllocation()) {
-            rejections.increment();
+            counters.rejected();
             if (oversizeLogged.compareAndSet(false, true)) {
                 LOG.log(System.Logger.Level.WARNING, "memory tier '" + name + "': a page of " + length
                         + " bytes is larger than a slab (" + allocator.maxAllocation() + " bytes) and is not cached"
@@ -149,7 +142,7 @@ public final class MemoryTier implements Tier {
         }
         long weight = SlabAllocator.footprint(length);
         if (!policy.admit(key, weight)) {
-            rejections.increment();
+            counters.rejected();
             return null;
         }
         long block = allocator.allocate(length);
@@ -159,7 +152,7 @@ public final class MemoryTier implements Tier {
                 block = allocator.allocate(length);
             }
             if (block < 0) {
-                rejections.increment();
+                counters.rejected();
                 return null;
             }
             return new Slot(this, key, allocator.segment(block, length), block);
@@ -174,7 +167,7 @@ public final class MemoryTier implements Tier {
             }
         }
         if (block < 0) {
-            rejections.increment();
+            counters.rejected();
             return null;
         }
         return new Slot(this, key, allocator.segment(block, length), block);
@@ -264,7 +257,7 @@ public final class MemoryTier implements Tier {
             if (w.isDead(slot.stamp) && index.remove(slot.key(), slot)) {
                 slot.hint.slot = null;
                 policy.recordRemoval(slot.key());
-                evictions.increment();
+                counters.evicted();
                 freed += SlabAllocator.footprint(slot.length());
                 slot.release();
             }
@@ -279,7 +272,7 @@ public final class MemoryTier implements Tier {
             return false;
         }
         slot.hint.slot = null;
-        evictions.increment();
+        counters.evicted();
         java.util.function.Consumer<Page> listener = evictionListener;
         if (listener != null && !closed) {
             try {
@@ -326,8 +319,7 @@ public final class MemoryTier implements Tier {
 
     @Override
     public TierStats stats() {
-        return new TierStats(name, hits.sum(), misses.sum(), hitBytes.sum(), evictions.sum(), allocator.used(),
-                capacity, rejections.sum(), failures.sum(), 0);
+        return counters.snapshot(name, allocator.used(), capacity);
     }
 
     /**
@@ -377,7 +369,7 @@ public final class MemoryTier implements Tier {
         if (outcome.locked()) {
             lockedBytes.addAndGet(slab.byteSize());
         } else {
-            failures.increment();
+            counters.failed();
             if (pinningFailure == null) {
                 LOG.log(System.Logger.Level.WARNING, "memory tier '" + name + "': pinned(true) but " + outcome.message()
                         + "; the tier works unpinned (pages may be swapped out); see MemoryTier.pinning()");

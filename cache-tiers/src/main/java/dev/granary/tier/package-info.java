@@ -4,7 +4,7 @@
  *
  * <ul>
  *   <li>{@link dev.granary.tier.MemoryTier} — off-heap memory: slabs reserved from one FFM arena up to a hard
- *       capacity ({@code SlabAllocator}), optionally page-locked ({@code dev.granary.spi.PageLocker}, {@code mlock} through an FFM
+ *       capacity ({@code SlabAllocator}), optionally page-locked ({@code dev.granary.internal.PageLocker}, {@code mlock} through an FFM
  *       downcall), indexed by a {@link java.util.concurrent.ConcurrentHashMap}, ordered by an eviction policy.</li>
  *   <li>{@link dev.granary.tier.WindowTinyLfuPolicy} — the default policy, Caffeine's W-TinyLFU weighted by bytes.</li>
  *   <li>{@link dev.granary.tier.DiskTier} — local disk: pages appended into preallocated segment files

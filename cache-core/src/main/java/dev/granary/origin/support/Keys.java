@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.spi;
+package dev.granary.origin.support;
 
 /**
  * Key rules shared by origins over flat namespaces (S3, GCS): which names of the store are objects the cache can

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.spi;
+package dev.granary.origin.support;
 
 import dev.granary.ObjectInfo;
 import java.io.EOFException;
@@ -105,7 +105,7 @@ public final class OriginLimits {
     }
 
     /**
-     * Checks the arguments of {@link Origin#read}: a position {@code >= 0} and a range that ends within the object's
+     * Checks the arguments of {@link dev.granary.spi.Origin#read}: a position {@code >= 0} and a range that ends within the object's
      * known size.
      *
      * @throws IllegalArgumentException if {@code position < 0}

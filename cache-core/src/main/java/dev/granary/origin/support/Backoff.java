@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.spi;
+package dev.granary.origin.support;
 
 import java.io.InterruptedIOException;
 import java.time.Duration;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.spi;
+package dev.granary.internal;
 
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;

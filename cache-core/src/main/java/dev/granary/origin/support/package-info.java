@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * Helpers for writing an {@link dev.granary.spi.Origin} over a remote store: validated builder settings and read
+ * checks ({@link dev.granary.origin.support.OriginLimits}), key rules of flat namespaces
+ * ({@link dev.granary.origin.support.Keys}), and exponential backoff with full jitter
+ * ({@link dev.granary.origin.support.Backoff}). Granary's S3 and GCS origins use them; a third-party origin may.
+ * Contracts live in {@code dev.granary.spi}; this package holds only code that helps implement them.
+ */
+package dev.granary.origin.support;
