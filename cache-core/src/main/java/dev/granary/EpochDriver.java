@@ -7,7 +7,7 @@ package dev.granary;
  * ceiling {@code C / N} under epoch-shuffled training, where LRU and W-TinyLFU do not).
  *
  * {@snippet :
- * try (EpochDriver driver = cache.driver()) {
+ * try (EpochDriver driver = cache.loaderSupport().driver()) {
  *     for (int epoch = 0; epoch < epochs; epoch++) {
  *         driver.startEpoch();
  *         readEverySampleOnce();          // in any order
@@ -26,7 +26,8 @@ package dev.granary;
  */
 public final class EpochDriver implements AutoCloseable {
 
-    private final TieredCache cache;
+    private final EpochClock clock;
+    // The fields below are guarded by the clock's monitor.
     /** The cache's epoch clock when this driver's previous epoch started; -1 before its second epoch. */
     long previousStart = -1;
     /** The cache's epoch clock when this driver's latest epoch started; -1 before its first. */
@@ -34,8 +35,8 @@ public final class EpochDriver implements AutoCloseable {
     boolean inEpoch;
     boolean closed;
 
-    EpochDriver(TieredCache cache) {
-        this.cache = cache;
+    EpochDriver(EpochClock clock) {
+        this.clock = clock;
     }
 
     /**
@@ -45,7 +46,7 @@ public final class EpochDriver implements AutoCloseable {
      *                               the cache is closed
      */
     public void startEpoch() {
-        cache.epochStarted(this);
+        clock.start(this);
     }
 
     /**
@@ -54,27 +55,22 @@ public final class EpochDriver implements AutoCloseable {
      * @throws IllegalStateException if the driver is closed
      */
     public void endEpoch() {
-        cache.epochEnded(this);
+        clock.end(this);
     }
 
     /** {@return whether an epoch of this driver is started and not yet ended} */
     public boolean inEpoch() {
-        synchronized (cache.drivers) {
-            return inEpoch;
-        }
+        return clock.inEpoch(this);
     }
 
     /** Ends the current epoch, if any, and stops protecting this driver's pages. Idempotent. */
     @Override
     public void close() {
-        cache.driverClosed(this);
+        clock.close(this);
     }
 
     @Override
     public String toString() {
-        synchronized (cache.drivers) {
-            return "EpochDriver[" + (closed ? "closed" : inEpoch ? "in epoch since clock " + currentStart
-                    : "between epochs") + "]";
-        }
+        return "EpochDriver[" + clock.describe(this) + "]";
     }
 }

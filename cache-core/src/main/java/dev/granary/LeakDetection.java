@@ -13,6 +13,9 @@ public enum LeakDetection {
     DISABLED,
     /** About one lease in 128 is tracked, with its creation stack trace: cheap enough for production. The default. */
     SAMPLED,
-    /** Every lease is tracked: for tests. */
+    /**
+     * Every lease is tracked, and its zero-copy views stop working when it closes (reading a kept buffer throws
+     * {@link IllegalStateException}): for tests. Costs a shared arena per lease.
+     */
     PARANOID
 }

@@ -21,6 +21,8 @@ import java.nio.ByteBuffer;
  *   <li>{@code close()} may be called more than once, from any thread, and never throws.</li>
  *   <li>{@code bytes()} or {@code segment()} after close throws {@link IllegalStateException}.</li>
  *   <li>A lease that is dropped without close pins its memory; leak detection ({@link LeakDetection}) reports it.</li>
+ *   <li>Under {@link LeakDetection#PARANOID} (for tests), a zero-copy buffer or segment used after its lease closed
+ *       throws {@link IllegalStateException} instead of showing bytes the memory holds by then.</li>
  * </ul>
  *
  * <h2>Thread safety</h2>
@@ -51,12 +53,14 @@ public final class Lease implements AutoCloseable {
     private volatile int closed;
 
     private Lease(String key, long offset, ByteBuffer view, Page page, LeaseTracker tracker) {
+        LeaseTracker.Guard guard = tracker != null && page != null && tracker.paranoid() ? LeaseTracker.guard(view)
+                : null;
         this.key = key;
         this.offset = offset;
-        this.view = view;
+        this.view = guard == null ? view : guard.view();
         this.page = page;
         this.tracker = tracker;
-        this.tracked = tracker == null ? null : tracker.opened(this, page);
+        this.tracked = tracker == null ? null : tracker.opened(this, page, guard);
     }
 
     /** A zero-copy lease on part of one page; takes over one reference the caller holds on the page. */

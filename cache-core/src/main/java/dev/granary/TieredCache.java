@@ -5,7 +5,6 @@ import dev.granary.spi.Origin;
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import dev.granary.spi.Tier;
-import dev.granary.spi.Workload;
 import java.io.EOFException;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -58,11 +57,9 @@ public final class TieredCache implements AutoCloseable {
     private final OriginFetcher fetcher;
     private final MetadataCache metadata;
     private final LeaseTracker leases;
-    /** The loaders' epoch drivers; also the lock for the epoch clock and for telling the tiers. */
-    final List<EpochDriver> drivers = new ArrayList<>();
-    private long epochClock;
-    /** Whether some driver is inside an epoch: fills go to one tier only and hits are not promoted. */
-    private volatile boolean driven;
+    /** The loaders' epochs: while one runs, fills go to one tier only and hits are not promoted. */
+    private final EpochClock epochs;
+    private final LoaderSupport loaderSupport;
     private volatile boolean closed;
 
     private TieredCache(Builder b) {
@@ -83,6 +80,8 @@ public final class TieredCache implements AutoCloseable {
         this.metadata = new MetadataCache(fetcher, b.metadataTtl.toNanos(), b.metadataCapacity, b.ticker,
                 readTimeoutNanos);
         this.leases = new LeaseTracker(b.leakDetection);
+        this.epochs = new EpochClock(tiers, originUri);
+        this.loaderSupport = new LoaderSupport(this);
     }
 
     /**
@@ -161,26 +160,8 @@ public final class TieredCache implements AutoCloseable {
         }
     }
 
-    /**
-     * Reads a byte range and caches it as one unit of its own, not as pages: for a loader that knows where samples lie
-     * inside a larger object (a tar shard). A miss is one ranged origin read of exactly these bytes, and a hit never
-     * needed the neighbouring bytes; reading page-sized pages of a shard in shuffled order would move several times
-     * the bytes (docs/architecture.md). The lease is always a zero-copy view. Extents and pages of one object are
-     * cached independently; both are keyed by the object's version, so neither is served once it changes. An extent
-     * larger than a tier can hold in one piece (a memory slab, a disk segment) is served without being cached there.
-     *
-     * @param key    the object key, relative to the origin's root
-     * @param offset the first byte, {@code >= 0}
-     * @param length the number of bytes, {@code >= 0}; {@code offset + length} must not exceed the object's size
-     * @return a lease on the bytes; close it
-     * @throws IllegalArgumentException if the key is invalid or {@code offset} or {@code length} is negative
-     * @throws EOFException             if the range ends past the end of the object
-     * @throws NoSuchObjectException    if the object does not exist
-     * @throws ObjectChangedException   if the object kept changing while being read
-     * @throws IOException              if the origin fails or does not answer within the read timeout
-     * @throws IllegalStateException    if the cache is closed
-     */
-    public Lease readExtent(String key, long offset, int length) throws IOException {
+    /** {@link LoaderSupport#readExtent(String, long, int)}. */
+    Lease readExtent(String key, long offset, int length) throws IOException {
         ensureOpen();
         Checks.key(key);
         Checks.range(key, offset, length);
@@ -199,51 +180,8 @@ public final class TieredCache implements AutoCloseable {
         }
     }
 
-    /**
-     * Reads a byte range of one known version of an object and caches it as one unit, like
-     * {@link #readExtent(String, long, int)}, without asking what the current version is: for a reader that indexed
-     * an object once (a tar shard) and must read every later extent from that same version, so that its offsets stay
-     * valid. Cached bytes of that version are served even if the object has changed since; a miss reads the origin
-     * pinned to the version and fails with {@link ObjectChangedException} if the origin no longer has it — never
-     * bytes of another version.
-     *
-     * @param object the object's key, size and version, as {@link #stat} or {@link #list} returned them
-     * @param offset the first byte, {@code >= 0}
-     * @param length the number of bytes, {@code >= 0}; {@code offset + length} must not exceed the object's size
-     * @return a lease on the bytes; close it
-     * @throws IllegalArgumentException if {@code object} is null or its key invalid, or the range is negative
-     * @throws EOFException             if the range ends past the object's size
-     * @throws ObjectChangedException   if a miss finds that the object no longer has this version
-     * @throws IOException              if the origin fails or does not answer within the read timeout
-     * @throws IllegalStateException    if the cache is closed
-     */
-    public Lease readExtent(ObjectInfo object, long offset, int length) throws IOException {
-        return pinnedExtent(object, offset, length, true);
-    }
-
-    /**
-     * Reads a byte range of one known version of an object for a one-off use, without caching it: served from the
-     * tiers if exactly this extent is cached, else read from the origin (pinned to the version, within the origin's
-     * concurrency limit and the read timeout, concurrent identical reads coalesced) into memory of its own that no
-     * tier keeps. For scans whose bytes will not be read again — such as read-ahead through a tar shard's headers —
-     * and that must not take room from the samples.
-     *
-     * @param object the object's key, size and version, as {@link #stat} or {@link #list} returned them
-     * @param offset the first byte, {@code >= 0}
-     * @param length the number of bytes, {@code >= 0}; {@code offset + length} must not exceed the object's size
-     * @return a lease on the bytes; close it
-     * @throws IllegalArgumentException if {@code object} is null or its key invalid, or the range is negative
-     * @throws EOFException             if the range ends past the object's size
-     * @throws ObjectChangedException   if the origin no longer has this version
-     * @throws IOException              if the origin fails or does not answer within the read timeout
-     * @throws IllegalStateException    if the cache is closed
-     */
-    public Lease readExtentUncached(ObjectInfo object, long offset, int length) throws IOException {
-        return pinnedExtent(object, offset, length, false);
-    }
-
     /** An extent of one given version: looked up in the tiers, else read pinned and kept ({@code keep}) or not. */
-    private Lease pinnedExtent(ObjectInfo object, long offset, int length, boolean keep) throws IOException {
+    Lease pinnedExtent(ObjectInfo object, long offset, int length, boolean keep) throws IOException {
         ensureOpen();
         if (object == null) {
             throw new IllegalArgumentException("object: null (expected: an ObjectInfo from stat() or list())");
@@ -266,86 +204,17 @@ public final class TieredCache implements AutoCloseable {
     }
 
     /**
-     * Returns a new handle by which a loader tells this cache when its epochs start and end, so that the tiers keep a
-     * stable resident set and reach the hit-ratio ceiling under epoch-shuffled reads; see {@link EpochDriver}.
-     *
-     * @return a driver; close it when the loader is done
-     * @throws IllegalStateException if the cache is closed
+     * {@return the controls a data loader needs beyond this facade} Extent reads (samples inside shards, cached as
+     * units of their own), reads pinned to one version, and the {@link EpochDriver}; see {@link LoaderSupport}.
+     * Applications that read objects do not need it.
      */
-    public EpochDriver driver() {
+    public LoaderSupport loaderSupport() {
+        return loaderSupport;
+    }
+
+    EpochDriver newDriver() {
         ensureOpen();
-        EpochDriver driver = new EpochDriver(this);
-        synchronized (drivers) {
-            drivers.add(driver);
-        }
-        return driver;
-    }
-
-    void epochStarted(EpochDriver driver) {
-        synchronized (drivers) {
-            if (driver.closed) {
-                throw new IllegalStateException("epoch driver of " + originUri + " is closed (expected: an open"
-                        + " driver from cache.driver())");
-            }
-            if (driver.inEpoch) {
-                throw new IllegalStateException("epoch driver of " + originUri + ": an epoch is already started"
-                        + " (expected: endEpoch() before the next startEpoch())");
-            }
-            ensureOpen();
-            epochClock++;
-            driver.previousStart = driver.currentStart;
-            driver.currentStart = epochClock;
-            driver.inEpoch = true;
-            publishWorkload();
-        }
-    }
-
-    void epochEnded(EpochDriver driver) {
-        synchronized (drivers) {
-            if (driver.closed) {
-                throw new IllegalStateException("epoch driver of " + originUri + " is closed (expected: an open"
-                        + " driver from cache.driver())");
-            }
-            if (driver.inEpoch) {
-                driver.inEpoch = false;
-                publishWorkload();
-            }
-        }
-    }
-
-    void driverClosed(EpochDriver driver) {
-        synchronized (drivers) {
-            if (!driver.closed) {
-                driver.closed = true;
-                driver.inEpoch = false;
-                drivers.remove(driver);
-                publishWorkload();
-            }
-        }
-    }
-
-    /**
-     * Tells the tiers the new workload: driven while any driver is in an epoch; a page is live if some driver read it
-     * in its previous epoch or since (a driver in its first epoch protects everything, so a warm cache reopened under
-     * a loader keeps its pages until the loader has seen them once).
-     */
-    private void publishWorkload() {
-        boolean anyInEpoch = false;
-        long keepFrom = Long.MAX_VALUE;
-        for (EpochDriver d : drivers) {
-            anyInEpoch |= d.inEpoch;
-            if (d.currentStart >= 0) {
-                keepFrom = Math.min(keepFrom, Math.max(0, d.previousStart));
-            }
-        }
-        Workload workload = new Workload(epochClock, keepFrom == Long.MAX_VALUE ? 0 : keepFrom, anyInEpoch);
-        driven = anyInEpoch;
-        if (closed) {
-            return;
-        }
-        for (Tier tier : tiers) {
-            tier.workload(workload);
-        }
+        return epochs.newDriver();
     }
 
     /**
@@ -454,12 +323,13 @@ public final class TieredCache implements AutoCloseable {
      * read asks the origin. Leases already handed out stay valid.
      *
      * @param key the object key
-     * @throws IllegalArgumentException if the key is invalid
+     * @throws IllegalArgumentException if the key is invalid: one {@link #read(String)} would reject too
      * @throws IllegalStateException    if the cache is closed
      */
     public void invalidate(String key) {
         ensureOpen();
         Checks.key(key);
+        origin.checkKey(key); // as strict as read, which the origin's stat checks
         metadata.forget(key);
         for (Tier tier : tiers) {
             tier.invalidate(originId, key);
@@ -487,7 +357,8 @@ public final class TieredCache implements AutoCloseable {
 
     /**
      * Closes the cache: stops origin reads in progress (their readers fail), closes the tiers and the origin. Leases
-     * handed out before stay valid until closed. Idempotent.
+     * handed out before stay valid until closed; if any are still open, a warning names them (all of them under
+     * {@link LeakDetection#PARANOID}, the sampled ones otherwise). Idempotent.
      */
     @Override
     public void close() throws IOException {
@@ -495,6 +366,8 @@ public final class TieredCache implements AutoCloseable {
             return;
         }
         closed = true;
+        leases.warnIfOpen(originUri);
+        epochs.cacheClosed();
         fetcher.close();
         for (Tier tier : tiers) {
             tier.close();
@@ -646,7 +519,7 @@ public final class TieredCache implements AutoCloseable {
         for (int i = fromTier; i < tiers.length; i++) {
             Page page = quietly ? tiers[i].peek(key) : tiers[i].get(key);
             if (page != null) {
-                for (int j = 0; j < i && !driven; j++) {
+                for (int j = 0; j < i && !epochs.driven(); j++) {
                     if (tiers[j].put(page) && exclusive) {
                         tiers[i].remove(key);
                         break;
@@ -674,7 +547,7 @@ public final class TieredCache implements AutoCloseable {
             page = new HeapPage(key);
         }
         load(info, page);
-        if (exclusive || driven) {
+        if (exclusive || epochs.driven()) {
             offer(page, 0);
         } else {
             for (Tier tier : tiers) {
@@ -922,9 +795,15 @@ public final class TieredCache implements AutoCloseable {
          * Builds the cache. The cache takes ownership of the origin and the tiers.
          *
          * @return a new cache
-         * @throws IllegalStateException if this builder already built a cache
+         * @throws IllegalStateException if no tier was added, or this builder already built a cache
          */
         public TieredCache build() {
+            if (tiers.isEmpty()) {
+                // A cache without a tier would read every byte from the origin on every read: almost always a
+                // forgotten .tier(...), and nothing a cache is for. Read the origin directly instead.
+                throw new IllegalStateException("cache over " + origin.uri() + " has no tier (expected: at least one"
+                        + " tier, e.g. .tier(MemoryTier.builder().capacity(bytes).build()))");
+            }
             if (built) {
                 throw new IllegalStateException("builder already built a cache over " + origin.uri()
                         + " (expected: one build per builder; origins and tiers belong to one cache)");

@@ -78,6 +78,17 @@ public interface Origin extends AutoCloseable {
      */
     Stream<ObjectInfo> list(String prefix) throws IOException;
 
+    /**
+     * Checks that a key is one this origin could hold, without asking the store: the cache calls it where no request
+     * would check the key otherwise (such as {@code invalidate}), so that every entry point accepts the same keys.
+     * The cache has already refused empty, absolute and {@code ..} keys. The default accepts every such key.
+     *
+     * @param key the object key
+     * @throws IllegalArgumentException naming the key if this origin would reject it in {@link #stat} or
+     *                                  {@link #read}
+     */
+    default void checkKey(String key) {}
+
     /** {@return how many data reads the cache may have in flight against this origin at once} */
     default int maxConcurrency() {
         return 64;

@@ -43,7 +43,7 @@ final class DjlFixture {
 
     static TieredCache cache(LeakCheck leaks, Origin origin) {
         MemoryTier memory = MemoryTier.builder().capacity(16L << 20).slabSize(1 << 20).build();
-        leaks.released("memory tier", memory::isReleased);
+        leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
         return leaks.watch(TieredCache.builder(origin).tier(memory).pageSize(64 << 10)
                 .leakDetection(LeakDetection.PARANOID).build());
     }

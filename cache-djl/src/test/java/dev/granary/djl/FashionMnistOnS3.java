@@ -99,7 +99,7 @@ public final class FashionMnistOnS3 {
     /** {@return a cache over the bucket whose memory tier holds every shard, watched by {@code leaks}} */
     public TieredCache cache(LeakCheck leaks) {
         MemoryTier memory = MemoryTier.builder().capacity(bytes + (64L << 20)).build();
-        leaks.released("memory tier", memory::isReleased);
+        leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
         return leaks.watch(TieredCache.builder(origin()).tier(memory).leakDetection(LeakDetection.SAMPLED).build());
     }
 }

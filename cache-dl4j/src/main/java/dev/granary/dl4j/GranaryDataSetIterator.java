@@ -22,6 +22,7 @@ import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
+import java.util.function.Consumer;
 import org.nd4j.linalg.api.buffer.DataBuffer;
 import org.nd4j.linalg.api.buffer.DataType;
 import org.nd4j.linalg.api.memory.MemoryWorkspace;
@@ -447,30 +448,30 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
 
     /**
      * Configures a {@link GranaryDataSetIterator}. {@link #features(int)} (or {@link #featureShape(long...)}) and
-     * {@link #labels(int)} are required; every setter validates its argument at once. Not thread-safe.
+     * {@link #labels(int)} are required; every setter validates its argument at once. The loader's options are
+     * {@link DataLoader.Builder}'s own: the common ones have setters here, the others are set through
+     * {@link #loader(Consumer)}, so the iterator offers every option the loader has. Not thread-safe.
      */
     public static final class Builder {
 
         private final Dataset dataset;
         private final SampleEncoder encoder;
+        /** The loader's options; its decoder is {@link #decoder}, known once the shapes are (at build()). */
+        private final DataLoader.Builder<Rows> options;
+        private EncodingDecoder decoder;
         private long[] featureShape;
         private int columns;
         private int outcomes;
         private List<String> labelNames;
         private int batchSize = 32;
-        private boolean shuffled;
-        private long seed;
-        private int rank;
-        private int worldSize = 1;
-        private int workers = Math.max(1, Runtime.getRuntime().availableProcessors());
-        private int prefetch = 4;
-        private boolean dropLast;
         private DataSetPreProcessor preProcessor;
         private LoaderState resume;
 
         private Builder(Dataset dataset, SampleEncoder encoder) {
             this.dataset = dataset;
             this.encoder = encoder;
+            // The decoder is set by build(), before the loader starts any worker: the workers see it.
+            this.options = DataLoader.builder(dataset, sample -> decoder.decode(sample)).batchSize(batchSize);
         }
 
         /**
@@ -558,9 +559,7 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
          * @throws IllegalArgumentException if less than 1
          */
         public Builder batchSize(int size) {
-            if (size < 1) {
-                throw new IllegalArgumentException("batch size: " + size + " (expected: >= 1)");
-            }
+            options.batchSize(size);
             this.batchSize = size;
             return this;
         }
@@ -573,8 +572,7 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
          * @return this builder
          */
         public Builder shuffle(long seed) {
-            this.shuffled = true;
-            this.seed = seed;
+            options.shuffle(seed);
             return this;
         }
 
@@ -589,15 +587,7 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
          * @throws IllegalArgumentException if out of range
          */
         public Builder shard(int rank, int worldSize) {
-            if (worldSize < 1) {
-                throw new IllegalArgumentException("world size: " + worldSize + " (expected: >= 1)");
-            }
-            if (rank < 0 || rank >= worldSize) {
-                throw new IllegalArgumentException("rank: " + rank + " (expected: 0 <= rank < world size "
-                        + worldSize + ")");
-            }
-            this.rank = rank;
-            this.worldSize = worldSize;
+            options.shard(rank, worldSize);
             return this;
         }
 
@@ -609,10 +599,7 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
          * @throws IllegalArgumentException if out of range
          */
         public Builder workers(int threads) {
-            if (threads < 1 || threads > 1024) {
-                throw new IllegalArgumentException("workers: " + threads + " (expected: 1..1024 threads)");
-            }
-            this.workers = threads;
+            options.workers(threads);
             return this;
         }
 
@@ -624,10 +611,7 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
          * @throws IllegalArgumentException if out of range
          */
         public Builder prefetch(int batches) {
-            if (batches < 1 || batches > 1024) {
-                throw new IllegalArgumentException("prefetch: " + batches + " (expected: 1..1024 batches)");
-            }
-            this.prefetch = batches;
+            options.prefetch(batches);
             return this;
         }
 
@@ -638,7 +622,26 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
          * @return this builder
          */
         public Builder dropLast(boolean drop) {
-            this.dropLast = drop;
+            options.dropLast(drop);
+            return this;
+        }
+
+        /**
+         * Sets the loader's other options — {@code readAhead}, {@code maxBytesInFlight}, {@code skipFailedSamples},
+         * {@code pinnedStaging}, {@code driveCache}, and any the loader gains — on its own builder, which validates
+         * each at once. The batch size and the staging buffers are this iterator's: {@code batchSize(...)} and
+         * {@code staging(...)} set there are refused by {@link #build()} or replaced.
+         *
+         * @param configure sets options on the loader's builder, such as {@code options -> options.readAhead(256)}
+         * @return this builder
+         * @throws IllegalArgumentException if null, or if it sets an option out of range
+         */
+        public Builder loader(Consumer<? super DataLoader.Builder<?>> configure) {
+            if (configure == null) {
+                throw new IllegalArgumentException("loader options: null (expected: a function that sets options on"
+                        + " the DataLoader.Builder, such as options -> options.readAhead(256))");
+            }
+            configure.accept(options);
             return this;
         }
 
@@ -701,22 +704,21 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
                         + outcomes + " labels (expected: each array of a batch under 2 GiB, which ND4J copies through"
                         + " one ByteBuffer; use a smaller batch size)");
             }
-            DataLoader.Builder<Rows> b = DataLoader.builder(dataset, new EncodingDecoder(encoder, columns, outcomes))
-                    .batchSize(batchSize)
-                    .shard(rank, worldSize)
-                    .workers(workers)
-                    .prefetch(prefetch)
-                    .dropLast(dropLast)
-                    .staging(batchSize * rowBytes, new RowCollator(columns, outcomes));
-            if (shuffled) {
-                b.shuffle(seed);
+            decoder = new EncodingDecoder(encoder, columns, outcomes);
+            DataLoader<Rows> loader = options.staging(batchSize * rowBytes, new RowCollator(columns, outcomes)).build();
+            int loaderBatch = loader.state().batchSize();
+            if (loaderBatch != batchSize) {
+                loader.close();
+                throw new IllegalArgumentException("batch size: " + loaderBatch + ", set through loader(...)"
+                        + " (expected: " + batchSize + ", this builder's batchSize(...), which sizes the staging"
+                        + " buffers: set it there)");
             }
-            DataLoader<Rows> loader = b.build();
             try {
                 if (loader.batchesPerEpoch() == 0) {
-                    throw new IllegalArgumentException("batch size: " + batchSize + (dropLast ? " with dropLast"
-                            : "") + " for " + dataset.size() + " samples over " + worldSize + " rank(s) (expected: at"
-                            + " least one " + (dropLast ? "full " : "") + "batch per epoch)");
+                    LoaderState s = loader.state();
+                    throw new IllegalArgumentException("batch size: " + batchSize + (s.dropLast() ? " with dropLast"
+                            : "") + " for " + dataset.size() + " samples over " + s.worldSize() + " rank(s) (expected:"
+                            + " at least one " + (s.dropLast() ? "full " : "") + "batch per epoch)");
                 }
                 long first = 0;
                 if (resume != null) {

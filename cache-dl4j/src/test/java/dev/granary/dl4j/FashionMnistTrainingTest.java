@@ -75,7 +75,7 @@ class FashionMnistTrainingTest {
         Origin origin = FashionMnistTraining.s3Compatible(server.endpoint(), bucket, "fashion-mnist",
                 S3ProxyServer.credentials());
         MemoryTier memory = MemoryTier.builder().capacity(384L << 20).build(); // the shards are ~180 MB
-        leaks.released("memory tier", memory::isReleased);
+        leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
         TieredCache cache = leaks.watch(TieredCache.builder(origin).tier(memory).build());
         assertEquals(trainShards, FashionMnistTraining.shards(cache, "train-"), "listed from S3");
         assertEquals(testShards, FashionMnistTraining.shards(cache, "t10k-"));

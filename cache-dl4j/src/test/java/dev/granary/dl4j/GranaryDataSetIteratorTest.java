@@ -419,6 +419,21 @@ class GranaryDataSetIteratorTest {
     }
 
     @Test
+    void everyLoaderOptionIsReachableThroughTheLoadersOwnBuilder() {
+        try (GranaryDataSetIterator it = builder().loader(o -> o.readAhead(3).maxBytesInFlight(1 << 20)
+                .skipFailedSamples(true).driveCache(false)).shuffle(6).build()) {
+            assertEquals(N, drainEpoch(it).size(), "the iterator runs with the loader's own options");
+            assertEquals(0, cache.stats().openLeases());
+        }
+        GranaryDataSetIterator.Builder b = builder();
+        assertMessage("read-ahead: 0 (expected: 1..65536 samples)", () -> b.loader(o -> o.readAhead(0)));
+        assertMessage("loader options: null", () -> b.loader(null));
+        b.loader(o -> o.batchSize(3)); // the staging buffers are sized by the iterator's own batch size
+        assertMessage("batch size: 3, set through loader(...) (expected: " + BATCH, b::build);
+        assertEquals(0, cache.stats().openLeases(), "a refused build leaves nothing open");
+    }
+
+    @Test
     void badArgumentsAreRefusedNamingTheValueAndTheExpectation() {
         assertMessage("dataset: null", () -> GranaryDataSetIterator.builder(null, Shards.ENCODER));
         assertMessage("encoder: null", () -> GranaryDataSetIterator.builder(dataset, null));

@@ -25,8 +25,27 @@ public record Batch<T>(long epoch, long index, List<T> items, int[] indices, Mem
         return items.size();
     }
 
+    /** Equal when epoch, index, items, indices (by content) and staging view are. */
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof Batch<?> b && epoch == b.epoch && index == b.index && items.equals(b.items)
+                && java.util.Arrays.equals(indices, b.indices) && java.util.Objects.equals(staging, b.staging);
+    }
+
+    @Override
+    public int hashCode() {
+        return java.util.Objects.hash(epoch, index, items, java.util.Arrays.hashCode(indices), staging);
+    }
+
+    /** The batch's place, its size and its dataset indices (the first 16 of them). */
     @Override
     public String toString() {
-        return "Batch[epoch " + epoch + ", #" + index + ", " + items.size() + " items]";
+        StringBuilder shown = new StringBuilder("[");
+        for (int i = 0; i < Math.min(indices.length, 16); i++) {
+            shown.append(i == 0 ? "" : ", ").append(indices[i]);
+        }
+        shown.append(indices.length > 16 ? ", … " + (indices.length - 16) + " more]" : "]");
+        return "Batch[epoch " + epoch + ", #" + index + ", " + items.size() + " items, indices " + shown
+                + (staging == null ? "" : ", staged " + staging.byteSize() + " bytes") + "]";
     }
 }

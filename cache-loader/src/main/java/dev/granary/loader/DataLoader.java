@@ -8,12 +8,10 @@ import dev.granary.TieredCache;
 import java.lang.ref.Cleaner;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Turns a {@link Dataset} and a seeded {@link Sampler} into batches for a trainer: reads ahead in the exact order the
@@ -61,16 +59,13 @@ public final class DataLoader<T> implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(DataLoader.class.getName());
     private static final Cleaner CLEANER = Cleaner.create();
 
-    final Dataset dataset;
-    final Decoder<T> decoder;
-    final Sampler sampler;
-    final int batchSize;
-    final int prefetch;
-    final int readAhead;
-    final long maxBytesInFlight;
-    final boolean skipFailed;
-    final StagingPool staging;
-    final Collator<T> collator;
+    private final LoaderSettings<T> settings;
+    private final LoaderCounters counters;
+    private final Dataset dataset;
+    private final Sampler sampler;
+    private final int batchSize;
+    private final StagingPool staging;
+    private final EpochRun.Owner<T> owner = new Positions();
     private final boolean dropLast;
     private final boolean shuffled;
     private final long seed;
@@ -85,24 +80,13 @@ public final class DataLoader<T> implements AutoCloseable {
     private LoaderState resumeFrom;
     private boolean closed;
 
-    private final LongAdder samples = new LongAdder();
-    private final LongAdder skipped = new LongAdder();
-    private final LongAdder failed = new LongAdder();
-    private final LongAdder batches = new LongAdder();
-    private final LongAdder bytes = new LongAdder();
-    private final LongAdder dataWait = new LongAdder();
-    private final LongAdder[] depthAtTake;
-    private final LongAdder observedBytes = new LongAdder();
-    private final LongAdder observedCount = new LongAdder();
-
     private DataLoader(Builder<T> b) {
         this.dataset = b.dataset;
-        this.decoder = b.decoder;
         this.batchSize = b.batchSize;
-        this.prefetch = b.prefetch;
-        this.readAhead = b.readAhead > 0 ? b.readAhead : (int) Math.min(1024, (long) b.batchSize * b.prefetch);
-        this.maxBytesInFlight = b.maxBytesInFlight;
-        this.skipFailed = b.skipFailed;
+        int readAhead = b.readAhead > 0 ? b.readAhead : (int) Math.min(1024, (long) b.batchSize * b.prefetch);
+        this.settings = new LoaderSettings<>(b.dataset, b.decoder, b.batchSize, b.prefetch, readAhead,
+                b.maxBytesInFlight, b.skipFailed, b.collator);
+        this.counters = new LoaderCounters(b.prefetch);
         this.dropLast = b.dropLast;
         this.shuffled = b.shuffled;
         this.seed = b.seed;
@@ -116,14 +100,9 @@ public final class DataLoader<T> implements AutoCloseable {
                     return t;
                 });
         workers.allowCoreThreadTimeOut(true);
-        this.driver = b.drive ? dataset.cache().driver() : null;
-        this.collator = b.collator;
+        this.driver = b.drive ? dataset.cache().loaderSupport().driver() : null;
         // Buffers for the batches in the prefetch queue, the one the trainer holds and one being collated.
-        this.staging = b.collator == null ? null : new StagingPool(prefetch + 2, b.stagingBytes, b.pinnedStaging);
-        this.depthAtTake = new LongAdder[prefetch + 1];
-        for (int i = 0; i < depthAtTake.length; i++) {
-            depthAtTake[i] = new LongAdder();
-        }
+        this.staging = b.collator == null ? null : new StagingPool(b.prefetch + 2, b.stagingBytes, b.pinnedStaging);
         this.baseline = dataset.cache().stats();
         this.position = state(0, 0);
         // A loader dropped without close() must not keep pinning the cache's resident set nor its threads.
@@ -208,7 +187,7 @@ public final class DataLoader<T> implements AutoCloseable {
             long end = batchesPerEpoch();
             first = Math.min(first, end);
             int[] order = sampler.epoch(epoch);
-            EpochRun<T> run = new EpochRun<>(this, epoch, order, first, end);
+            EpochRun<T> run = new EpochRun<>(settings, counters, workers, staging, owner, epoch, order, first, end);
             current = run;
             position = normalized(epoch, first);
             if (driver != null) {
@@ -220,7 +199,7 @@ public final class DataLoader<T> implements AutoCloseable {
             Epoch<T> handle = new Epoch<>(run, CLEANER);
             run.start();
             if (first == end) {
-                finished(run);
+                owner.finished(run);
             }
             return handle;
         }
@@ -306,16 +285,13 @@ public final class DataLoader<T> implements AutoCloseable {
             names.add(tiers.get(i).name());
         }
         long misses = tiers.isEmpty() ? 0 : tiers.getLast().misses() - baseline.tiers().getLast().misses();
-        long[] depth = new long[depthAtTake.length];
-        for (int i = 0; i < depth.length; i++) {
-            depth[i] = depthAtTake[i].sum();
-        }
         int queued;
         synchronized (lock) {
             queued = current == null ? 0 : current.readyDepth();
         }
-        return new LoaderStats(samples.sum(), skipped.sum(), failed.sum(), batches.sum(), bytes.sum(),
-                dataWait.sum(), queued, depth, hits, List.copyOf(names), misses,
+        LoaderCounters c = counters;
+        return new LoaderStats(c.samples.sum(), c.skipped.sum(), c.failed.sum(), c.batches.sum(), c.bytes.sum(),
+                c.dataWait.sum(), queued, c.depthAtTake(), hits, List.copyOf(names), misses,
                 now.origin().reads() - baseline.origin().reads(),
                 now.origin().bytes() - baseline.origin().bytes());
     }
@@ -345,82 +321,41 @@ public final class DataLoader<T> implements AutoCloseable {
         }
     }
 
-    // -------------------------------------------------------------------------------------------- for EpochRun
+    // ------------------------------------------------------------------------------------- the epochs' position
 
-    ExecutorService workers() {
-        return workers;
-    }
+    /** Keeps the resumable position as the open epoch's trainer moves, and ends the cache's epoch with it. */
+    private final class Positions implements EpochRun.Owner<T> {
 
-    /** Bytes to reserve before reading a sample: its size if known, else the mean of those read so far. */
-    long estimate(int index) {
-        long known = dataset.byteSize(index);
-        if (known >= 0) {
-            return known;
-        }
-        long n = observedCount.sum();
-        // Before any size is known, one read at a time: a dataset of huge objects must not start readAhead of them.
-        return n == 0 ? maxBytesInFlight : observedBytes.sum() / n;
-    }
-
-    void observed(long sampleBytes) {
-        observedBytes.add(sampleBytes);
-        observedCount.increment();
-    }
-
-    void decodedBytes(long sampleBytes) {
-        bytes.add(sampleBytes);
-    }
-
-    String source(int index) {
-        return dataset instanceof WebDataset web ? web.source(index) : dataset.key(index);
-    }
-
-    void sampleFailed(boolean skippedIt) {
-        (skippedIt ? skipped : failed).increment();
-    }
-
-    void delivered(Batch<T> batch, long waitNanos, int depth) {
-        samples.add(batch.size());
-        batches.increment();
-        dataWait.add(waitNanos);
-        depthAtTake[Math.min(depth, depthAtTake.length - 1)].increment();
-    }
-
-    void failedBatch(long waitNanos, int depth) {
-        dataWait.add(waitNanos);
-        depthAtTake[Math.min(depth, depthAtTake.length - 1)].increment();
-    }
-
-    void advanced(EpochRun<T> run, long nextBatch) {
-        synchronized (lock) {
-            if (current == run) {
-                position = normalized(run.epoch, nextBatch);
+        @Override
+        public void advanced(EpochRun<T> run, long nextBatch) {
+            synchronized (lock) {
+                if (current == run) {
+                    position = normalized(run.epoch, nextBatch);
+                }
             }
         }
-    }
 
-    /** The trainer took the epoch's last batch: the cache no longer needs to hold its resident set for it. */
-    void finished(EpochRun<T> run) {
-        synchronized (lock) {
-            if (current == run && driver != null && !closed) {
-                driver.endEpoch();
-            }
-        }
-    }
-
-    void closed(EpochRun<T> run) {
-        synchronized (lock) {
-            if (current == run) {
-                current = null;
-                if (driver != null && !closed) {
+        /** The trainer took the epoch's last batch: the cache no longer needs to hold its resident set for it. */
+        @Override
+        public void finished(EpochRun<T> run) {
+            synchronized (lock) {
+                if (current == run && driver != null && !closed) {
                     driver.endEpoch();
                 }
             }
         }
-    }
 
-    void log(String what, Throwable e) {
-        LOG.log(System.Logger.Level.ERROR, "loader over " + dataset + ": " + what, e);
+        @Override
+        public void closed(EpochRun<T> run) {
+            synchronized (lock) {
+                if (current == run) {
+                    current = null;
+                    if (driver != null && !closed) {
+                        driver.endEpoch();
+                    }
+                }
+            }
+        }
     }
 
     /** Threads of the open epoch still running (tests: closing stops them). */

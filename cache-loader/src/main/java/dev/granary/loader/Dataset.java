@@ -68,6 +68,11 @@ public abstract sealed class Dataset permits ObjectDataset, WebDataset {
      */
     public abstract long byteSize(int index);
 
+    /** {@return where sample {@code index} comes from, for messages: its key, or its shard and offset} */
+    String source(int index) {
+        return key(index);
+    }
+
     /** {@return the cache the samples are read through} */
     public abstract TieredCache cache();
 

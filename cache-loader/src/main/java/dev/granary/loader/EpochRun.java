@@ -28,10 +28,29 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 final class EpochRun<T> {
 
+    private static final System.Logger LOG = System.getLogger(EpochRun.class.getName());
+
+    /** Whom an epoch tells where the trainer is: the loader, which keeps the resumable position. */
+    interface Owner<T> {
+        /** The trainer took a batch: the next one it gets is {@code nextBatch}. */
+        void advanced(EpochRun<T> run, long nextBatch);
+
+        /** The trainer took the epoch's last batch. */
+        void finished(EpochRun<T> run);
+
+        /** The epoch was closed (by the trainer, a new epoch, or the loader). */
+        void closed(EpochRun<T> run);
+    }
+
     final long epoch;
     final long firstBatch;
     final long endBatch;
-    private final DataLoader<T> loader;
+    private final LoaderSettings<T> settings;
+    private final LoaderCounters counters;
+    private final Executor workers;
+    /** The staging buffers of collated batches, or null without staging. */
+    private final StagingPool staging;
+    private final Owner<T> owner;
     private final int[] order;
     private final ArrayBlockingQueue<PendingBatch<T>> ready;
     private final Semaphore readSlots;
@@ -53,16 +72,21 @@ final class EpochRun<T> {
     /** The batch handed to the trainer last: its staging buffer is reused once the trainer asks for the next. */
     private volatile PendingBatch<T> handed;
 
-    EpochRun(DataLoader<T> loader, long epoch, int[] order, long firstBatch, long endBatch) {
-        this.loader = loader;
+    EpochRun(LoaderSettings<T> settings, LoaderCounters counters, Executor workers, StagingPool staging,
+            Owner<T> owner, long epoch, int[] order, long firstBatch, long endBatch) {
+        this.settings = settings;
+        this.counters = counters;
+        this.workers = workers;
+        this.staging = staging;
+        this.owner = owner;
         this.epoch = epoch;
         this.order = order;
         this.firstBatch = firstBatch;
         this.endBatch = endBatch;
         this.next = firstBatch;
-        this.ready = new ArrayBlockingQueue<>(loader.prefetch);
-        this.readSlots = new Semaphore(loader.readAhead);
-        this.budget = new ByteBudget(loader.maxBytesInFlight);
+        this.ready = new ArrayBlockingQueue<>(settings.prefetch());
+        this.readSlots = new Semaphore(settings.readAhead());
+        this.budget = new ByteBudget(settings.maxBytesInFlight());
         this.feeder = Thread.ofVirtual().name("granary-loader-feeder-" + epoch).unstarted(this::feed);
     }
 
@@ -103,7 +127,7 @@ final class EpochRun<T> {
             Batch<T> batch = taken.future.get();
             ensureOpen(); // closed meanwhile: its batches were cut short by the close, not real ones
             advance();
-            loader.delivered(batch, System.nanoTime() - wait0, depth);
+            counters.delivered(batch.size(), System.nanoTime() - wait0, depth);
             return batch;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -114,7 +138,7 @@ final class EpochRun<T> {
             throw new IllegalStateException("epoch " + epoch + " was closed", e);
         } catch (ExecutionException e) {
             advance();
-            loader.failedBatch(System.nanoTime() - wait0, depth);
+            counters.took(System.nanoTime() - wait0, depth);
             Throwable cause = e.getCause();
             if (cause instanceof SampleException se) {
                 throw se;
@@ -128,9 +152,9 @@ final class EpochRun<T> {
         handed = taken;
         taken = null;
         next++;
-        loader.advanced(this, next);
+        owner.advanced(this, next);
         if (next == endBatch) {
-            loader.finished(this);
+            owner.finished(this);
         }
     }
 
@@ -144,7 +168,7 @@ final class EpochRun<T> {
     // --------------------------------------------------------------------------------------------- the feeder
 
     private void feed() {
-        int batchSize = loader.batchSize;
+        int batchSize = settings.batchSize();
         try {
             for (long b = firstBatch; b < endBatch && !cancelled; b++) {
                 int from = (int) (b * batchSize);
@@ -155,7 +179,7 @@ final class EpochRun<T> {
                 ready.put(pending); // blocks while prefetch batches wait for the trainer: back-pressure
                 for (int j = 0; j < pending.indices.length && !cancelled; j++) {
                     int index = pending.indices[j];
-                    long estimate = loader.estimate(index);
+                    long estimate = estimate(index);
                     budget.acquire(estimate);
                     readSlots.acquire();
                     if (cancelled) {
@@ -170,13 +194,25 @@ final class EpochRun<T> {
         } catch (InterruptedException e) {
             // closed: abandon() completes the batches
         } catch (RuntimeException | Error e) {
-            loader.log("feeder of epoch " + epoch + " failed", e);
+            LOG.log(System.Logger.Level.ERROR, "loader over " + settings.dataset() + ": feeder of epoch " + epoch
+                    + " failed", e);
             feedFailure = e;
             PendingBatch<T> current = feeding;
             if (current != null) { // some of its samples were never started: the batch cannot complete
                 current.future.completeExceptionally(e);
             }
         }
+    }
+
+    /** Bytes to reserve before reading a sample: its size if known, else the mean of those read so far. */
+    private long estimate(int index) {
+        long known = settings.dataset().byteSize(index);
+        if (known >= 0) {
+            return known;
+        }
+        long mean = counters.meanSampleBytes();
+        // Before any size is known, one read at a time: a dataset of huge objects must not start readAhead of them.
+        return mean < 0 ? settings.maxBytesInFlight() : mean;
     }
 
     private void startRead(PendingBatch<T> pending, int slot, int index, long estimate) {
@@ -188,11 +224,11 @@ final class EpochRun<T> {
             long held = estimate;
             try {
                 if (!cancelled) {
-                    sample = loader.dataset.read(index);
+                    sample = settings.dataset().read(index);
                     long actual = sample.size();
                     budget.adjust(actual - estimate);
                     held = actual;
-                    loader.observed(actual);
+                    counters.observed(actual);
                 }
             } catch (IOException | RuntimeException | Error e) {
                 failure = failure(pending, index, e);
@@ -215,11 +251,11 @@ final class EpochRun<T> {
         Runnable task = () -> {
             try {
                 if (!cancelled) {
-                    T item = loader.decoder.decode(sample);
+                    T item = settings.decoder().decode(sample);
                     if (item == null) {
                         throw new NullPointerException("decoder returned null (expected: a decoded item)");
                     }
-                    pending.set(slot, item, sample.size(), loader);
+                    pending.set(slot, item, sample.size(), counters);
                 } else {
                     slotFailed(pending, slot, null);
                 }
@@ -231,7 +267,6 @@ final class EpochRun<T> {
                 done();
             }
         };
-        Executor workers = loader.workers();
         try {
             workers.execute(task);
         } catch (RejectedExecutionException e) { // the loader is closed
@@ -244,16 +279,16 @@ final class EpochRun<T> {
 
     /** A slot that yields nothing: cancelled ({@code failure == null}), skipped and counted, or failing its batch. */
     private void slotFailed(PendingBatch<T> pending, int slot, SampleException failure) {
-        boolean skip = failure == null || cancelled || loader.skipFailed;
+        boolean skip = failure == null || cancelled || settings.skipFailed();
         if (failure != null && !cancelled) {
-            loader.sampleFailed(skip);
+            counters.sampleFailed(skip);
         }
         pending.slotFailed(slot, skip ? null : failure);
     }
 
     private SampleException failure(PendingBatch<T> pending, int index, Throwable cause) {
-        return new SampleException(loader.dataset.key(index), index, loader.source(index), epoch,
-                pending.number, cause);
+        Dataset dataset = settings.dataset();
+        return new SampleException(dataset.key(index), index, dataset.source(index), epoch, pending.number, cause);
     }
 
     private void done() {
@@ -302,7 +337,7 @@ final class EpochRun<T> {
         releaseStaging(current);
         releaseStaging(taken);
         releaseStaging(handed);
-        loader.closed(this);
+        owner.closed(this);
     }
 
     /** {@return the batches decoded and waiting for the trainer, at the head of the queue} */
@@ -356,11 +391,11 @@ final class EpochRun<T> {
         }
 
 
-        void set(int slot, T item, long bytes, DataLoader<T> loader) {
+        void set(int slot, T item, long bytes, LoaderCounters counters) {
             synchronized (this) {
                 items[slot] = item;
             }
-            loader.decodedBytes(bytes);
+            counters.bytes.add(bytes);
             complete();
         }
 
@@ -436,13 +471,13 @@ final class EpochRun<T> {
     }
 
     private Batch<T> finish(PendingBatch<T> pending, Batch<T> batch) throws Exception {
-        StagingPool pool = loader.staging;
+        StagingPool pool = staging;
         if (pool == null || cancelled) {
             return batch;
         }
         MemorySegment buffer = pool.acquire();
         try {
-            long written = loader.collator.collate(batch.items(), buffer);
+            long written = settings.collator().collate(batch.items(), buffer);
             if (written < 0 || written > buffer.byteSize()) {
                 throw new IllegalStateException("collator wrote " + written + " bytes (expected: 0.."
                         + buffer.byteSize() + ", the staging buffer's size)");
@@ -460,10 +495,10 @@ final class EpochRun<T> {
 
     /** Returns a batch's staging buffer to the pool, once. */
     private void releaseStaging(PendingBatch<T> pending) {
-        if (pending != null && loader.staging != null) {
+        if (pending != null && staging != null) {
             MemorySegment buffer = pending.takeBuffer();
             if (buffer != null) {
-                loader.staging.release(buffer);
+                staging.release(buffer);
             }
         }
     }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.loader;
 
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -25,6 +26,34 @@ import java.util.List;
 public record LoaderStats(long samples, long skipped, long failed, long batches, long bytes, long dataWaitNanos,
         int queueDepth, long[] depthAtTake, long[] tierHits, List<String> tierNames, long misses, long originReads,
         long originBytes) {
+
+    /**
+     * Copies the arrays and the list, so a snapshot never changes.
+     *
+     * @throws IllegalArgumentException if an array or the list is null, or the tier arrays differ in length
+     */
+    public LoaderStats {
+        if (depthAtTake == null || tierHits == null || tierNames == null || tierHits.length != tierNames.size()) {
+            throw new IllegalArgumentException("loader stats: depthAtTake=" + Arrays.toString(depthAtTake)
+                    + ", tierHits=" + Arrays.toString(tierHits) + ", tierNames=" + tierNames
+                    + " (expected: non-null, one hit count per tier name)");
+        }
+        depthAtTake = depthAtTake.clone();
+        tierHits = tierHits.clone();
+        tierNames = List.copyOf(tierNames);
+    }
+
+    /** {@return how often the trainer found {@code d} ready batches when it asked for one, a copy} */
+    @Override
+    public long[] depthAtTake() {
+        return depthAtTake.clone();
+    }
+
+    /** {@return each tier's hits, in tier order, a copy} */
+    @Override
+    public long[] tierHits() {
+        return tierHits.clone();
+    }
 
     /** {@return the counters accumulated since {@code earlier}} (queue depth: the current one) */
     public LoaderStats minus(LoaderStats earlier) {
@@ -69,5 +98,34 @@ public record LoaderStats(long samples, long skipped, long failed, long batches,
             sum += d * depthAtTake[d];
         }
         return n == 0 ? 0 : (double) sum / n;
+    }
+
+    /** Equal when every figure is, arrays compared by content. */
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof LoaderStats x && samples == x.samples && skipped == x.skipped && failed == x.failed
+                && batches == x.batches && bytes == x.bytes && dataWaitNanos == x.dataWaitNanos
+                && queueDepth == x.queueDepth && Arrays.equals(depthAtTake, x.depthAtTake)
+                && Arrays.equals(tierHits, x.tierHits) && tierNames.equals(x.tierNames) && misses == x.misses
+                && originReads == x.originReads && originBytes == x.originBytes;
+    }
+
+    @Override
+    public int hashCode() {
+        return java.util.Objects.hash(samples, skipped, failed, batches, bytes, dataWaitNanos, queueDepth,
+                Arrays.hashCode(depthAtTake), Arrays.hashCode(tierHits), tierNames, misses, originReads, originBytes);
+    }
+
+    /** Every figure, arrays by content: {@code tierHits} per tier name. */
+    @Override
+    public String toString() {
+        StringBuilder tiers = new StringBuilder();
+        for (int i = 0; i < tierHits.length; i++) {
+            tiers.append(i == 0 ? "" : ", ").append(tierNames.get(i)).append('=').append(tierHits[i]);
+        }
+        return "LoaderStats[samples=" + samples + ", skipped=" + skipped + ", failed=" + failed + ", batches="
+                + batches + ", bytes=" + bytes + ", dataWaitNanos=" + dataWaitNanos + ", queueDepth=" + queueDepth
+                + ", depthAtTake=" + Arrays.toString(depthAtTake) + ", tierHits={" + tiers + "}, misses=" + misses
+                + ", originReads=" + originReads + ", originBytes=" + originBytes + "]";
     }
 }

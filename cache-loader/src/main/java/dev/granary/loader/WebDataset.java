@@ -2,6 +2,7 @@
 package dev.granary.loader;
 
 import dev.granary.Lease;
+import dev.granary.LoaderSupport;
 import dev.granary.ObjectInfo;
 import dev.granary.TieredCache;
 import java.io.IOException;
@@ -37,7 +38,7 @@ import java.util.concurrent.Semaphore;
  *
  * <h2>Versions</h2>
  * Each shard is indexed at one version (S3 ETag, GCS generation, POSIX size+mtime), and every later read of it is
- * pinned to that version ({@link TieredCache#readExtent(dev.granary.ObjectInfo, long, int)}): cached samples of the
+ * pinned to that version ({@link dev.granary.LoaderSupport#readExtent(dev.granary.ObjectInfo, long, int)}): cached samples of the
  * indexed version keep being served, and a sample that must come from the origin after the shard was rewritten fails
  * its batch with an {@link dev.granary.ObjectChangedException} — the index's offsets are never applied to other
  * bytes. Index the shards again to pick up a new version.
@@ -171,17 +172,18 @@ public final class WebDataset extends Dataset {
 
     private static List<ShardSamples.Entry> indexShard(TieredCache cache, ObjectInfo info) throws IOException {
         String shard = info.key();
+        LoaderSupport extents = cache.loaderSupport();
         TarIndex.RangeReader reader = new TarIndex.RangeReader() {
             @Override
             public ByteBuffer read(long offset, int length) throws IOException {
-                try (Lease lease = cache.readExtent(info, offset, length)) { // a header block: cached
+                try (Lease lease = extents.readExtent(info, offset, length)) { // a header block: cached
                     return copy(lease);
                 }
             }
 
             @Override
             public ByteBuffer readAhead(long offset, int length) throws IOException {
-                try (Lease lease = cache.readExtentUncached(info, offset, length)) { // a window: not kept
+                try (Lease lease = extents.readExtentUncached(info, offset, length)) { // a window: not kept
                     return copy(lease);
                 }
             }
@@ -241,13 +243,14 @@ public final class WebDataset extends Dataset {
     }
 
     /** Where a sample's bytes are, for messages: {@code shard@offset}. */
+    @Override
     String source(int index) {
         return "shard '" + shard(index) + "' at offset " + start[index];
     }
 
     @Override
     Sample read(int index) throws IOException {
-        Lease lease = cache.readExtent(versions[shardOf[index]], start[index], length[index]);
+        Lease lease = cache.loaderSupport().readExtent(versions[shardOf[index]], start[index], length[index]);
         try {
             ByteBuffer extent = lease.bytes();
             String[] names = fieldNames[index];

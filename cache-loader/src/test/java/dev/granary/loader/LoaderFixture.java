@@ -16,7 +16,7 @@ final class LoaderFixture {
 
     static TieredCache cache(LeakCheck leaks, Origin origin, long memoryBytes) {
         MemoryTier memory = MemoryTier.builder().capacity(memoryBytes).slabSize(1 << 20).build();
-        leaks.released("memory tier", memory::isReleased);
+        leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
         return leaks.watch(TieredCache.builder(origin).tier(memory).pageSize(64 << 10)
                 .leakDetection(LeakDetection.PARANOID).build());
     }

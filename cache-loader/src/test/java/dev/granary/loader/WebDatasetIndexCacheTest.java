@@ -29,7 +29,7 @@ class WebDatasetIndexCacheTest {
     private TieredCache cache(Path data, Path disk) {
         MemoryTier memory = MemoryTier.builder().capacity(4L << 20).build();
         DiskTier diskTier = DiskTier.builder().directory(disk).capacity(64L << 20).segmentSize(1L << 20).build();
-        leaks.released("memory tier", memory::isReleased);
+        leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
         leaks.released("disk tier", diskTier::isReleased);
         return leaks.watch(TieredCache.builder(PosixOrigin.of(data)).tier(memory).tier(diskTier).build());
     }

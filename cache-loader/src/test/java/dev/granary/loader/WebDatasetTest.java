@@ -472,7 +472,7 @@ class WebDatasetTest {
         List<Written> written = samples(shards);
         Shard shard = shards.get(1);
         MemoryTier memory = MemoryTier.builder().capacity(16L << 20).slabSize(1 << 20).build();
-        leaks.released("memory tier", memory::isReleased);
+        leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
         try (TieredCache cache = leaks.watch(TieredCache.builder(PosixOrigin.of(root)).tier(memory).pageSize(64 << 10)
                 .metadataTtl(Duration.ofSeconds(ttlSeconds)).leakDetection(LeakDetection.PARANOID).build())) {
             WebDataset dataset = WebDataset.of(cache, keys(shards));

@@ -330,13 +330,16 @@ public final class MemoryTier implements Tier {
                 Optional.ofNullable(pinningFailure));
     }
 
-    /** {@return the number of pages in the index} */
-    public int pageCount() {
+    /** {@return the number of pages in the index; for tests} */
+    int pageCount() {
         return index.size();
     }
 
-    /** {@return whether the tier is closed and every byte of its memory has been returned to the OS} */
-    public boolean isReleased() {
+    /**
+     * {@return whether the tier is closed and every byte of its memory has been returned to the OS; for tests} Outside
+     * this package, {@code stats().usedBytes() == 0} after close says the same.
+     */
+    boolean isReleased() {
         return allocator.isReleased();
     }
 

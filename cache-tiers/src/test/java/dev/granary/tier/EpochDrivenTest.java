@@ -89,7 +89,7 @@ class EpochDrivenTest {
     @Test
     void drivenEpochsHitExactlyTheStableResidentSetAtTheCeiling() throws IOException {
         long[] driven = new long[6];
-        try (TieredCache cache = cache(root.resolve("disk")); EpochDriver driver = cache.driver()) {
+        try (TieredCache cache = cache(root.resolve("disk")); EpochDriver driver = cache.loaderSupport().driver()) {
             for (int e = 0; e < driven.length; e++) {
                 driver.startEpoch();
                 driven[e] = epoch(cache, e, keys);
@@ -137,7 +137,7 @@ class EpochDrivenTest {
         try (TieredCache cache = cache(root.resolve("disk"))) {
             epoch(cache, 99, foreign); // the tiers are full of another dataset
             epoch(cache, 98, foreign);
-            try (EpochDriver driver = cache.driver()) {
+            try (EpochDriver driver = cache.loaderSupport().driver()) {
                 for (int e = 0; e < hits.length; e++) {
                     driver.startEpoch();
                     hits[e] = epoch(cache, e, keys);
@@ -158,14 +158,14 @@ class EpochDrivenTest {
     void aWarmDiskReopenedUnderALoaderKeepsItsPagesThroughTheFirstEpoch() throws IOException {
         Path disk = root.resolve("disk");
         long before;
-        try (TieredCache cache = cache(disk); EpochDriver driver = cache.driver()) {
+        try (TieredCache cache = cache(disk); EpochDriver driver = cache.loaderSupport().driver()) {
             for (int e = 0; e < 3; e++) {
                 driver.startEpoch();
                 before = epoch(cache, e, keys);
                 driver.endEpoch();
             }
         }
-        try (TieredCache cache = cache(disk); EpochDriver driver = cache.driver()) {
+        try (TieredCache cache = cache(disk); EpochDriver driver = cache.loaderSupport().driver()) {
             driver.startEpoch();
             long first = epoch(cache, 7, keys);
             driver.endEpoch();
@@ -180,7 +180,7 @@ class EpochDrivenTest {
     @Test
     void driverMisuseIsRefusedWithClearMessages() throws IOException {
         try (TieredCache cache = cache(root.resolve("disk"))) {
-            EpochDriver driver = cache.driver();
+            EpochDriver driver = cache.loaderSupport().driver();
             driver.startEpoch();
             IllegalStateException twice = assertThrows(IllegalStateException.class, driver::startEpoch);
             assertTrue(twice.getMessage().contains("already started"), twice.getMessage());

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+package dev.granary;
+
+import java.io.EOFException;
+import java.io.IOException;
+
+/**
+ * The controls a data loader needs beyond {@link TieredCache}'s small facade: reads of byte extents cached as units of
+ * their own (samples inside tar shards), reads pinned to one version of an object, and the {@link EpochDriver} by
+ * which a loader tells the cache its epochs. Applications that read objects do not need it; Granary's
+ * {@code DataLoader} and {@code WebDataset} use it, as may a third-party loader. Obtained from
+ * {@link TieredCache#loaderSupport()}, like Caffeine's {@code cache.policy()}.
+ *
+ * <h2>Why extents</h2>
+ * A random sample read inside a large shard must not be amplified into a page fetch: the unit of a miss is the
+ * sample's own extent, one ranged origin read of exactly its bytes, cached as one unit. Reading page-sized pages of a
+ * shard in shuffled order would move several times the bytes (docs/architecture.md). Extents and pages of one object
+ * are cached independently; both are keyed by the object's version, so neither is served once it changes. An extent
+ * larger than a tier can hold in one piece (a memory slab, a disk segment) is served without being cached there.
+ *
+ * <p>Thread-safe: a stateless view of its cache; every method may be called from any thread. It is valid as long as
+ * the cache is open.
+ */
+public final class LoaderSupport {
+
+    private final TieredCache cache;
+
+    LoaderSupport(TieredCache cache) {
+        this.cache = cache;
+    }
+
+    /**
+     * Reads a byte range of an object's current version and caches it as one unit of its own, not as pages. The
+     * lease is always a zero-copy view.
+     *
+     * @param key    the object key, relative to the origin's root
+     * @param offset the first byte, {@code >= 0}
+     * @param length the number of bytes, {@code >= 0}; {@code offset + length} must not exceed the object's size
+     * @return a lease on the bytes; close it
+     * @throws IllegalArgumentException if the key is invalid or {@code offset} or {@code length} is negative
+     * @throws EOFException             if the range ends past the end of the object
+     * @throws NoSuchObjectException    if the object does not exist
+     * @throws ObjectChangedException   if the object kept changing while being read
+     * @throws IOException              if the origin fails or does not answer within the read timeout
+     * @throws IllegalStateException    if the cache is closed
+     */
+    public Lease readExtent(String key, long offset, int length) throws IOException {
+        return cache.readExtent(key, offset, length);
+    }
+
+    /**
+     * Reads a byte range of one known version of an object and caches it as one unit, without asking what the current
+     * version is: for a reader that indexed an object once (a tar shard) and must read every later extent from that
+     * same version, so that its offsets stay valid. Cached bytes of that version are served even if the object has
+     * changed since; a miss reads the origin pinned to the version and fails with {@link ObjectChangedException} if
+     * the origin no longer has it — never bytes of another version.
+     *
+     * @param object the object's key, size and version, as {@link TieredCache#stat} or {@link TieredCache#list}
+     *               returned them
+     * @param offset the first byte, {@code >= 0}
+     * @param length the number of bytes, {@code >= 0}; {@code offset + length} must not exceed the object's size
+     * @return a lease on the bytes; close it
+     * @throws IllegalArgumentException if {@code object} is null or its key invalid, or the range is negative
+     * @throws EOFException             if the range ends past the object's size
+     * @throws ObjectChangedException   if a miss finds that the object no longer has this version
+     * @throws IOException              if the origin fails or does not answer within the read timeout
+     * @throws IllegalStateException    if the cache is closed
+     */
+    public Lease readExtent(ObjectInfo object, long offset, int length) throws IOException {
+        return cache.pinnedExtent(object, offset, length, true);
+    }
+
+    /**
+     * Reads a byte range of one known version of an object for a one-off use, without caching it: served from the
+     * tiers if exactly this extent is cached, else read from the origin (pinned to the version, within the origin's
+     * concurrency limit and the read timeout, concurrent identical reads coalesced) into memory of its own that no
+     * tier keeps. For scans whose bytes will not be read again — such as read-ahead through a tar shard's headers —
+     * and that must not take room from the samples.
+     *
+     * @param object the object's key, size and version, as {@link TieredCache#stat} or {@link TieredCache#list}
+     *               returned them
+     * @param offset the first byte, {@code >= 0}
+     * @param length the number of bytes, {@code >= 0}; {@code offset + length} must not exceed the object's size
+     * @return a lease on the bytes; close it
+     * @throws IllegalArgumentException if {@code object} is null or its key invalid, or the range is negative
+     * @throws EOFException             if the range ends past the object's size
+     * @throws ObjectChangedException   if the origin no longer has this version
+     * @throws IOException              if the origin fails or does not answer within the read timeout
+     * @throws IllegalStateException    if the cache is closed
+     */
+    public Lease readExtentUncached(ObjectInfo object, long offset, int length) throws IOException {
+        return cache.pinnedExtent(object, offset, length, false);
+    }
+
+    /**
+     * Returns a new handle by which a loader tells the cache when its epochs start and end, so that the tiers keep a
+     * stable resident set and reach the hit-ratio ceiling under epoch-shuffled reads; see {@link EpochDriver}.
+     *
+     * @return a driver; close it when the loader is done
+     * @throws IllegalStateException if the cache is closed
+     */
+    public EpochDriver driver() {
+        return cache.newDriver();
+    }
+
+    @Override
+    public String toString() {
+        return "LoaderSupport[" + cache + "]";
+    }
+}

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+package dev.granary.tier;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.granary.EpochDriver;
+import dev.granary.LeakDetection;
+import dev.granary.Lease;
+import dev.granary.ObjectInfo;
+import dev.granary.TieredCache;
+import dev.granary.origin.posix.PosixOrigin;
+import dev.granary.testkit.Bytes;
+import dev.granary.testkit.Dataset;
+import dev.granary.testkit.LeakCheck;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The facade's small defects an outside user found by trying it, each pinned down. */
+class TieredCacheFacadeTest {
+
+    @RegisterExtension
+    final LeakCheck leaks = new LeakCheck();
+
+    @TempDir
+    Path temp;
+
+    @Test
+    void aCacheWithoutATierIsRefusedSayingWhatToAdd() throws Exception {
+        PosixOrigin origin = PosixOrigin.of(temp);
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> TieredCache.builder(origin).build());
+        assertTrue(e.getMessage().contains("has no tier (expected: at least one tier, e.g. .tier(MemoryTier"),
+                e.getMessage());
+        origin.close();
+    }
+
+    @Test
+    void underParanoidDetectionABufferKeptPastCloseFailsInsteadOfShowingOtherBytes() throws Exception {
+        Dataset data = new Dataset(Files.createDirectories(temp.resolve("data")), 1);
+        byte[] bytes = data.put("a", 10_000);
+        try (TieredCache cache = TieredCache.builder(PosixOrigin.of(data.root()))
+                .tier(MemoryTier.builder().capacity(1 << 20).build())
+                .leakDetection(LeakDetection.PARANOID).build()) {
+            Lease lease = cache.read("a");
+            ByteBuffer kept = lease.bytes();
+            MemorySegment keptSegment = lease.segment();
+            Bytes.assertSame(bytes, kept, "readable while the lease is open");
+            lease.close();
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> kept.get(0));
+            assertTrue(e.getMessage().contains("closed"), e.getMessage());
+            assertThrows(IllegalStateException.class, () -> keptSegment.get(java.lang.foreign.ValueLayout.JAVA_BYTE,
+                    0));
+            assertThrows(IllegalStateException.class, lease::bytes);
+            assertEquals(0, cache.stats().openLeases());
+            try (Lease again = cache.read("a")) {
+                Bytes.assertSame(bytes, again.bytes(), "the page itself is intact and served again");
+            }
+        }
+    }
+
+    @Test
+    void loaderControlsLiveBehindOneView() throws Exception {
+        Dataset data = new Dataset(Files.createDirectories(temp.resolve("data")), 3);
+        byte[] bytes = data.put("shard.tar", 50_000);
+        try (TieredCache cache = leaks.watch(TieredCache.builder(PosixOrigin.of(data.root()))
+                .tier(MemoryTier.builder().capacity(1 << 20).build()).leakDetection(LeakDetection.PARANOID)
+                .build())) {
+            ObjectInfo info = cache.stat("shard.tar");
+            try (Lease a = cache.loaderSupport().readExtent("shard.tar", 1_000, 2_000);
+                    Lease b = cache.loaderSupport().readExtent(info, 1_000, 2_000);
+                    Lease c = cache.loaderSupport().readExtentUncached(info, 10_000, 5_000)) {
+                Bytes.assertSame(java.util.Arrays.copyOfRange(bytes, 1_000, 3_000), a.bytes(), "extent");
+                Bytes.assertSame(java.util.Arrays.copyOfRange(bytes, 1_000, 3_000), b.bytes(), "pinned extent");
+                Bytes.assertSame(java.util.Arrays.copyOfRange(bytes, 10_000, 15_000), c.bytes(), "uncached");
+            }
+            assertEquals(2, cache.stats().origin().reads(), "the pinned extent was the cached one: a hit");
+            try (EpochDriver driver = cache.loaderSupport().driver()) {
+                driver.startEpoch();
+                assertTrue(driver.inEpoch());
+                IllegalStateException twice = assertThrows(IllegalStateException.class, driver::startEpoch);
+                assertTrue(twice.getMessage().contains("already started"), twice.getMessage());
+                driver.endEpoch();
+            }
+        }
+    }
+}
