@@ -201,8 +201,8 @@ class GcsOriginFaultTest {
 
     /**
      * The store is down for two seconds (every call refused) while a read and a stat are made: with the default retry
-     * budget both wait it out and succeed, the wait counted in retries. With the old default of 5 attempts a few
-     * milliseconds apart, both failed at once.
+     * budget both wait it out and succeed, the wait counted in retries. With the old default of 5 attempts (backoff
+     * ceilings 50 to 400 ms, at most 0.75 s of sleep in all), both failed well before the store came back.
      */
     @Test
     void withTheDefaultsAShortOutageIsRiddenOut() throws Exception {
