@@ -8,33 +8,26 @@ import dev.granary.spi.Origin;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.DirectoryStream;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.NotDirectoryException;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.BasicFileAttributes;
-import java.nio.file.attribute.FileTime;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.Deque;
 import java.util.Iterator;
 import java.util.List;
-import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.Spliterator;
 import java.util.Spliterators;
 import java.util.stream.Stream;
 import java.util.stream.StreamSupport;
-import java.util.concurrent.TimeUnit;
 
 /**
  * An origin over a directory of a POSIX file system: a local disk, or a mount of Lustre, NFS, GPFS, JuiceFS or
@@ -45,6 +38,15 @@ import java.util.concurrent.TimeUnit;
  * empty segments, a trailing {@code /}), that are absolute, that contain {@code ..}, or whose real path (after
  * symbolic links) lies outside the root's real path are rejected with {@link IllegalArgumentException}: one key can
  * never read a file outside the root. Only regular files are objects.
+ *
+ * <h2>Symbolic links</h2>
+ * A file is opened from a descriptor of the root one path component at a time with {@code openat(…, O_NOFOLLOW)}, and
+ * read and checked through its own descriptor ({@code pread}, {@code statx}), so a link is never followed unchecked:
+ * when the walk meets one, the key's real path is resolved, checked to lie inside the root, and that link-free path is
+ * opened the same way. A directory swapped for a link between the check and the open (a race that served files
+ * outside the root when files were opened by path) makes the read fail with an {@link IOException} naming the key;
+ * it never returns another file's bytes. {@link #stat} and {@link #list} follow the same rule. This needs Linux on
+ * x86-64 or aarch64; {@link #of} refuses elsewhere.
  *
  * <h2>Versions</h2>
  * An object's version is its size, modification time (nanoseconds where the file system keeps them) and inode. A read
@@ -57,13 +59,14 @@ import java.util.concurrent.TimeUnit;
  * (the order S3 lists in), so that datasets list identically on every origin. Symbolic links to files inside the root
  * are listed; links to directories are not followed (no cycles); links that lead out of the root are skipped.
  *
- * <p>Thread-safe; reads use positional I/O on a channel opened per read.
+ * <p>Thread-safe; each read opens its own descriptor and reads with {@code pread} straight into the destination when
+ * it is native memory (through a native bounce buffer when it is a heap segment).
  */
 public final class PosixOrigin implements Origin {
 
     private static final int DEFAULT_CONCURRENCY = 64;
-    private static final boolean UNIX_VIEW =
-            java.nio.file.FileSystems.getDefault().supportedFileAttributeViews().contains("unix");
+    /** The native bounce buffer for reads into heap segments. */
+    private static final long HEAP_CHUNK = 1 << 20;
 
     private final Path root;
     private final Path realRoot;
@@ -96,6 +99,7 @@ public final class PosixOrigin implements Origin {
      * @return the origin
      * @throws IllegalArgumentException if {@code root} is null, does not exist or is not a directory, or
      *                                  {@code maxConcurrency < 1}
+     * @throws UnsupportedOperationException if this is not Linux on x86-64 or aarch64 (see the class comment)
      */
     public static PosixOrigin of(Path root, int maxConcurrency) {
         if (root == null) {
@@ -113,6 +117,10 @@ public final class PosixOrigin implements Origin {
         }
         if (!Files.isDirectory(real)) {
             throw new IllegalArgumentException("root directory: " + root + " (expected: a directory, found a file)");
+        }
+        if (NoFollow.UNAVAILABLE != null) {
+            throw new UnsupportedOperationException("PosixOrigin opens files with openat(O_NOFOLLOW) and statx, which"
+                    + " need Linux on x86-64 or aarch64: " + NoFollow.UNAVAILABLE);
         }
         return new PosixOrigin(root, real, maxConcurrency);
     }
@@ -134,38 +142,85 @@ public final class PosixOrigin implements Origin {
 
     @Override
     public ObjectInfo stat(String key) throws IOException {
-        Path file = resolve(key);
-        FileState state = attributes(key, file);
-        return new ObjectInfo(key, state.size(), state.version());
+        checkKey(key);
+        int fd = open(key, NoFollow.O_PATH);
+        try {
+            NoFollow.Stat state;
+            try {
+                state = NoFollow.stat(fd);
+            } catch (NoFollow.Failure e) {
+                throw new IOException("stat of '" + key + "' in " + uri + " failed: " + e.getMessage(), e);
+            }
+            if (state.link()) {
+                // O_PATH | O_NOFOLLOW opened the link itself: resolve and check where it leads.
+                NoFollow.close(fd);
+                fd = -1;
+                fd = openResolved(key, NoFollow.O_PATH);
+                state = fstat(key, fd);
+            }
+            if (!state.regular()) {
+                throw new NoSuchObjectException(uri, key, new IOException("'" + key + "' in " + realRoot
+                        + " is not a regular file (a directory is not an object)"));
+            }
+            return new ObjectInfo(key, state.size(), version(state));
+        } finally {
+            if (fd >= 0) {
+                NoFollow.close(fd);
+            }
+        }
     }
 
     @Override
     public void read(ObjectInfo object, long position, MemorySegment dst) throws IOException {
-        if (position < 0) {
-            throw new IllegalArgumentException("position in '" + object.key() + "': " + position + " (expected: >= 0)");
-        }
         String key = object.key();
-        Path file = resolve(key);
-        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS)) {
-            checkVersion(object, file);
-            long length = dst.byteSize();
+        if (position < 0) {
+            throw new IllegalArgumentException("position in '" + key + "': " + position + " (expected: >= 0)");
+        }
+        checkKey(key);
+        long length = dst.byteSize();
+        // O_NONBLOCK: opening a FIFO that replaced the file must not block; it changes nothing for regular files.
+        int fd = open(key, NoFollow.O_RDONLY | NoFollow.O_NONBLOCK);
+        try {
+            checkVersion(object, fd);
             if (position + length > object.size()) {
                 throw new EOFException("range [" + position + ", " + (position + length) + ") of '" + key + "' in "
                         + uri + ": past the end (expected: within the object's " + object.size() + " bytes)");
             }
-            ByteBuffer buffer = dst.asByteBuffer();
-            long at = position;
-            while (buffer.hasRemaining()) {
-                int n = channel.read(buffer, at);
-                if (n < 0) {
-                    // The file shrank under us: that is a new version, whatever its mtime says.
-                    throw new ObjectChangedException(uri, key, object.version(), null);
+            if (dst.isNative()) {
+                readFully(object, fd, dst, position);
+            } else {
+                // A heap segment cannot be handed to a non-critical downcall: read through native chunks.
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment chunk = arena.allocate(Math.min(length, HEAP_CHUNK));
+                    for (long done = 0; done < length; ) {
+                        MemorySegment part = chunk.asSlice(0, Math.min(chunk.byteSize(), length - done));
+                        readFully(object, fd, part, position + done);
+                        MemorySegment.copy(part, 0, dst, done, part.byteSize());
+                        done += part.byteSize();
+                    }
                 }
-                at += n;
             }
-            checkVersion(object, file);
-        } catch (NoSuchFileException e) {
-            throw new NoSuchObjectException(uri, key, e);
+            checkVersion(object, fd);
+        } finally {
+            NoFollow.close(fd);
+        }
+    }
+
+    private void readFully(ObjectInfo object, int fd, MemorySegment dst, long position) throws IOException {
+        long done = 0;
+        while (done < dst.byteSize()) {
+            long n;
+            try {
+                n = NoFollow.pread(fd, dst.asSlice(done), position + done);
+            } catch (NoFollow.Failure e) {
+                throw new IOException("read of '" + object.key() + "' in " + uri + " at " + (position + done)
+                        + " failed: " + e.getMessage(), e);
+            }
+            if (n == 0) {
+                // The file shrank under us: that is a new version, whatever its mtime says.
+                throw new ObjectChangedException(uri, object.key(), object.version(), null);
+            }
+            done += n;
         }
     }
 
@@ -180,11 +235,12 @@ public final class PosixOrigin implements Origin {
         int slash = prefix.lastIndexOf('/');
         String dirKey = slash < 0 ? "" : prefix.substring(0, slash + 1);
         String namePrefix = prefix.substring(slash + 1);
-        Path dir = dirKey.isEmpty() ? realRoot : realRoot.resolve(dirKey);
         if (!dirKey.isEmpty()) {
+            // The prefix's directory may be reached through links inside the root; below it, links to directories
+            // are not followed.
             Path realDir;
             try {
-                realDir = dir.toRealPath();
+                realDir = realRoot.resolve(dirKey).toRealPath();
             } catch (FileSystemException e) {
                 if (absent(e)) {
                     return Stream.empty();
@@ -194,8 +250,12 @@ public final class PosixOrigin implements Origin {
             if (!realDir.startsWith(realRoot) || !Files.isDirectory(realDir)) {
                 return Stream.empty();
             }
+            String relative = realRoot.relativize(realDir).toString();
+            Walker walker = new Walker(relative.isEmpty() ? "" : relative + "/", dirKey, namePrefix);
+            return StreamSupport.stream(Spliterators.spliteratorUnknownSize(walker,
+                    Spliterator.ORDERED | Spliterator.NONNULL | Spliterator.DISTINCT), false);
         }
-        Walker walker = new Walker(dir, dirKey, namePrefix);
+        Walker walker = new Walker("", "", namePrefix);
         return StreamSupport.stream(Spliterators.spliteratorUnknownSize(walker,
                 Spliterator.ORDERED | Spliterator.NONNULL | Spliterator.DISTINCT), false);
     }
@@ -210,8 +270,8 @@ public final class PosixOrigin implements Origin {
 
     // ------------------------------------------------------------------------------------------------- internals
 
-    /** Resolves a key to the real path of a file inside the root, or rejects it. */
-    private Path resolve(String key) throws IOException {
+    /** Rejects keys that are not normalised relative paths. */
+    private void checkKey(String key) {
         if (key == null || key.isEmpty() || key.startsWith("/") || key.endsWith("/") || key.contains("\0")
                 || key.contains("//")) {
             throw new IllegalArgumentException("key: " + (key == null ? "null" : "'" + key + "'")
@@ -223,10 +283,39 @@ public final class PosixOrigin implements Origin {
                         + " keys may not escape the root " + realRoot + ")");
             }
         }
-        Path path = realRoot.resolve(key);
+    }
+
+    /**
+     * Opens the file a key names, never following a link that was not checked: first component by component with
+     * {@code O_NOFOLLOW}; if that meets a link, the key's real path is resolved and checked to lie inside the root,
+     * and that path (which then has no links) is opened the same way. A link that appears between the check and the
+     * open makes the open fail; it is never followed.
+     *
+     * @param flags the flags of the last component's open
+     * @return a descriptor of the file (which may be of any type: the caller checks)
+     * @throws NoSuchObjectException    if there is no such file
+     * @throws IllegalArgumentException if the key leads out of the root through a link
+     * @throws IOException              if the tree changed under the open, or the open failed otherwise
+     */
+    private int open(String key, int flags) throws IOException {
+        try {
+            return openChain(key, flags);
+        } catch (NoFollow.Failure e) {
+            if (e.errno == NoFollow.ENOENT) {
+                throw new NoSuchObjectException(uri, key, e);
+            }
+            if (e.errno != NoFollow.ELOOP && e.errno != NoFollow.ENOTDIR) {
+                throw new IOException("open of '" + key + "' in " + uri + " failed: " + e.getMessage(), e);
+            }
+        }
+        return openResolved(key, flags);
+    }
+
+    /** The slow path of {@link #open}: a link on the way (or a file where a directory should be). */
+    private int openResolved(String key, int flags) throws IOException {
         Path real;
         try {
-            real = path.toRealPath();
+            real = realRoot.resolve(key).toRealPath();
         } catch (FileSystemException e) {
             if (absent(e)) {
                 throw new NoSuchObjectException(uri, key, e);
@@ -237,55 +326,75 @@ public final class PosixOrigin implements Origin {
             throw new IllegalArgumentException("key: '" + key + "' leads to " + real
                     + " through a symbolic link (expected: a file inside the root " + realRoot + ")");
         }
-        return real;
-    }
-
-    /** What one stat of a file says: enough for a version. */
-    private record FileState(boolean regular, long size, String version) {}
-
-    /** Reads a file's state with one stat call (the unix attribute view), or the basic view where there is none. */
-    private static FileState state(Path file) throws IOException {
-        if (UNIX_VIEW) {
-            Map<String, Object> a = Files.readAttributes(file, "unix:isRegularFile,size,lastModifiedTime,ino",
-                    LinkOption.NOFOLLOW_LINKS);
-            long size = (Long) a.get("size");
-            long mtime = ((FileTime) a.get("lastModifiedTime")).to(TimeUnit.NANOSECONDS);
-            return new FileState((Boolean) a.get("isRegularFile"), size, version(size, mtime, a.get("ino")));
-        }
-        BasicFileAttributes a = Files.readAttributes(file, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
-        return new FileState(a.isRegularFile(), a.size(),
-                version(a.size(), a.lastModifiedTime().to(TimeUnit.NANOSECONDS), a.fileKey()));
-    }
-
-    /** size-mtime-inode, each in hex. */
-    private static String version(long size, long mtimeNanos, Object inode) {
-        return Long.toHexString(size) + "-" + Long.toHexString(mtimeNanos)
-                + (inode == null ? "" : "-" + (inode instanceof Long l ? Long.toHexString(l) : inode));
-    }
-
-    private FileState attributes(String key, Path file) throws IOException {
-        FileState state;
         try {
-            state = state(file);
-        } catch (NoSuchFileException e) {
-            throw new NoSuchObjectException(uri, key, e);
+            return openChain(realRoot.relativize(real).toString(), flags);
+        } catch (NoFollow.Failure e) {
+            if (e.errno == NoFollow.ENOENT) {
+                throw new NoSuchObjectException(uri, key, e);
+            }
+            if (e.errno == NoFollow.ELOOP || e.errno == NoFollow.ENOTDIR) {
+                throw new IOException("open of '" + key + "' in " + uri + " refused: its real path " + real
+                        + " changed to go through a symbolic link while it was being opened (" + e.getMessage()
+                        + "; links are never followed unchecked)", e);
+            }
+            throw new IOException("open of '" + key + "' in " + uri + " failed: " + e.getMessage(), e);
         }
-        if (!state.regular()) {
-            throw new NoSuchObjectException(uri, key,
-                    new IOException(file + " is not a regular file (a directory is not an object)"));
+    }
+
+    /**
+     * Opens a relative path from the root, one component at a time with {@code O_NOFOLLOW}. The last component is
+     * opened with {@code flags}; with {@code O_PATH} a link there opens the link itself, which the caller sees in its
+     * mode.
+     */
+    private int openChain(String relative, int flags) throws NoFollow.Failure {
+        int dir = NoFollow.openDirectory(realRoot.toString());
+        try {
+            int from = 0;
+            while (true) {
+                int slash = relative.indexOf('/', from);
+                if (slash < 0) {
+                    return NoFollow.openat(dir, relative.substring(from),
+                            flags | NoFollow.O_NOFOLLOW | NoFollow.O_CLOEXEC);
+                }
+                int next = NoFollow.openat(dir, relative.substring(from, slash),
+                        NoFollow.O_PATH | NoFollow.O_DIRECTORY | NoFollow.O_NOFOLLOW | NoFollow.O_CLOEXEC);
+                NoFollow.close(dir);
+                dir = next;
+                from = slash + 1;
+            }
+        } finally {
+            NoFollow.close(dir);
+        }
+    }
+
+    /** {@return the state of an open file}; a link (only an {@code O_PATH} open yields one) means the tree changed */
+    private NoFollow.Stat fstat(String key, int fd) throws IOException {
+        NoFollow.Stat state;
+        try {
+            state = NoFollow.stat(fd);
+        } catch (NoFollow.Failure e) {
+            throw new IOException("stat of '" + key + "' in " + uri + " failed: " + e.getMessage(), e);
+        }
+        if (state.link()) {
+            // The last component was a link checked to lead inside the root, then replaced by another link.
+            throw new IOException("stat of '" + key + "' in " + uri + " refused: it became a symbolic link while it"
+                    + " was being opened (links are never followed unchecked)");
         }
         return state;
     }
 
-    private void checkVersion(ObjectInfo expected, Path file) throws IOException {
-        FileState state;
-        try {
-            state = attributes(expected.key(), file);
-        } catch (NoSuchObjectException e) {
-            throw new ObjectChangedException(uri, expected.key(), expected.version(), null, e);
-        }
-        if (!state.version().equals(expected.version())) {
-            throw new ObjectChangedException(uri, expected.key(), expected.version(), state.version());
+    /** size-mtime-inode, each in hex (the same as before reads went through descriptors, so versions persist). */
+    private static String version(NoFollow.Stat state) {
+        return Long.toHexString(state.size()) + "-" + Long.toHexString(state.mtimeNanos()) + "-"
+                + Long.toHexString(state.inode());
+    }
+
+    /** Checks that the open file is still the version asked for: the descriptor's own state, not a path's. */
+    private void checkVersion(ObjectInfo expected, int fd) throws IOException {
+        NoFollow.Stat state = fstat(expected.key(), fd);
+        String version = state.regular() ? version(state) : "not a regular file";
+        if (!version.equals(expected.version())) {
+            throw new ObjectChangedException(uri, expected.key(), expected.version(), version);
         }
     }
 
@@ -323,17 +432,20 @@ public final class PosixOrigin implements Origin {
     /**
      * A depth-first walk that yields keys in UTF-8 order. Within a directory, entries are sorted with directories
      * compared as {@code name + "/"}, which makes the concatenation of the per-directory orders the global key order.
+     * Each directory is opened from the root without following links (as files are) and read through its descriptor
+     * ({@code /proc/self/fd/N}), so a directory swapped for a link mid-walk is skipped, never followed out of the root.
      * Memory: one sorted directory listing per level of the current path.
      */
     private final class Walker implements Iterator<ObjectInfo> {
 
-        private record Item(String key, Path path, boolean directory) {}
+        /** An entry: its key, its path relative to the real root (for directories, ending in '/'), its kind. */
+        private record Item(String key, String relative, boolean directory) {}
 
         private final Deque<Iterator<Item>> stack = new ArrayDeque<>();
         private ObjectInfo next;
 
-        Walker(Path dir, String dirKey, String namePrefix) {
-            stack.push(entries(dir, dirKey, namePrefix).iterator());
+        Walker(String relative, String dirKey, String namePrefix) {
+            stack.push(entries(relative, dirKey, namePrefix).iterator());
         }
 
         @Override
@@ -346,7 +458,7 @@ public final class PosixOrigin implements Origin {
                 }
                 Item item = top.next();
                 if (item.directory) {
-                    stack.push(entries(item.path, item.key, "").iterator());
+                    stack.push(entries(item.relative, item.key, "").iterator());
                 } else {
                     next = object(item);
                 }
@@ -366,51 +478,65 @@ public final class PosixOrigin implements Origin {
 
         private ObjectInfo object(Item item) {
             try {
-                FileState state = state(item.path.toRealPath());
-                return state.regular() ? new ObjectInfo(item.key, state.size(), state.version()) : null;
-            } catch (NoSuchFileException e) {
-                return null; // deleted while listing: not an object any more
+                return stat(item.key);
+            } catch (NoSuchObjectException | IllegalArgumentException e) {
+                return null; // deleted, or turned into a link out of the root, while listing: not an object
             } catch (IOException e) {
-                throw new UncheckedIOException("listing " + uri + ": cannot read " + item.path, e);
+                throw new UncheckedIOException("listing " + uri + ": cannot read '" + item.key + "'", e);
             }
         }
 
-        private List<Item> entries(Path dir, String dirKey, String namePrefix) {
+        private List<Item> entries(String relative, String dirKey, String namePrefix) {
+            int fd;
+            try {
+                fd = relative.isEmpty() ? NoFollow.openDirectory(realRoot.toString())
+                        : openChain(relative.substring(0, relative.length() - 1), NoFollow.O_PATH | NoFollow.O_DIRECTORY);
+            } catch (NoFollow.Failure e) {
+                if (e.errno == NoFollow.ENOENT || e.errno == NoFollow.ENOTDIR || e.errno == NoFollow.ELOOP) {
+                    return List.of(); // gone, or now a link: links to directories are not followed
+                }
+                throw new UncheckedIOException("listing " + uri + ": cannot open directory '" + relative + "'", e);
+            }
             List<Item> items = new ArrayList<>();
-            try (DirectoryStream<Path> stream = Files.newDirectoryStream(dir)) {
+            try (DirectoryStream<Path> stream = Files.newDirectoryStream(Path.of("/proc/self/fd/" + fd))) {
                 for (Path child : stream) {
                     String name = child.getFileName().toString();
                     if (!name.startsWith(namePrefix)) {
                         continue;
                     }
-                    BasicFileAttributes attrs;
+                    NoFollow.Stat attrs;
                     try {
-                        attrs = Files.readAttributes(child, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
-                    } catch (NoSuchFileException e) {
-                        continue;
+                        attrs = NoFollow.statAt(fd, name);
+                    } catch (NoFollow.Failure e) {
+                        if (e.errno == NoFollow.ENOENT) {
+                            continue;
+                        }
+                        throw e;
                     }
-                    if (attrs.isDirectory()) {
-                        items.add(new Item(dirKey + name + "/", child, true));
-                    } else if (attrs.isRegularFile()) {
-                        items.add(new Item(dirKey + name, child, false));
-                    } else if (attrs.isSymbolicLink() && linksToFileInside(child)) {
-                        items.add(new Item(dirKey + name, child, false));
+                    if (attrs.directory()) {
+                        items.add(new Item(dirKey + name + "/", relative + name + "/", true));
+                    } else if (attrs.regular()) {
+                        items.add(new Item(dirKey + name, relative + name, false));
+                    } else if (attrs.link() && linksToFileInside(dirKey + name)) {
+                        items.add(new Item(dirKey + name, relative + name, false));
                     }
                 }
             } catch (NoSuchFileException | NotDirectoryException e) {
                 return List.of();
             } catch (IOException e) {
-                throw new UncheckedIOException("listing " + uri + ": cannot read directory " + dir, e);
+                throw new UncheckedIOException("listing " + uri + ": cannot read directory '" + relative + "'", e);
+            } finally {
+                NoFollow.close(fd);
             }
             items.sort(Comparator.comparing(Item::key, UTF8_ORDER));
             return items;
         }
 
-        private boolean linksToFileInside(Path link) {
+        private boolean linksToFileInside(String key) {
             try {
-                Path real = link.toRealPath();
-                return real.startsWith(realRoot) && Files.isRegularFile(real);
-            } catch (IOException e) {
+                stat(key);
+                return true;
+            } catch (IOException | IllegalArgumentException e) {
                 return false;
             }
         }

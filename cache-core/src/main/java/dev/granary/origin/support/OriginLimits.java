@@ -10,7 +10,7 @@ import java.nio.channels.ClosedByInterruptException;
 import java.time.Duration;
 
 /**
- * The settings every remote origin's builder shares — concurrency, attempts, timeouts, backoff — validated once, with
+ * The settings every remote origin's builder shares — concurrency, attempts, retry budget, timeouts, backoff — validated once, with
  * the messages of the whole project ({@code "<what>: <value> (expected: <constraint>)"}), and how to tell an
  * interrupted call from a failed one. Stateless.
  */
@@ -64,6 +64,19 @@ public final class OriginLimits {
             throw new IllegalArgumentException("retry backoff: " + base + " (expected: 0 .. 10 s)");
         }
         return base;
+    }
+
+    /**
+     * {@return the retry budget} if between 0 and 1 hour: how long one request may keep retrying (see
+     * {@link RetryLoop})
+     *
+     * @throws IllegalArgumentException otherwise, naming the value
+     */
+    public static Duration retryBudget(Duration budget) {
+        if (budget == null || budget.isNegative() || budget.compareTo(Duration.ofHours(1)) > 0) {
+            throw new IllegalArgumentException("retry budget: " + budget + " (expected: 0 .. 1 h)");
+        }
+        return budget;
     }
 
     /** {@return a {@link Backoff} with this base, capped at 5 s or the base if larger} */

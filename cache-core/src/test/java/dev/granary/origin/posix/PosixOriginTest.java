@@ -21,6 +21,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -164,5 +165,102 @@ class PosixOriginTest extends OriginContractTest {
             }
             assertTrue(rest < 49, "objects deleted before the walk reached them are not listed: " + rest);
         }
+    }
+
+    /**
+     * A swapper thread replaces a directory inside the root with a symbolic link to a directory outside it, and back,
+     * as fast as it can, while readers read a file below that directory with the version they saw inside. A read may
+     * fail (the file vanished, the link leads out), but none may ever return the outside file's bytes. Before reads
+     * opened the path component by component without following links, about one read in a thousand did.
+     */
+    @Test
+    @Timeout(60)
+    void swappingADirectoryForASymlinkMidReadNeverServesAFileOutsideTheRoot() throws Exception {
+        int size = 4096;
+        byte[] inside = new byte[size];
+        java.util.Arrays.fill(inside, (byte) 'i');
+        byte[] outside = new byte[size];
+        java.util.Arrays.fill(outside, (byte) 'o');
+        fixture.put("d/f", inside);
+        Path outsideDir = Files.createDirectories(temp.resolve("outside"));
+        Files.write(outsideDir.resolve("f"), outside);
+        Path dir = root.resolve("d");
+        Path link = Files.createSymbolicLink(root.resolve("d.link"), outsideDir);
+        ObjectInfo info = origin.stat("d/f");
+
+        // Bounded: 8 s, or the first leak.
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(8);
+        var stop = new java.util.concurrent.atomic.AtomicBoolean();
+        var leaks = new java.util.concurrent.atomic.AtomicInteger();
+        var reads = new java.util.concurrent.atomic.AtomicInteger();
+        var served = new java.util.concurrent.atomic.AtomicInteger();
+        var swaps = new java.util.concurrent.atomic.AtomicLong();
+        var unexpected = new java.util.concurrent.ConcurrentLinkedQueue<Throwable>();
+        Thread swapper = Thread.ofPlatform().name("swapper").start(() -> {
+            try {
+                // renameat2(RENAME_EXCHANGE) swaps the two names in one step, so the directory never goes missing
+                // and every swap flips what a reader's next path lookup finds.
+                var linker = java.lang.foreign.Linker.nativeLinker();
+                var renameat2 = linker.downcallHandle(linker.defaultLookup().findOrThrow("renameat2"),
+                        java.lang.foreign.FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_INT,
+                                java.lang.foreign.ValueLayout.JAVA_INT, java.lang.foreign.ValueLayout.ADDRESS,
+                                java.lang.foreign.ValueLayout.JAVA_INT, java.lang.foreign.ValueLayout.ADDRESS,
+                                java.lang.foreign.ValueLayout.JAVA_INT));
+                int atFdCwd = -100;
+                int renameExchange = 2;
+                try (var arena = java.lang.foreign.Arena.ofConfined()) {
+                    MemorySegment a = arena.allocateFrom(dir.toString());
+                    MemorySegment b = arena.allocateFrom(link.toString());
+                    while (!stop.get()) {
+                        int rc = (int) renameat2.invokeExact(atFdCwd, a, atFdCwd, b, renameExchange);
+                        if (rc != 0) {
+                            throw new IOException("renameat2(RENAME_EXCHANGE) failed");
+                        }
+                        swaps.incrementAndGet();
+                    }
+                    // Leave the real directory in place.
+                    if (Files.isSymbolicLink(dir)) {
+                        int rc = (int) renameat2.invokeExact(atFdCwd, a, atFdCwd, b, renameExchange);
+                    }
+                }
+            } catch (Throwable t) {
+                unexpected.add(t);
+            }
+        });
+        List<Thread> readers = new java.util.ArrayList<>();
+        for (int r = 0; r < 4; r++) {
+            readers.add(Thread.ofPlatform().name("reader-" + r).start(() -> {
+                byte[] buffer = new byte[size];
+                while (!stop.get() && System.nanoTime() < deadline) {
+                    reads.incrementAndGet();
+                    java.util.Arrays.fill(buffer, (byte) 0);
+                    try {
+                        origin.read(info, 0, MemorySegment.ofArray(buffer));
+                    } catch (IllegalArgumentException | IOException e) {
+                        if (e.getMessage() == null || !e.getMessage().contains("'d/f'")) {
+                            unexpected.add(e);
+                        }
+                        continue;
+                    }
+                    if (java.util.Arrays.equals(buffer, outside)) {
+                        leaks.incrementAndGet();
+                        stop.set(true);
+                    } else if (java.util.Arrays.equals(buffer, inside)) {
+                        served.incrementAndGet();
+                    } else {
+                        unexpected.add(new AssertionError("read neither file's bytes"));
+                    }
+                }
+            }));
+        }
+        for (Thread reader : readers) {
+            reader.join();
+        }
+        stop.set(true);
+        swapper.join();
+        assertEquals(List.of(), List.copyOf(unexpected), "failures other than naming the key");
+        assertEquals(0, leaks.get(), "reads that returned the bytes of a file outside the root, of " + reads.get());
+        assertTrue(reads.get() > 100 && swaps.get() > 100, "the race ran: " + reads.get() + " reads, " + served.get()
+                + " served, " + swaps.get() + " swaps");
     }
 }

@@ -15,12 +15,11 @@ import com.google.cloud.storage.StorageOptions;
 import dev.granary.NoSuchObjectException;
 import dev.granary.ObjectChangedException;
 import dev.granary.ObjectInfo;
-import dev.granary.origin.support.Backoff;
+import dev.granary.origin.support.RetryLoop;
 import dev.granary.origin.support.Keys;
 import dev.granary.origin.support.OriginLimits;
 import dev.granary.spi.Origin;
 import java.io.IOException;
-import java.io.InterruptedIOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
@@ -48,10 +47,11 @@ import java.util.stream.StreamSupport;
  * generations are never mixed, not even across the retries of one read.
  *
  * <h2>Retries and timeouts</h2>
- * As {@code S3Origin}: the client's own retries are off, the origin retries {@code 429}, {@code 408}, {@code 5xx},
- * resets and timeouts up to {@link Builder#maxAttempts(int)} attempts with exponential backoff and full jitter
- * ({@link Backoff}), counts them ({@link #retries()}), and resumes a broken-off read from its first missing byte,
- * still pinned. {@link Builder#requestTimeout(Duration)} is the HTTP connect and read timeout of each attempt.
+ * As {@code S3Origin}, through the same {@link RetryLoop}: the client's own retries are off, the origin retries
+ * {@code 429}, {@code 408}, {@code 5xx}, resets and timeouts for up to {@link Builder#retryBudget(Duration)} (default
+ * 15 s) and at most {@link Builder#maxAttempts(int)} attempts, with exponential backoff and full jitter, counts them
+ * ({@link #retries()}), and resumes a broken-off read from its first missing byte, still pinned. A request given up
+ * says what it waited for: {@code "read of 'k' in gs://b/p/ failed after 9 attempts over 12.3 s: <last failure>"}. {@link Builder#requestTimeout(Duration)} is the HTTP connect and read timeout of each attempt.
  *
  * <h2>Listing</h2>
  * {@link #list(String)} pages through the objects lazily (one page of at most 1 000 in memory), in GCS's
@@ -71,8 +71,7 @@ public final class GcsOrigin implements Origin {
     private final String prefix;
     private final URI uri;
     private final int maxConcurrency;
-    private final int maxAttempts;
-    private final Backoff backoff;
+    private final RetryLoop.Policy retry;
     private final LongAdder retries = new LongAdder();
     private volatile boolean bucketSeen;
     private volatile boolean closed;
@@ -84,8 +83,7 @@ public final class GcsOrigin implements Origin {
         this.prefix = b.prefix;
         this.uri = URI.create("gs://" + b.bucket + "/" + b.prefix);
         this.maxConcurrency = b.maxConcurrency;
-        this.maxAttempts = b.maxAttempts;
-        this.backoff = OriginLimits.backoff(b.retryBackoff);
+        this.retry = new RetryLoop.Policy(b.maxAttempts, b.retryBudget, OriginLimits.backoff(b.retryBackoff));
     }
 
     /** {@return a builder; {@link Builder#bucket(String)} is the one required setting} */
@@ -157,7 +155,7 @@ public final class GcsOrigin implements Origin {
         }
         String name = name(object.key());
         long done = 0;
-        int attempt = 1;
+        RetryLoop attempts = retry.start("read", object.key(), uri, retries);
         while (true) {
             checkOpen();
             boolean throttling = false;
@@ -194,13 +192,14 @@ public final class GcsOrigin implements Origin {
                     throttling = storageError.getCode() == 429;
                 }
                 if (OriginLimits.isInterruption(e)) {
-                    throw OriginLimits.interrupted("read", object.key(), uri, e);
+                    throw attempts.interrupted(e);
                 }
-                if (!retryable(e) || attempt >= maxAttempts) {
-                    throw failure("read", object.key(), e, attempt);
+                if (!retryable(e)) {
+                    throw failure("read", object.key(), e, attempts);
                 }
+                attempts.backOff(detail(e) + (done > 0 ? " (" + done + " of " + length + " bytes received)" : ""), e,
+                        throttling);
             }
-            retry(attempt++, throttling);
         }
     }
 
@@ -283,7 +282,7 @@ public final class GcsOrigin implements Origin {
 
     /** Runs a metadata request with the origin's retries; a non-retryable failure becomes an IOException. */
     private <T> T call(String what, String key, Call<T> call) throws IOException {
-        int attempt = 1;
+        RetryLoop attempts = retry.start(what, key, uri, retries);
         while (true) {
             checkOpen();
             boolean throttling = false;
@@ -291,23 +290,18 @@ public final class GcsOrigin implements Origin {
                 return call.run();
             } catch (StorageException e) {
                 if (OriginLimits.isInterruption(e)) {
-                    throw OriginLimits.interrupted(what, key, uri, e);
+                    throw attempts.interrupted(e);
                 }
                 if (e.getCode() == 404 && what.equals("list")) {
                     throw noSuchBucket(e);
                 }
-                if (!retryable(e) || attempt >= maxAttempts) {
-                    throw failure(what, key, e, attempt);
+                if (!retryable(e)) {
+                    throw failure(what, key, e, attempts);
                 }
                 throttling = e.getCode() == 429;
+                attempts.backOff(detail(e), e, throttling);
             }
-            retry(attempt++, throttling);
         }
-    }
-
-    private void retry(int attempt, boolean throttling) throws InterruptedIOException {
-        retries.increment();
-        backoff.sleep(attempt, throttling);
     }
 
     /** Called on a 404 before any request proved the bucket exists: tells a missing bucket from a missing object. */
@@ -359,9 +353,16 @@ public final class GcsOrigin implements Origin {
         return false;
     }
 
-    private IOException failure(String what, String key, Throwable e, int attempts) {
+    /** What a failed attempt said, for the message of a request given up after retries. */
+    private static String detail(Throwable e) {
+        StorageException s = storageException(e);
+        return (s != null && s.getCode() > 0 ? "HTTP " + s.getCode() + ": " : "") + e.getMessage();
+    }
+
+    /** A failure that is not retried (an answer, or a setup error), after retries if there were some. */
+    private IOException failure(String what, String key, Throwable e, RetryLoop attempts) {
         String where = what + " of '" + key + "' in " + uri;
-        String tries = attempts > 1 ? " after " + attempts + " attempts" : "";
+        String tries = attempts.attempt() > 1 ? " " + attempts.summary() : "";
         StorageException s = storageException(e);
         if (s != null && (s.getCode() == 401 || s.getCode() == 403)) {
             return new IOException(where + " was refused (" + s.getCode() + " " + s.getReason() + "): check the"
@@ -416,7 +417,8 @@ public final class GcsOrigin implements Origin {
         private URI host;
         private Credentials credentials;
         private int maxConcurrency = 64;
-        private int maxAttempts = 5;
+        private int maxAttempts = 100;
+        private Duration retryBudget = Duration.ofSeconds(15);
         private Duration requestTimeout = Duration.ofSeconds(10);
         private Duration retryBackoff = Duration.ofMillis(50);
         private Storage storage;
@@ -497,9 +499,32 @@ public final class GcsOrigin implements Origin {
             return this;
         }
 
-        /** Sets the attempts per request, the first included. Default 5. @throws IllegalArgumentException unless 1..100 */
+        /**
+         * Caps the attempts per request, the first included, on top of the {@link #retryBudget(Duration) retry
+         * budget}, which ends retries first with the default of 100.
+         *
+         * @throws IllegalArgumentException unless 1..100
+         */
         public Builder maxAttempts(int maxAttempts) {
             this.maxAttempts = OriginLimits.maxAttempts(maxAttempts);
+            return this;
+        }
+
+        /**
+         * Sets how long one request keeps retrying after failures worth a retry: no attempt starts later than this
+         * after the first, and the backoff before the last one is cut to end at it. Default 15 s, enough to ride out
+         * a short outage of the store or the network.
+         *
+         * <p>An attempt under way when the budget ends is bounded by {@link #requestTimeout(Duration)}, so a request
+         * can take up to {@code retryBudget + requestTimeout} (25 s by default). Keep that below the cache's
+         * {@code TieredCache.Builder.readTimeout} (30 s by default), which bounds how long a reader waits, so that a
+         * reader sees the origin's own account of what it waited for. Raise both together to ride out longer outages.
+         * {@code Duration.ZERO}: a failure is final after one attempt.
+         *
+         * @throws IllegalArgumentException if null, negative or over 1 hour
+         */
+        public Builder retryBudget(Duration budget) {
+            this.retryBudget = OriginLimits.retryBudget(budget);
             return this;
         }
 

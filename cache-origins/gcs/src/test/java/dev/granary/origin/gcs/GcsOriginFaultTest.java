@@ -45,6 +45,8 @@ class GcsOriginFaultTest {
     private volatile int statusToThrow = 503;
     private volatile long resetReadAfter = -1;
     private volatile boolean bucketGone;
+    /** Until this System.nanoTime(), every get and reader fails as a refused connection does: the store is down. */
+    private volatile long downUntil; // 0: up
     private final List<Long> seeks = new ArrayList<>();
     private GcsOrigin origin;
     private byte[] bytes;
@@ -70,6 +72,11 @@ class GcsOriginFaultTest {
         return (Storage) Proxy.newProxyInstance(Storage.class.getClassLoader(), new Class<?>[] {Storage.class},
                 (proxy, method, args) -> {
                     String name = method.getName();
+                    if ((name.equals("get") || name.equals("reader")) && downUntil != 0
+                            && System.nanoTime() - downUntil < 0) {
+                        throw new StorageException(0, "injected: the store is down",
+                                new java.net.ConnectException("Connection refused (injected)"));
+                    }
                     if (name.equals("get") && failStats.getAndUpdate(n -> Math.max(0, n - 1)) > 0
                             || name.equals("reader") && failReaders.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
                         throw new StorageException(statusToThrow, "injected " + statusToThrow);
@@ -189,6 +196,58 @@ class GcsOriginFaultTest {
             IOException e = assertThrows(IOException.class, () -> noBucket.stat("nope.bin"));
             assertFalse(e instanceof NoSuchObjectException, e.toString());
             assertTrue(e.getMessage().contains("no such bucket: 'faults'"), e.getMessage());
+        }
+    }
+
+    /**
+     * The store is down for two seconds (every call refused) while a read and a stat are made: with the default retry
+     * budget both wait it out and succeed, the wait counted in retries. With the old default of 5 attempts (backoff
+     * ceilings 50 to 400 ms, at most 0.75 s of sleep in all), both failed well before the store came back.
+     */
+    @Test
+    void withTheDefaultsAShortOutageIsRiddenOut() throws Exception {
+        ObjectInfo info = origin.stat("a.bin");
+        try (GcsOrigin patient = GcsOrigin.builder().bucket(BUCKET).prefix("data").storage(faulty()).build()) {
+            long start = System.nanoTime();
+            downUntil = start + Duration.ofSeconds(2).toNanos();
+            byte[] out = new byte[bytes.length];
+            patient.read(info, 0, MemorySegment.ofArray(out));
+            assertArrayEquals(bytes, out);
+            assertTrue(System.nanoTime() - downUntil >= 0, "the read came back only once the store was");
+            long retries = patient.retries();
+            assertTrue(retries >= 2, "the outage was waited out in retries: " + retries);
+
+            downUntil = System.nanoTime() + Duration.ofSeconds(1).toNanos();
+            assertEquals(info, patient.stat("a.bin"));
+            assertTrue(patient.retries() > retries, "stat retried too: " + patient.retries());
+        }
+    }
+
+    /** A short retry budget gives up in about that time, and the message says what the request waited for. */
+    @Test
+    void aRequestGivenUpSaysHowManyAttemptsOverHowLong() throws Exception {
+        ObjectInfo info = origin.stat("a.bin");
+        try (GcsOrigin brief = GcsOrigin.builder().bucket(BUCKET).prefix("data").storage(faulty())
+                .retryBudget(Duration.ofMillis(600)).build()) {
+            downUntil = System.nanoTime() + Duration.ofMinutes(5).toNanos();
+            long start = System.nanoTime();
+            IOException e = assertThrows(IOException.class,
+                    () -> brief.read(info, 0, MemorySegment.ofArray(new byte[10])));
+            double took = (System.nanoTime() - start) / 1e9;
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("read of 'a\\.bin' in gs://faults/data/? failed"
+                    + " after (\\d+) attempts over (\\d+\\.\\d) s: injected: the store is down").matcher(e.getMessage());
+            assertTrue(m.matches(), e.getMessage());
+            int attempts = Integer.parseInt(m.group(1));
+            double over = Double.parseDouble(m.group(2));
+            assertTrue(attempts >= 2, e.getMessage());
+            assertEquals(attempts - 1, brief.retries(), "every attempt after the first is a counted retry");
+            assertTrue(over >= 0.6 && over <= took + 0.05, "the budget was used, and reported: " + over + " s of "
+                    + took + " s");
+            IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
+                    () -> GcsOrigin.builder().retryBudget(Duration.ofSeconds(-1)));
+            assertEquals("retry budget: PT-1S (expected: 0 .. 1 h)", bad.getMessage());
+        } finally {
+            downUntil = 0;
         }
     }
 }

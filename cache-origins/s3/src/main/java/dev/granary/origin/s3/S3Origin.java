@@ -4,7 +4,7 @@ package dev.granary.origin.s3;
 import dev.granary.NoSuchObjectException;
 import dev.granary.ObjectChangedException;
 import dev.granary.ObjectInfo;
-import dev.granary.origin.support.Backoff;
+import dev.granary.origin.support.RetryLoop;
 import dev.granary.origin.support.Keys;
 import dev.granary.origin.support.OriginLimits;
 import dev.granary.spi.Origin;
@@ -59,10 +59,14 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  * <h2>Retries and timeouts</h2>
  * The origin retries by itself (the SDK's own retries are off, so every attempt is counted in {@link #retries()}):
  * throttling ({@code 503 SlowDown}, {@code 429}), server errors ({@code 5xx}), connection resets, refused connections
- * and timeouts, up to {@link Builder#maxAttempts(int)} attempts in all, sleeping between attempts an exponential
- * backoff with full jitter (base {@link Builder#retryBackoff(Duration)}, four times that for throttling, at most
- * 5 s). A data read that fails after some of its bytes arrived resumes from the first
- * missing byte — still pinned to the same ETag. Every wait of an attempt is bounded by
+ * and timeouts, for up to {@link Builder#retryBudget(Duration)} (default 15 s) and at most
+ * {@link Builder#maxAttempts(int)} attempts, sleeping between attempts an exponential backoff with full jitter (base
+ * {@link Builder#retryBackoff(Duration)}, four times that for throttling, at most 5 s), through the shared
+ * {@link RetryLoop}. So by default a store that restarts, or a network that drops for a few seconds, costs a training
+ * run a pause, not failed batches. A request given up says what it waited for:
+ * {@code "GET of 'k' in s3://b/p/ failed after 9 attempts over 12.3 s: <last failure>"}. A data read that fails after
+ * some of its bytes arrived resumes from the first missing byte — still pinned to the same ETag. Every wait of an
+ * attempt is bounded by
  * {@link Builder#requestTimeout(Duration)}: connecting, waiting for the response, and every wait for more body bytes. Missing objects ({@code 404}), changed
  * ones ({@code 412}), ranges past the end ({@code 416}) and access errors ({@code 403}) are not retried.
  *
@@ -89,9 +93,8 @@ public final class S3Origin implements Origin {
     private final String prefix;
     private final URI uri;
     private final int maxConcurrency;
-    private final int maxAttempts;
     private final boolean ifMatch;
-    private final Backoff backoff;
+    private final RetryLoop.Policy retry;
     private final LongAdder retries = new LongAdder();
     /**
      * Transfer buffers between the response stream and the destination memory, reused: a fresh 64 KiB array per read
@@ -111,9 +114,8 @@ public final class S3Origin implements Origin {
         this.prefix = b.prefix;
         this.uri = URI.create("s3://" + b.bucket + "/" + b.prefix);
         this.maxConcurrency = b.maxConcurrency;
-        this.maxAttempts = b.maxAttempts;
         this.ifMatch = b.ifMatch;
-        this.backoff = OriginLimits.backoff(b.retryBackoff);
+        this.retry = new RetryLoop.Policy(b.maxAttempts, b.retryBudget, OriginLimits.backoff(b.retryBackoff));
     }
 
     /** {@return a builder; {@link Builder#bucket(String)} is the one required setting} */
@@ -176,7 +178,7 @@ public final class S3Origin implements Origin {
         }
         String s3Key = s3Key(object.key());
         long done = 0; // bytes already in dst: a retry resumes after them, pinned to the same ETag
-        int attempt = 1;
+        RetryLoop attempts = retry.start("GET", object.key(), uri, retries);
         while (true) {
             checkOpen();
             long from = position + done;
@@ -189,6 +191,8 @@ public final class S3Origin implements Origin {
             ResponseInputStream<GetObjectResponse> body = null;
             boolean complete = false;
             boolean throttling = false;
+            Exception failed;
+            String detail;
             try {
                 body = s3.getObject(request);
                 bucketSeen = true;
@@ -242,29 +246,31 @@ public final class S3Origin implements Origin {
                     case 416 -> throw (EOFException) new EOFException("read of '" + object.key() + "' in " + uri
                             + " at " + from + " is past the end of the object (416 from S3)").initCause(e);
                     default -> {
-                        if (!retryable(e) || attempt >= maxAttempts) {
-                            throw failure("GET", object.key(), e, attempt);
+                        if (!retryable(e)) {
+                            throw failure("GET", object.key(), e, attempts);
                         }
                         throttling = throttled(e);
+                        failed = e;
+                        detail = detail(e);
                     }
                 }
             } catch (SdkClientException e) {
                 if (OriginLimits.isInterruption(e)) {
-                    throw OriginLimits.interrupted("GET", object.key(), uri, e);
+                    throw attempts.interrupted(e);
                 }
-                if (!retryable(e) || attempt >= maxAttempts) {
-                    throw failure("GET", object.key(), e, attempt);
+                if (!retryable(e)) {
+                    throw failure("GET", object.key(), e, attempts);
                 }
+                failed = e;
+                detail = detail(e);
             } catch (ProtocolException | ObjectChangedException e) { // answers, not faults: not retried
                 throw e;
             } catch (IOException e) { // the body broke off: a reset, a timeout between bytes, a server gone
                 if (OriginLimits.isInterruption(e)) {
-                    throw OriginLimits.interrupted("GET", object.key(), uri, e);
+                    throw attempts.interrupted(e);
                 }
-                if (attempt >= maxAttempts) {
-                    throw new IOException("GET of '" + object.key() + "' in " + uri + " failed after " + attempt
-                            + " attempt(s), " + done + " of " + length + " bytes received: " + e, e);
-                }
+                failed = e;
+                detail = done + " of " + length + " bytes received: " + e;
             } finally {
                 if (body != null) {
                     if (!complete) {
@@ -277,7 +283,7 @@ public final class S3Origin implements Origin {
                     }
                 }
             }
-            backoff(attempt++, throttling);
+            attempts.backOff(detail, failed, throttling);
         }
     }
 
@@ -366,7 +372,7 @@ public final class S3Origin implements Origin {
      * {@link S3Exception} for an answer that is not retried (the caller maps it), {@link IOException} otherwise.
      */
     private <T> T call(String what, String key, Call<T> call) throws IOException {
-        int attempt = 1;
+        RetryLoop attempts = retry.start(what, key, uri, retries);
         while (true) {
             checkOpen();
             try {
@@ -375,20 +381,16 @@ public final class S3Origin implements Origin {
                 if (!retryable(e)) {
                     throw e;
                 }
-                if (attempt >= maxAttempts) {
-                    throw failure(what, key, e, attempt);
-                }
-                backoff(attempt++, throttled(e));
-                continue;
+                attempts.backOff(detail(e), e, throttled(e));
             } catch (SdkClientException e) {
                 if (OriginLimits.isInterruption(e)) {
-                    throw OriginLimits.interrupted(what, key, uri, e);
+                    throw attempts.interrupted(e);
                 }
-                if (!retryable(e) || attempt >= maxAttempts) {
-                    throw failure(what, key, e, attempt);
+                if (!retryable(e)) {
+                    throw failure(what, key, e, attempts);
                 }
+                attempts.backOff(detail(e), e, false);
             }
-            backoff(attempt++, false);
         }
     }
 
@@ -417,12 +419,6 @@ public final class S3Origin implements Origin {
         return e.statusCode() == 503 || e.statusCode() == 429 || "SlowDown".equals(code);
     }
 
-    /** Counts a retry and sleeps before attempt {@code attempt + 1}. */
-    private void backoff(int attempt, boolean throttling) throws InterruptedIOException {
-        retries.increment();
-        backoff.sleep(attempt, throttling);
-    }
-
     /** A missing key, or — a {@code 404} before any request reached the bucket — possibly a missing bucket. */
     private IOException missing(String key, S3Exception e) throws IOException {
         String code = e.awsErrorDetails() == null ? null : e.awsErrorDetails().errorCode();
@@ -448,13 +444,23 @@ public final class S3Origin implements Origin {
                 + " and, for an S3-compatible store, the endpoint", cause);
     }
 
-    private IOException failure(String what, String key, SdkException e) {
-        return failure(what, key, e, 1);
+    /** What a failed attempt said, for the message of a request given up after retries. */
+    private static String detail(SdkException e) {
+        if (e instanceof S3Exception s3e) {
+            String code = s3e.awsErrorDetails() == null ? null : s3e.awsErrorDetails().errorCode();
+            return "HTTP " + s3e.statusCode() + (code == null ? "" : " " + code) + ": " + s3e.getMessage();
+        }
+        return e.getMessage();
     }
 
-    private IOException failure(String what, String key, SdkException e, int attempts) {
+    private IOException failure(String what, String key, SdkException e) {
+        return failure(what, key, e, null);
+    }
+
+    /** A failure that is not retried (an answer, or a setup error), after {@code attempts} if there were retries. */
+    private IOException failure(String what, String key, SdkException e, RetryLoop attempts) {
         String where = what + " of '" + key + "' in " + uri;
-        String tries = attempts > 1 ? " after " + attempts + " attempts" : "";
+        String tries = attempts != null && attempts.attempt() > 1 ? " " + attempts.summary() : "";
         if (e instanceof S3Exception s3e) {
             String code = s3e.awsErrorDetails() == null ? null : s3e.awsErrorDetails().errorCode();
             if ("NoSuchBucket".equals(code) || what.equals("LIST") && s3e.statusCode() == 404) {
@@ -532,7 +538,8 @@ public final class S3Origin implements Origin {
         private boolean pathStyle;
         private AwsCredentialsProvider credentials;
         private int maxConcurrency = 64;
-        private int maxAttempts = 5;
+        private int maxAttempts = 100;
+        private Duration retryBudget = Duration.ofSeconds(15);
         private Duration requestTimeout = Duration.ofSeconds(10);
         private Duration retryBackoff = Duration.ofMillis(50);
         private S3Client client;
@@ -647,12 +654,31 @@ public final class S3Origin implements Origin {
         }
 
         /**
-         * Sets how many attempts one request gets in all, the first included. Default 5.
+         * Caps how many attempts one request gets in all, the first included, on top of the
+         * {@link #retryBudget(Duration) retry budget}, which ends retries first with the default of 100.
          *
          * @throws IllegalArgumentException if {@code < 1} or {@code > 100}
          */
         public Builder maxAttempts(int maxAttempts) {
             this.maxAttempts = OriginLimits.maxAttempts(maxAttempts);
+            return this;
+        }
+
+        /**
+         * Sets how long one request keeps retrying after failures worth a retry (see the class comment): no attempt
+         * starts later than this after the first, and the backoff before the last one is cut to end at it. Default
+         * 15 s, enough to ride out a store's restart or a short network outage.
+         *
+         * <p>An attempt under way when the budget ends is bounded by {@link #requestTimeout(Duration)}, so a request
+         * can take up to {@code retryBudget + requestTimeout} (25 s by default). Keep that below the cache's
+         * {@code TieredCache.Builder.readTimeout} (30 s by default), which bounds how long a reader waits: then a
+         * reader sees the origin's own account of what it waited for, rather than the cache's timeout. Raise both
+         * together to ride out longer outages. {@code Duration.ZERO}: a failure is final after one attempt.
+         *
+         * @throws IllegalArgumentException if null, negative or over 1 hour
+         */
+        public Builder retryBudget(Duration budget) {
+            this.retryBudget = OriginLimits.retryBudget(budget);
             return this;
         }
 

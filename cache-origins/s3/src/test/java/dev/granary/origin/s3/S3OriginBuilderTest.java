@@ -64,6 +64,9 @@ class S3OriginBuilderTest {
         assertMentions(rejects(() -> S3Origin.builder().maxConcurrency(-1)), "max concurrency: -1", "1..4096");
         assertMentions(rejects(() -> S3Origin.builder().maxConcurrency(0)), "max concurrency: 0");
         assertMentions(rejects(() -> S3Origin.builder().maxAttempts(0)), "max attempts: 0");
+        assertMentions(rejects(() -> S3Origin.builder().retryBudget(Duration.ofHours(2))), "retry budget: PT2H",
+                "expected: 0 .. 1 h");
+        assertMentions(rejects(() -> S3Origin.builder().retryBudget(null)), "retry budget: null");
         assertMentions(rejects(() -> S3Origin.builder().requestTimeout(Duration.ZERO)), "request timeout: PT0S");
         assertMentions(rejects(() -> S3Origin.builder().retryBackoff(Duration.ofMillis(-1))), "retry backoff");
         assertMentions(rejects(() -> S3Origin.builder().credentials(null)), "credentials: null");

@@ -287,4 +287,86 @@ class S3OriginFaultTest {
         }
         origin = origin(5, Duration.ofSeconds(5)); // the cache closed the one it owned
     }
+
+    /**
+     * The store goes away for a few seconds in the middle of a run of reads (killed, then restarted over the same data)
+     * and an origin with the default settings rides it out: every read returns the right bytes, none fails, and the
+     * wait shows as counted retries. (With the old default of 5 attempts 50 ms apart, reads failed within a second.)
+     */
+    @Test
+    void withTheDefaultsAFewSecondsOutageMidRunFailsNoRead() throws Exception {
+        int objects = 16;
+        byte[][] bytes = new byte[objects][];
+        ObjectInfo[] infos = new ObjectInfo[objects];
+        try (S3Origin patient = S3Origin.builder().bucket(BUCKET).endpoint(proxy.endpoint()).pathStyle(true)
+                .credentials(S3ProxyServer.credentials()).build()) {
+            for (int i = 0; i < objects; i++) {
+                bytes[i] = put("outage/" + i + ".bin", 64 * 1024, 100 + i);
+                infos[i] = patient.stat("outage/" + i + ".bin");
+            }
+            java.util.concurrent.atomic.AtomicInteger reads = new java.util.concurrent.atomic.AtomicInteger();
+            java.util.concurrent.atomic.AtomicInteger readsAfterBack = new java.util.concurrent.atomic.AtomicInteger();
+            java.util.concurrent.atomic.AtomicBoolean back = new java.util.concurrent.atomic.AtomicBoolean();
+            CompletableFuture<Void> run = CompletableFuture.runAsync(() -> {
+                byte[] out = new byte[64 * 1024];
+                for (int i = 0; !back.get() || readsAfterBack.get() < 2 * objects; i++) {
+                    try {
+                        patient.read(infos[i % objects], 0, MemorySegment.ofArray(out));
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException("read " + i + " failed", e);
+                    }
+                    assertArrayEquals(bytes[i % objects], out, "read " + i);
+                    reads.incrementAndGet();
+                    if (back.get()) {
+                        readsAfterBack.incrementAndGet();
+                    }
+                }
+            }, task -> Thread.ofVirtual().start(task));
+            Await.until(() -> reads.get() >= objects, () -> "the run has started: " + reads.get() + " reads");
+            long down = System.nanoTime();
+            try {
+                server.kill();
+                Thread.sleep(Duration.ofSeconds(2)); // the outage itself, on top of the restart's own time
+            } finally {
+                server.restart();
+                proxy.upstream(server.port());
+                client.close();
+                client = server.client();
+                back.set(true);
+            }
+            double outage = (System.nanoTime() - down) / 1e9;
+            int readsBefore = reads.get();
+            assertTimeoutPreemptively(Duration.ofSeconds(60), () -> run.get()); // a failed read fails here
+            assertTrue(outage >= 2 && outage < 15, "an outage of a few seconds: " + outage + " s");
+            assertTrue(patient.retries() > 0, "the outage was waited out in retries: " + patient.retries()
+                    + " over an outage of " + outage + " s, " + readsBefore + " reads before it ended");
+            assertTrue(reads.get() >= readsBefore + 2 * objects, "reads went on after the outage: " + reads.get());
+        }
+    }
+
+    /** A short retry budget gives up in about that time, and the message says what the request waited for. */
+    @Test
+    void aRequestGivenUpSaysHowManyAttemptsOverHowLong() throws Exception {
+        put("budget.bin", 1000, 20);
+        try (S3Origin brief = S3Origin.builder().bucket(BUCKET).endpoint(proxy.endpoint()).pathStyle(true)
+                .credentials(S3ProxyServer.credentials()).retryBudget(Duration.ofMillis(800)).build()) {
+            ObjectInfo info = brief.stat("budget.bin");
+            proxy.failNext(10_000);
+            long start = System.nanoTime();
+            IOException e = assertThrows(IOException.class, () -> brief.read(info, 0, MemorySegment.ofArray(
+                    new byte[1000])));
+            double took = (System.nanoTime() - start) / 1e9;
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("GET of 'budget\\.bin' in s3://faults/ failed"
+                    + " after (\\d+) attempts over (\\d+\\.\\d) s: HTTP 503 SlowDown: .*").matcher(e.getMessage());
+            assertTrue(m.matches(), e.getMessage());
+            int attempts = Integer.parseInt(m.group(1));
+            double over = Double.parseDouble(m.group(2));
+            assertTrue(attempts >= 2, e.getMessage());
+            assertEquals(attempts - 1, brief.retries(), "every attempt after the first is a counted retry");
+            assertEquals(attempts, proxy.injectedFailures());
+            assertTrue(over >= 0.8 && over <= took + 0.05, "the budget was used, and reported: " + over + " s of "
+                    + took + " s");
+            proxy.heal();
+        }
+    }
 }
