@@ -18,6 +18,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -62,6 +63,23 @@ class TieredCacheFacadeTest {
             try (Lease again = cache.read("a")) {
                 Bytes.assertSame(bytes, again.bytes(), "the page itself is intact and served again");
             }
+        }
+    }
+
+    @Test
+    void invalidateRefusesTheKeysReadRefuses() throws Exception {
+        Dataset data = new Dataset(Files.createDirectories(temp.resolve("data")), 4);
+        data.put("dir/a", 100);
+        try (TieredCache cache = leaks.watch(TieredCache.builder(PosixOrigin.of(data.root()))
+                .tier(MemoryTier.builder().capacity(1 << 20).build()).build())) {
+            for (String key : List.of("dir/", "dir//a", "./dir/a", "dir/./a")) {
+                IllegalArgumentException read = assertThrows(IllegalArgumentException.class, () -> cache.read(key));
+                IllegalArgumentException invalidate = assertThrows(IllegalArgumentException.class,
+                        () -> cache.invalidate(key), key);
+                assertTrue(read.getMessage().startsWith("key: '" + key + "'"), read.getMessage());
+                assertTrue(invalidate.getMessage().startsWith("key: '" + key + "'"), invalidate.getMessage());
+            }
+            cache.invalidate("dir/a"); // a good key is accepted
         }
     }
 

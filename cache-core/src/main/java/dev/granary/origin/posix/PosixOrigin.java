@@ -270,8 +270,9 @@ public final class PosixOrigin implements Origin {
 
     // ------------------------------------------------------------------------------------------------- internals
 
-    /** Rejects keys that are not normalised relative paths. */
-    private void checkKey(String key) {
+    /** Rejects keys that are not normalised relative paths (the cache calls it for {@code invalidate} too). */
+    @Override
+    public void checkKey(String key) {
         if (key == null || key.isEmpty() || key.startsWith("/") || key.endsWith("/") || key.contains("\0")
                 || key.contains("//")) {
             throw new IllegalArgumentException("key: " + (key == null ? "null" : "'" + key + "'")

@@ -373,6 +373,12 @@ public final class GcsOrigin implements Origin {
         return new IOException(where + " failed" + tries + ": " + status + e.getMessage(), e);
     }
 
+    /** Refuses keys that are no object of a flat namespace (see {@link Keys#addressable}), as reads do. */
+    @Override
+    public void checkKey(String key) {
+        Keys.requireAddressable(key);
+    }
+
     private String name(String key) {
         return prefix + Keys.requireAddressable(key);
     }

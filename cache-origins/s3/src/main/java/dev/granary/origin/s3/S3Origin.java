@@ -488,6 +488,12 @@ public final class S3Origin implements Origin {
         return etag;
     }
 
+    /** Refuses keys that are no object of a flat namespace (see {@link Keys#addressable}), as reads do. */
+    @Override
+    public void checkKey(String key) {
+        Keys.requireAddressable(key);
+    }
+
     private String s3Key(String key) {
         return prefix + Keys.requireAddressable(key);
     }

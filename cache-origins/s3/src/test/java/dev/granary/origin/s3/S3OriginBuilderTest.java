@@ -79,6 +79,8 @@ class S3OriginBuilderTest {
             assertMentions(rejects(() -> stat(origin, "a/../../etc")), "key: 'a/../../etc'");
             assertMentions(rejects(() -> stat(origin, "/abs")), "key: '/abs'");
             assertMentions(rejects(() -> stat(origin, "dir/")), "key: 'dir/'");
+            assertMentions(rejects(() -> origin.checkKey("dir/")), "key: 'dir/'"); // what invalidate() asks
+            origin.checkKey("dir/a");
         }
     }
 
