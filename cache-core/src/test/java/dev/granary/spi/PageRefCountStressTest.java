@@ -50,7 +50,7 @@ class PageRefCountStressTest {
 
         final Arena arena;
         final AtomicInteger deallocations = new AtomicInteger();
-        /** Workers that hold a reference right now: incremented after a successful retain, decremented before release. */
+        /** Workers holding a reference now: incremented after a successful retain, decremented before release. */
         final AtomicInteger holders = new AtomicInteger();
         final ConcurrentLinkedQueue<String> problems;
         volatile boolean freed;

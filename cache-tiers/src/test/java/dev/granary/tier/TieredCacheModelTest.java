@@ -88,6 +88,7 @@ class TieredCacheModelTest {
 
     @AfterContainer
     static void everyPathWasExercised() {
+        System.out.println("model chains exercised: " + new java.util.TreeMap<>(COVERAGE));
         for (String what : List.of("memory evictions", "disk hits", "disk evictions", "reopens", "past the end",
                 "no such object", "held across close")) {
             AtomicLong n = COVERAGE.get(what);
@@ -204,8 +205,9 @@ class TieredCacheModelTest {
     static final class ReadInto implements Action.Dependent<Model> {
         @Override
         public Arbitrary<Transformer<Model>> transformer(Model state) {
-            return Combinators.combine(keyAndRange(state), Arbitraries.of(true, false)).as((t, direct) -> Transformer.mutate("readInto " + t.get1() + " " + t.get2()
-                            + (direct ? " direct" : " heap"), m -> m.readInto(t.get1(), t.get2(), direct)));
+            return Combinators.combine(keyAndRange(state), Arbitraries.of(true, false)).as((t, direct) ->
+                    Transformer.mutate("readInto " + t.get1() + " " + t.get2() + (direct ? " direct" : " heap"),
+                            m -> m.readInto(t.get1(), t.get2(), direct)));
         }
     }
 
