@@ -83,7 +83,11 @@ final class MetadataCache {
         if (flight == null) {
             flight = mine;
             try {
-                mine.complete(revalidate(key, deadlineNanos));
+                // A flight that ended between our look and our registration has left a fresh entry: asking the
+                // origin again would make two stats of one lookup burst (SingleFlightStressTest caught it).
+                Known fresh = entries.get(key);
+                mine.complete(fresh != null && ticker.getAsLong() - fresh.confirmedAt < ttlNanos ? fresh
+                        : revalidate(key, deadlineNanos));
             } catch (IOException | RuntimeException | Error e) {
                 mine.completeExceptionally(e);
             } finally {
