@@ -154,11 +154,19 @@ public abstract class Page {
         if (n == 0) {
             return;
         }
-        int before = (int) REF_CNT.getAndAdd(this, n);
-        if (before <= 0) {
-            REF_CNT.getAndAdd(this, -n);
-            throw new IllegalStateException("page " + key + " retained after it was freed (reference count " + before
-                    + ")");
+        // A compare-and-set loop, not getAndAdd: adding to a freed page and undoing it would let a concurrent
+        // tryRetain see a positive count in between and bring the page back from the dead.
+        int count = (int) REF_CNT.getVolatile(this);
+        while (true) {
+            if (count <= 0) {
+                throw new IllegalStateException("page " + key + " retained after it was freed (reference count "
+                        + count + ")");
+            }
+            int witness = (int) REF_CNT.compareAndExchange(this, count, count + n);
+            if (witness == count) {
+                return;
+            }
+            count = witness;
         }
     }
 
