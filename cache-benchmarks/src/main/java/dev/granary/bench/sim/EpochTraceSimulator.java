@@ -21,63 +21,59 @@ import java.util.StringJoiner;
  * sees. Every access is one item and all items have the same size, so capacities are counted in items. Epoch 0 is
  * the cold epoch; the <em>steady-state hit ratio</em> is hits / accesses over epochs {@code 1 … E − 1} (0-based).
  * Since each item is read once per epoch, the hits in an epoch are at most the items cached when it began: the
- * ceiling is {@code C/N} for every policy. One row per {@code C/N} (10, 25, 50 and 75 % by default).
+ * ceiling is {@code C/N} for every policy that holds {@code C} items (for the real tiers, their measured capacity
+ * over {@code N}; below). One row per {@code C/N} (10, 25, 50 and 75 % by default).
  *
  * <h2>The subjects</h2>
- * Each is a {@link Subject}, sized in items:
+ * Each is a {@link Subject}, one file per policy, sized in items:
  * <ul>
- *   <li><b>LRU</b> ({@link LinkedHashMapLru}), <b>FIFO</b> ({@link ArrayFifo}) and <b>never-evict once full</b>
- *       ({@link FillOnce}: admit while there is room, then refuse).</li>
- *   <li><b>Caffeine W-TinyLFU</b> ({@link CaffeineWTinyLfu}): the real library, {@code maximumSize(C)},
+ *   <li><b>LRU</b> ({@link LruSubject}), <b>FIFO</b> ({@link FifoSubject}) and <b>never-evict once full</b>
+ *       ({@link FillOnceSubject}: admit while there is room, then refuse).</li>
+ *   <li><b>Caffeine W-TinyLFU</b> ({@link CaffeineSubject}): the real library, {@code maximumSize(C)},
  *       {@code executor(Runnable::run)}; a hit is {@code getIfPresent != null}, a miss is followed by {@code put} and
  *       {@code cleanUp()} so that evictions happen before the next access.</li>
- *   <li><b>Belady MIN</b> ({@link BeladyMin}): clairvoyant over the whole trace; evicts the resident item whose next
- *       use is farthest away and bypasses (does not admit) an item whose next use is no sooner than every resident's.
- *       It is the optimum, so every other column is at most this one; O(log C) per access (an indexed heap).</li>
- *   <li><b>Granary epoch-aware</b> ({@link EpochAwareTiers}): a model of the policy Granary is building, with two
- *       exclusive tiers, memory {@code M = C/3} and disk {@code D = C − M} (so its ceiling is {@code (M + D)/N = C/N}),
- *       and exactly these rules:
- *       <ol>
- *         <li>A stamp counter {@code clock} (a {@code long}, 0 at first). Each epoch start increments it. The loader's
- *             {@code keepFrom} is 0 in its first epoch and, in every later one, the {@code clock} value at which the
- *             loader's <em>previous</em> epoch started. An item is <em>dead</em> when its stamp is below
- *             {@code keepFrom}: neither the previous epoch nor this one has touched it.</li>
- *         <li>A hit, in either tier, counts and sets the item's stamp to {@code clock}; nothing moves between
- *             tiers (no promotion).</li>
- *         <li>A miss tries memory, then disk: a tier with free room takes the item; a full tier that holds a dead
- *             item evicts one (any: each tier's dead list is collected at the epoch start, and entries touched since
- *             are skipped) and takes the item in its place; otherwise the next tier is tried, and if none takes it
- *             the item is refused (not cached). An inserted item is stamped {@code clock}.</li>
- *       </ol>
- *       So the resident set stops changing once the cache is full, and every later epoch hits exactly {@code C/N}.
- *       The same subject also runs as <b>Granary, pre-filled with foreign pages</b>: before epoch 0 both tiers are
- *       full of items that never occur in the trace (ids {@code >= N}, stamp 0), as after another job or dataset.
- *       They are not dead in epoch 0 ({@code keepFrom = 0}), so epoch 0 caches nothing; they are dead from epoch 1 on
- *       and replaced by that epoch's first {@code C} misses; epoch 2 reaches the ceiling. Both scenarios are
- *       printed epoch by epoch, with the foreign pages still resident after each epoch; the pre-filled one is left
- *       out of the steady-state table (its epoch 1 is a second cold epoch) but has its JSON line.</li>
+ *   <li><b>Belady MIN</b> ({@link BeladyMinSubject}): clairvoyant over the whole trace; evicts the resident item whose
+ *       next use is farthest away and bypasses (does not admit) an item whose next use is no sooner than every
+ *       resident's. It is the optimum, so every other column is at most this one; O(log C) per access.</li>
+ *   <li><b>Granary (real tiers)</b> ({@link GranarySubject}): not a model but the shipped code — a {@code TieredCache}
+ *       over a {@code MemoryTier} of {@code M = C/3} items' bytes and a {@code DiskTier} of {@code D = C − M} items'
+ *       bytes (a temporary directory, deleted afterwards), over an in-process origin of 1 KiB objects, driven by
+ *       {@code cache.loaderSupport().driver()} ({@code startEpoch()} before each epoch, {@code endEpoch()} after) and
+ *       read with {@code cache.read(key)} as {@code ObjectDataset} does. A hit is a read that made no origin read.
+ *       The real tiers hold fewer than {@code C} items (record and segment headers, whole segments), so this row's
+ *       ceiling is their <em>measured</em> capacity in items: a fresh pair of tiers with the same settings, filled
+ *       inside a driver's first epoch (which protects every page, so the tiers take pages only into free room) with
+ *       items that are not in the trace until they refuse 16 in a row; the ceiling is how many they kept. Its cells
+ *       are {@code ratio (ratio ÷ measured ceiling)}. It also runs as <b>pre-filled with foreign pages</b>: that same
+ *       fill is done on the row's own tiers by another driver, then closed (as after another job or dataset). The
+ *       loader's first epoch protects those pages, so epoch 0 caches nothing; from epoch 1 they are dead and
+ *       replaced, and epoch 2 reaches the ceiling. Both scenarios are printed epoch by epoch with the measured ceiling
+ *       and the foreign pages still resident after each epoch (looked up with {@code Tier.peek}, which neither stamps
+ *       nor promotes); the pre-filled one is left out of the steady-state table (its epoch 1 is a second cold epoch).
+ *       The real tiers cost about 70 µs an access on a loaded 2-core machine, so the Granary rows run a trace of their
+ *       own of {@code --granary-items} items (default {@code min(N, 20 000)}), same seed, epochs and fractions.</li>
  * </ul>
  *
  * <h2>What it does not model</h2>
- * Items of different sizes (real samples and pages vary, so a tier holds a varying count and byte-weighted and
- * count-weighted ratios differ); fragmentation and the slab or segment granularity of real tiers (space freed by one
- * eviction may not fit the next item); concurrency (many readers, prefetching and asynchronous fills reorder accesses
- * and let the same item miss twice in flight); sharding across ranks and partial or restarted epochs; several
- * datasets or jobs sharing a cache; time and bandwidth (a hit in memory and one on disk count the same here, and
- * which tier hits is what throughput depends on). It counts hits, nothing else.
+ * Items of different sizes (real samples vary, so a tier holds a varying count and byte-weighted and count-weighted
+ * ratios differ); concurrency (many readers, prefetching and asynchronous fills reorder accesses and let the same
+ * item miss twice in flight); sharding across ranks and partial or restarted epochs; time and bandwidth (a hit in
+ * memory and one on disk count the same here, and which tier hits is what throughput depends on). It counts hits,
+ * nothing else; only the Granary rows pay real tiers' per-page overheads.
  *
  * <h2>Run</h2>
  * <pre>
- * ./mvnw -q -o -pl cache-benchmarks -DskipTests package
- * ./mvnw -q -o -pl cache-benchmarks exec:exec@simulate
- * ./mvnw -q -o -pl cache-benchmarks exec:exec@simulate -Dsim.args="--items=20000 --epochs=8 --fractions=0.05,0.5"
+ * ./mvnw -q -o -DskipTests -pl cache-benchmarks -am package exec:exec@simulate
+ * ./mvnw -q -o -DskipTests -pl cache-benchmarks -am package exec:exec@simulate -Dsim.args="--items=20000 --epochs=8"
  * </pre>
  * Options ({@code --name=value}): {@code items} (100000), {@code epochs} (5, at least 2), {@code seed} (1),
- * {@code fractions} ({@code 0.1,0.25,0.5,0.75}: each {@code C/N} in {@code (0, 1]}). Output: a Markdown table of
+ * {@code fractions} ({@code 0.1,0.25,0.5,0.75}: each {@code C/N} in {@code (0, 1]}), {@code granary-items}
+ * ({@code min(items, 20000)}; the memory third must be at least 64 KiB, 64 items). Output: a Markdown table of
  * steady-state hit ratios (each cell {@code ratio (ratio ÷ ceiling)}), a per-epoch table for the two Granary
  * scenarios, the parameters and the command that reproduces the run, then one JSON line per subject (starting with
  * <code>{"subject":</code>) for scripts. Exit status 0, or 2 for bad arguments. The replay is single-threaded and,
- * apart from Caffeine's internals, deterministic for a given seed.
+ * apart from Caffeine's internals, deterministic for a given seed (the Granary rows' fills run on the cache's virtual
+ * threads, but one at a time).
  */
 public final class EpochTraceSimulator {
 
@@ -181,6 +177,8 @@ public final class EpochTraceSimulator {
         }
         long t0 = System.nanoTime();
         int[][] trace = Trace.shuffled(config.items(), config.epochs(), config.seed());
+        int[][] granaryTrace = config.granaryItems() == config.items() ? trace
+                : Trace.shuffled(config.granaryItems(), config.epochs(), config.seed());
         double traceSeconds = (System.nanoTime() - t0) / 1e9;
 
         // outcomes[row][column]
@@ -189,7 +187,10 @@ public final class EpochTraceSimulator {
             Outcome[] row = new Outcome[COLUMNS.size()];
             for (int c = 0; c < row.length; c++) {
                 try {
-                    row[c] = simulate(COLUMNS.get(c), config.capacity(fraction), trace);
+                    Column column = COLUMNS.get(c);
+                    row[c] = column.granary()
+                            ? simulate(column, Config.capacity(fraction, config.granaryItems()), granaryTrace)
+                            : simulate(column, config.capacity(fraction), trace);
                 } catch (IllegalArgumentException e) { // settings the real tiers cannot take (too small a tier)
                     System.err.println("granary simulate: " + e.getMessage());
                     System.exit(2);
@@ -211,7 +212,11 @@ public final class EpochTraceSimulator {
         StringBuilder rule = new StringBuilder("|---|---|");
         for (Column c : COLUMNS) {
             if (c.steady()) {
-                header.append(' ').append(c.name()).append(" |");
+                header.append(' ').append(c.name());
+                if (c.granary() && config.granaryItems() != config.items()) {
+                    header.append(", N = ").append(config.granaryItems());
+                }
+                header.append(" |");
                 rule.append("---|");
             }
         }
@@ -255,10 +260,10 @@ public final class EpochTraceSimulator {
 
         Outcome[] first = rows.getFirst();
         System.out.printf("%nparameters: N = %d items, E = %d epochs, seed = %d, order = Sampler.shuffled(N, seed)"
-                        + ".epoch(e), equal-size items; capacities C = %s items; Granary M:D = C/3 : C - C/3 (%s)"
-                        + " items of %d bytes, disk segments of %d bytes%n",
-                config.items(), epochs, config.seed(), capacities(config), splits(config), GranarySubject.ITEM_BYTES,
-                GranarySubject.SEGMENT_BYTES);
+                        + ".epoch(e), equal-size items; capacities C = %s items; Granary rows: N = %d, M:D = C/3 :"
+                        + " C - C/3 (%s) items of %d bytes, disk segments of %d bytes%n",
+                config.items(), epochs, config.seed(), capacities(config), config.granaryItems(), splits(config),
+                GranarySubject.ITEM_BYTES, GranarySubject.SEGMENT_BYTES);
         StringJoiner seconds = new StringJoiner(", ");
         for (int c = 0; c < first.length; c++) {
             double s = 0;
@@ -269,12 +274,13 @@ public final class EpochTraceSimulator {
         }
         System.out.printf("time: trace %.2f s; replays (all rows) %s; total %.2f s; Java %s%n", traceSeconds, seconds,
                 totalSeconds, Runtime.version());
-        System.out.printf("command: ./mvnw -q -o -pl cache-benchmarks exec:exec@simulate -Dsim.args=\"%s\"%n%n",
+        System.out.printf("command: ./mvnw -q -o -DskipTests -pl cache-benchmarks -am package exec:exec@simulate"
+                + " -Dsim.args=\"%s\"%n%n",
                 config.toArgs());
 
         for (int c = 0; c < first.length; c++) {
             StringJoiner json = new StringJoiner(",", "{", "}");
-            json.add("\"subject\":\"" + first[c].subject() + "\"").add("\"items\":" + config.items())
+            json.add("\"subject\":\"" + first[c].subject() + "\"").add("\"items\":" + first[c].items())
                     .add("\"epochs\":" + epochs).add("\"seed\":" + config.seed());
             StringJoiner list = new StringJoiner(",", "\"rows\":[", "]");
             for (Outcome[] row : rows) {
@@ -305,7 +311,7 @@ public final class EpochTraceSimulator {
     private static String splits(Config config) {
         StringJoiner j = new StringJoiner(", ");
         for (double f : config.fractions()) {
-            int c = config.capacity(f);
+            int c = Config.capacity(f, config.granaryItems());
             j.add(c / 3 + " + " + (c - c / 3));
         }
         return j.toString();

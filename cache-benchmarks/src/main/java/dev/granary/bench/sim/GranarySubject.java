@@ -55,7 +55,6 @@ final class GranarySubject implements Subject {
     private static final long MIN_MEMORY = 64 << 10;
 
     private final String name;
-    private final int items;
     private final Tiers tiers;
     private final EpochDriver driver;
     private final int foreignFirst;
@@ -64,9 +63,8 @@ final class GranarySubject implements Subject {
     private final byte[] expected = new byte[ITEM_BYTES];
     private boolean closed;
 
-    private GranarySubject(String name, int items, Tiers tiers, int foreignFirst, int foreignCount, int ceiling) {
+    private GranarySubject(String name, Tiers tiers, int foreignFirst, int foreignCount, int ceiling) {
         this.name = name;
-        this.items = items;
         this.tiers = tiers;
         this.foreignFirst = foreignFirst;
         this.foreignCount = foreignCount;
@@ -88,7 +86,7 @@ final class GranarySubject implements Subject {
         long disk = (long) (capacity - capacity / 3) * ITEM_BYTES;
         Config.require(memory >= MIN_MEMORY, "Granary memory tier: " + capacity / 3 + " items of " + ITEM_BYTES
                 + " bytes = " + memory + " bytes (expected: >= " + MIN_MEMORY + ", the MemoryTier minimum; raise"
-                + " --items or the fraction)");
+                + " --granary-items or the fraction)");
         Config.require(disk >= 2 * SEGMENT_BYTES, "Granary disk tier: " + (capacity - capacity / 3) + " items of "
                 + ITEM_BYTES + " bytes = " + disk + " bytes (expected: >= two segments of " + SEGMENT_BYTES + ")");
         // Foreign ids follow the trace's; at most every byte of both tiers is one of them.
@@ -97,13 +95,13 @@ final class GranarySubject implements Subject {
         try {
             if (prefillForeign) {
                 int kept = tiers.fill(items, foreignCount);
-                return new GranarySubject(NAME_PREFILLED, items, tiers, items, foreignCount, kept);
+                return new GranarySubject(NAME_PREFILLED, tiers, items, foreignCount, kept);
             }
             int ceiling;
             try (Tiers probe = new Tiers(items + foreignCount, memory, disk)) {
                 ceiling = probe.fill(items, foreignCount);
             }
-            return new GranarySubject(NAME, items, tiers, items, 0, ceiling);
+            return new GranarySubject(NAME, tiers, items, 0, ceiling);
         } catch (IOException | RuntimeException | Error e) {
             tiers.close();
             throw e;
@@ -151,11 +149,6 @@ final class GranarySubject implements Subject {
             }
         }
         return n;
-    }
-
-    /** {@return the items of the trace} */
-    int items() {
-        return items;
     }
 
     /** {@return the cache under simulation, for its stats} */

@@ -179,7 +179,10 @@ class EpochTraceSimulatorTest {
     @Test
     void configParsesAndRejectsBadArguments() {
         Config c = Config.parse(new String[] {"--items=1_000", "--epochs=3", "--fractions=0.2, 0.5", ""});
-        assertEquals(new Config(1000, 3, 1, List.of(0.2, 0.5)), c);
+        assertEquals(new Config(1000, 3, 1, List.of(0.2, 0.5), 1000), c);
+        assertEquals(20_000, Config.parse(new String[] {"--items=100000"}).granaryItems());
+        assertEquals(500, Config.parse(new String[] {"--granary-items=500"}).granaryItems());
+        assertThrows(IllegalArgumentException.class, () -> Config.parse(new String[] {"--granary-items=0"}));
         assertEquals(c, Config.parse(c.toArgs().split(" ")));
         assertEquals(200, c.capacity(0.2));
         assertThrows(IllegalArgumentException.class, () -> Config.parse(new String[] {"--epochs=1"}));
