@@ -234,7 +234,8 @@ public final class EpochTraceSimulator {
             System.out.println(line);
         }
 
-        System.out.printf("%n# Granary on real tiers (MemoryTier M = C/3 items' bytes, DiskTier D = C - M items' bytes),"
+        System.out.printf("%n# Granary on real tiers (MemoryTier M = C/3 items' bytes, DiskTier D = C - M items'"
+                + " bytes),"
                 + " driven by an EpochDriver: hit ratio per epoch (ratio / the tiers' measured ceiling)%n%n"
                 + "| C/N | scenario | measured ceiling, items (of C) |");
         for (int e = 0; e < epochs; e++) {
