@@ -7,8 +7,8 @@
  *       {@code DataLoader} over WebDataset shards and small files in a real S3 server (S3Proxy) behind injected
  *       latency, every byte checked — over {@link dev.granary.bench.LoaderWorld}, which
  *       {@link dev.granary.bench.LoaderBenchmark} (cold epoch vs a plain client, hit ratio ÷ ceiling, stall) shares.
- *       {@link dev.granary.bench.EpochTraceSimulator} replays shuffled epochs against LRU, Caffeine, Belady MIN
- *       and Granary's rule; {@link dev.granary.bench.S3ReadBenchmark} compares S3 clients.</li>
+ *       {@link dev.granary.bench.S3ReadBenchmark} compares S3 clients. The trace simulator, which replays shuffled
+ *       epochs against LRU, Caffeine, Belady MIN and Granary's real tiers, is in {@code dev.granary.bench.sim}.</li>
  *   <li>{@link dev.granary.bench.MemoryTierHitBenchmark}: warm memory-tier hits against a raw off-heap buffer and a
  *       Caffeine map of buffers, in the same run. The allocator comparison lives in {@code dev.granary.tier}
  *       ({@code AllocatorBenchmark}, {@code AllocatorFootprint}) because it reaches the package-private
