@@ -69,6 +69,13 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@link TierStats#failures()} and {@link #failure()}, and tries again after {@link Builder#retryAfter}; pages it
  * holds keep being served, and the cache reads what it misses from the next tier or the origin.
  *
+ * <p>A segment file truncated while the tier runs (or a device failing under the mapping) is found when a page of it
+ * is first verified (verification reads the file, not the mapping), by a length check of its segment every 10 ms
+ * on hits, or when the tier's own access faults; the segment is then dropped and the read is a miss. Copies the cache
+ * makes from a damaged mapping fail as {@link IOException}s. A zero-copy lease, though, is a view of the mapping
+ * itself: a reader touching it after its file was truncated gets an {@link InternalError} from the JVM, as with
+ * Lucene's {@code MMapDirectory}. Never truncate a running tier's files ({@code docs/disk-format.md}).
+ *
  * <h2>Safety</h2>
  * The directory is locked ({@code granary.lock}) against a second tier in this or any other process: the second one
  * gets an {@link IllegalStateException} naming the holder. The directory is {@code 0700}, files are {@code 0600}, and
@@ -97,6 +104,7 @@ public final class DiskTier implements Tier {
     private final SegmentFiles files;
     private final long retryNanos;
     private final boolean randomAccess;
+    private final long lengthCheckNanos;
     private final DirectoryLock lock;
     private final ConcurrentHashMap<PageKey, DiskPage> index = new ConcurrentHashMap<>();
     private final ReentrantLock allocation = new ReentrantLock();
@@ -137,6 +145,7 @@ public final class DiskTier implements Tier {
         this.files = b.files;
         this.retryNanos = b.retryAfter.toNanos();
         this.randomAccess = b.randomAccess;
+        this.lengthCheckNanos = b.lengthCheck.toNanos();
         prepareDirectory(directory);
         this.lock = DirectoryLock.acquire(directory);
         try {
@@ -197,29 +206,49 @@ public final class DiskTier implements Tier {
     }
 
     /**
-     * Brings a retained page in and checks it before it is served: a page not read since the tier opened is probably
-     * not in the page cache, so it is asked for in one read and then verified; a verified one is probed. A fault of the
-     * medium under the mapping (an {@link InternalError} from the JVM) makes the page a miss, never an error.
+     * Checks a retained page before it is served. A page not read since the tier opened is verified against its CRC
+     * by reading the file ({@link Segment#crc}), never the mapping: if the file was truncated under the tier, a mapped
+     * page past its end is a {@code SIGBUS} the JVM cannot survive inside the CRC intrinsic, while a read just comes up
+     * short. A verified page is probed, and its segment's file length re-checked at most every
+     * {@link Builder#LENGTH_CHECK} (10 ms), so a segment file truncated while the tier runs is found and dropped instead
+     * of faulting under readers. A fault of the medium under the mapping (an {@link InternalError} from the JVM) makes
+     * the page a miss, never an error.
      *
      * @return whether the page may be served; if not, it was dropped from the index (the caller still releases it)
      */
     private boolean ready(DiskPage page) {
         try {
             if (!page.verified) {
-                if (page.length() > 4096) {
-                    willNeed(page);
-                }
                 return verify(page);
             }
+            long now = System.nanoTime();
+            if (!page.segment.intact(now, lengthCheckNanos)) {
+                discard(page.segment, "its file is shorter than the " + page.segment.size + " bytes mapped (it was"
+                        + " truncated)");
+                return false;
+            }
             if (page.length() > 4096) {
-                probe(page);
+                probe(page, now);
             }
             return true;
         } catch (InternalError e) {
-            failed("cannot read page " + page.key() + " from " + page.segment.file, e);
-            drop(page);
+            faulted(page, e);
             return false;
         }
+    }
+
+    /**
+     * Called when touching a page's mapping faulted (here, or where {@link MemoryTier} copies it up): drops the whole
+     * segment if its file was truncated, else the page, and counts it.
+     */
+    void faulted(DiskPage page, Throwable e) {
+        if (!page.segment.intactNow()) {
+            discard(page.segment, "its file is shorter than the " + page.segment.size + " bytes mapped (it was"
+                    + " truncated)");
+            return;
+        }
+        failed("cannot read page " + page.key() + " from " + page.segment.file, e);
+        drop(page);
     }
 
     /** Touching a page's first byte takes longer than this only if the kernel had to read it from the device. */
@@ -234,8 +263,7 @@ public final class DiskTier implements Tier {
      * microseconds, a resident page tens of nanoseconds. Only then is the kernel asked ({@code MADV_WILLNEED}) to
      * read the rest in one go: a system call on every hit would cost 20-25 % of a warm 128 KiB-1 MiB read (measured).
      */
-    private static void probe(DiskPage page) {
-        long start = System.nanoTime();
+    private static void probe(DiskPage page, long start) {
         byte ignored = (byte) BYTE.getOpaque(page.segment.map, page.payloadOffset);
         if (System.nanoTime() - start > COLD_NANOS) {
             willNeed(page);
@@ -245,19 +273,41 @@ public final class DiskTier implements Tier {
     /**
      * Reads a cold page in as one request and maps it in one call: {@code WILLNEED} starts one large read of the
      * whole range, {@code POPULATE_READ} waits for it and maps every page, so the reader takes no fault per 4 KiB.
+     * Both are system calls: past the end of a truncated file they fail ({@code EFAULT}) rather than fault.
      */
     private static void willNeed(DiskPage page) {
-        long span = Math.min((page.length() + 4095) & -4096L, page.segment.map.byteSize() - page.payloadOffset);
-        MemorySegment range = page.segment.map.asSlice(page.payloadOffset, span);
+        MemorySegment range = span(page);
         NativeFiles.willNeed(range);
         NativeFiles.populate(range);
     }
 
-    /** Checks a page's bytes against the CRC its record carries; drops it from the index if they differ. */
+    private static MemorySegment span(DiskPage page) {
+        long span = Math.min((page.length() + 4095) & -4096L, page.segment.map.byteSize() - page.payloadOffset);
+        return page.segment.map.asSlice(page.payloadOffset, span);
+    }
+
+    /**
+     * Checks a page's bytes against the CRC its record carries, reading them from the file; drops the page from the
+     * index if they differ, and its whole segment if the file ends before the page does.
+     */
     private boolean verify(DiskPage page) {
-        int actual = SegmentFormat.crc(page.segment());
+        int actual;
+        try {
+            actual = page.segment.crc(page.payloadOffset, page.length());
+        } catch (java.io.EOFException e) {
+            discard(page.segment, e.getMessage());
+            return false;
+        } catch (IOException e) {
+            failed("cannot read page " + page.key() + " from " + page.segment.file, e);
+            drop(page);
+            return false;
+        }
         if (actual == page.crc) {
             page.verified = true;
+            if (page.length() > 4096) {
+                // The read left the page in the page cache: map it in one call, so the reader takes no fault per 4 KiB.
+                NativeFiles.populate(span(page));
+            }
             return true;
         }
         counters.corrupted();
@@ -268,6 +318,36 @@ public final class DiskTier implements Tier {
         }
         drop(page);
         return false;
+    }
+
+    /**
+     * Drops a whole segment whose file was damaged under the tier (truncated): its pages leave the index, its file is
+     * deleted, and it is counted once in {@link TierStats#corruptions()}. Pages readers hold stay mapped.
+     */
+    private void discard(Segment segment, String why) {
+        boolean live;
+        allocation.lock();
+        try {
+            live = segments.remove(segment);
+            if (live) {
+                if (active == segment) {
+                    active = null;
+                }
+                for (DiskPage page : segment.kill(true)) {
+                    if (index.remove(page.key(), page)) {
+                        page.release();
+                    }
+                }
+                segment.release(); // the tier's own reference
+            }
+        } finally {
+            allocation.unlock();
+        }
+        if (live) {
+            counters.corrupted();
+            LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': dropping segment " + segment.file + ": "
+                    + why + "; its pages are read again from below");
+        }
     }
 
     @Override
@@ -977,6 +1057,11 @@ public final class DiskTier implements Tier {
         protected void deallocate() {
             segment.release();
         }
+
+        @Override
+        public String toString() {
+            return "DiskPage[" + key() + " in " + segment.file + " at " + payloadOffset + "]";
+        }
     }
 
     /** How segment files get their disk blocks; a seam for tests that simulate a full or failing disk. */
@@ -998,6 +1083,9 @@ public final class DiskTier implements Tier {
         private Duration retryAfter = Duration.ofSeconds(30);
         private boolean randomAccess = true;
         private SegmentFiles files = NativeFiles::allocate;
+        /** How often a segment's file length is re-checked on the hit path (see {@code ready}). */
+        static final Duration LENGTH_CHECK = Duration.ofMillis(10);
+        private Duration lengthCheck = LENGTH_CHECK;
 
         private Builder() {}
 
@@ -1108,6 +1196,12 @@ public final class DiskTier implements Tier {
          */
         public Builder randomAccess(boolean random) {
             this.randomAccess = random;
+            return this;
+        }
+
+        /** For tests: how often segment lengths are re-checked, so the checks can be taken out of the way. */
+        Builder lengthCheck(Duration interval) {
+            this.lengthCheck = interval;
             return this;
         }
 

@@ -23,6 +23,8 @@ final class ChildJvm {
         command.add("-Xmx256m");
         command.add("--enable-native-access=ALL-UNNAMED");
         command.add("-XX:TieredStopAtLevel=1"); // a short-lived child: start fast
+        // a child that crashes (a test that checks it does not) leaves its report in the temp directory, not the tree
+        command.add("-XX:ErrorFile=" + Path.of(System.getProperty("java.io.tmpdir"), "granary-hs_err_pid%p.log"));
         command.add("-cp");
         command.add(System.getProperty("java.class.path"));
         command.add(main.getName());
