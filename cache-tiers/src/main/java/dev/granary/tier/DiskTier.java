@@ -77,8 +77,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * Lucene's {@code MMapDirectory}. Never truncate a running tier's files ({@code docs/disk-format.md}).
  *
  * <h2>Safety</h2>
- * The directory is locked ({@code granary.lock}) against a second tier in this or any other process: the second one
- * gets an {@link IllegalStateException} naming the holder. The directory is {@code 0700}, files are {@code 0600}, and
+ * The directory is locked ({@code flock} on the directory itself; {@code granary.lock} names the holder) against a
+ * second tier in this or any other process: the second one gets an {@link IllegalStateException} naming the holder. The directory is {@code 0700}, files are {@code 0600}, and
  * file names are segment numbers, never derived from object keys.
  *
  * <h2>Thread safety</h2>
