@@ -5,7 +5,6 @@ import dev.granary.Lease;
 import dev.granary.TierStats;
 import dev.granary.TieredCache;
 import dev.granary.origin.posix.PosixOrigin;
-import dev.granary.spi.Tier;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -50,7 +49,7 @@ public final class TruncatedSegmentMain {
             keys = files.map(f -> f.getFileName().toString()).sorted().toList();
         }
         try (TieredCache cache = cache(data, DiskTier.builder().directory(dir).capacity(4L << 20)
-                .segmentSize(128 << 10).build(), false)) {
+                .segmentSize(128 << 10).build(), null)) {
             for (String key : keys) {
                 try (Lease lease = cache.read(key)) {
                     lease.bytes();
@@ -59,7 +58,8 @@ public final class TruncatedSegmentMain {
         }
         DiskTier disk = DiskTier.builder().directory(dir).capacity(4L << 20).segmentSize(128 << 10)
                 .lengthCheck(check).build();
-        try (TieredCache cache = cache(data, disk, withMemory)) {
+        MemoryTier memory = withMemory ? MemoryTier.builder().capacity(256 << 10).slabSize(64 << 10).build() : null;
+        try (TieredCache cache = cache(data, disk, memory)) {
             if (verified) {
                 readAll(cache, keys, data); // verifies every disk page
             }
@@ -74,6 +74,12 @@ public final class TruncatedSegmentMain {
                 channel.truncate(cut.payloadOffset() + 4096);
             }
             System.out.println("truncated " + victim);
+            if (memory != null) {
+                // drop the memory tier's copies, so the reads copy the pages up from the truncated mapping again
+                for (dev.granary.spi.PageKey key : disk.keys()) {
+                    memory.remove(key);
+                }
+            }
             int[] first = readAll(cache, keys, data);
             int[] second = readAll(cache, keys, data);
             TierStats stats = cache.stats().tiers().getLast();
@@ -84,10 +90,9 @@ public final class TruncatedSegmentMain {
         }
     }
 
-    private static TieredCache cache(Path data, DiskTier disk, boolean withMemory) {
+    private static TieredCache cache(Path data, DiskTier disk, MemoryTier memory) {
         TieredCache.Builder builder = TieredCache.builder(PosixOrigin.of(data)).pageSize(PAGE);
-        if (withMemory) {
-            Tier memory = MemoryTier.builder().capacity(256 << 10).slabSize(64 << 10).build();
+        if (memory != null) {
             builder.tier(memory);
         }
         return builder.tier(disk).build();
