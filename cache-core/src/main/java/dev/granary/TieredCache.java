@@ -410,7 +410,18 @@ public final class TieredCache implements AutoCloseable {
                 for (Page page : pages) {
                     long from = Math.max(offset, page.offset());
                     long to = Math.min(offset + length, page.offset() + page.length());
-                    MemorySegment.copy(page.segment(), from - page.offset(), dst, from - offset, to - from);
+                    try {
+                        MemorySegment.copy(page.segment(), from - page.offset(), dst, from - offset, to - from);
+                    } catch (InternalError e) {
+                        // A mapped page whose file was truncated, or whose device failed, after the tier checked it:
+                        // the JVM reports the SIGBUS as an InternalError. Drop the page so the next read misses,
+                        // and fail this one as I/O, never as an Error.
+                        for (Tier tier : tiers) {
+                            tier.remove(page.key());
+                        }
+                        throw new IOException("cannot read cached " + page + ": the cache file under it was damaged"
+                                + " (truncated or failing); the page is dropped and the next read fetches it again", e);
+                    }
                 }
             } finally {
                 for (Page page : pages) {
@@ -519,11 +530,18 @@ public final class TieredCache implements AutoCloseable {
         for (int i = fromTier; i < tiers.length; i++) {
             Page page = quietly ? tiers[i].peek(key) : tiers[i].get(key);
             if (page != null) {
-                for (int j = 0; j < i && !epochs.driven(); j++) {
-                    if (tiers[j].put(page) && exclusive) {
-                        tiers[i].remove(key);
-                        break;
+                try {
+                    for (int j = 0; j < i && !epochs.driven(); j++) {
+                        if (tiers[j].put(page) && exclusive) {
+                            tiers[i].remove(key);
+                            break;
+                        }
                     }
+                } catch (java.io.UncheckedIOException e) {
+                    // Copying the page up faulted: its tier's file was damaged under it (Tier.put). That tier
+                    // dropped it; look further down, as for a miss.
+                    page.release();
+                    continue;
                 }
                 return page;
             }

@@ -98,6 +98,8 @@ public interface Tier extends AutoCloseable {
      * @return {@code true} if the tier now holds the page (or already held one with the same key); {@code false} if
      *     it refused (admission, capacity, a failing medium, closed)
      * @throws IllegalArgumentException if the page is not sealed
+     * @throws java.io.UncheckedIOException if the page's own bytes cannot be read (its memory is a mapped file that
+     *     was damaged under it); its tier has then dropped it, and the caller treats it as a miss
      */
     boolean put(Page page);
 

@@ -259,6 +259,12 @@ final class EpochRun<T> {
                 } else {
                     slotFailed(pending, slot, null);
                 }
+            } catch (InternalError e) {
+                // A zero-copy sample is a view of a cache file; if that file was truncated or its device failed
+                // under the decoder, the JVM reports the fault as an InternalError: hand the trainer an I/O failure.
+                slotFailed(pending, slot, failure(pending, sample.index(), new java.io.IOException("cannot read"
+                        + " sample " + sample.index() + ": the cache file under it was damaged (truncated or"
+                        + " failing)", e)));
             } catch (Exception | Error e) {
                 slotFailed(pending, slot, failure(pending, sample.index(), e));
             } finally {

@@ -282,6 +282,54 @@ class DataLoaderTest {
     }
 
     @Test
+    void aSampleWhoseCacheFileIsTruncatedUnderTheDecoderFailsWithAnIOExceptionNotAnError() throws Exception {
+        Path disk = root.resolve("disk");
+        dev.granary.tier.DiskTier tier = dev.granary.tier.DiskTier.builder().directory(disk).capacity(16L << 20)
+                .segmentSize(1L << 20).build();
+        java.util.concurrent.atomic.AtomicBoolean truncated = new java.util.concurrent.atomic.AtomicBoolean();
+        try (TieredCache cache = leaks.watch(TieredCache.builder(PosixOrigin.of(root)).tier(tier).pageSize(64 << 10)
+                .build())) {
+            Dataset dataset = Dataset.ofObjects(cache, "train/");
+            try (DataLoader<LoaderFixture.Item> loader = DataLoader.builder(dataset, LoaderFixture::copy)
+                    .batchSize(8).build(); Epoch<LoaderFixture.Item> e = loader.epoch(0)) {
+                e.forEach(batch -> { }); // fills the disk tier: from now on a sample is a view of a segment file
+            }
+            List<SampleException> failures = new ArrayList<>();
+            try (DataLoader<LoaderFixture.Item> loader = DataLoader.builder(dataset, sample -> {
+                if (truncated.compareAndSet(false, true)) {
+                    // someone truncates the cache's files under the running loader: every payload is past the end
+                    try (var files = java.nio.file.Files.list(disk.resolve("segments"))) {
+                        for (Path f : files.toList()) {
+                            try (var channel = java.nio.channels.FileChannel.open(f,
+                                    java.nio.file.StandardOpenOption.WRITE)) {
+                                channel.truncate(4096);
+                            }
+                        }
+                    } catch (IOException x) {
+                        throw new java.io.UncheckedIOException(x);
+                    }
+                }
+                return LoaderFixture.copy(sample);
+            }).batchSize(8).build(); Epoch<LoaderFixture.Item> e = loader.epoch(1)) {
+                var it = e.iterator();
+                while (it.hasNext()) {
+                    try {
+                        it.next();
+                    } catch (SampleException failed) {
+                        failures.add(failed);
+                    }
+                }
+            }
+            assertTrue(truncated.get());
+            assertFalse(failures.isEmpty(), "the sample being decoded was a view of the truncated file");
+            for (SampleException failed : failures) {
+                assertTrue(failed.getCause() instanceof IOException && failed.getCause().getMessage()
+                        .contains("the cache file under it was damaged"), "an I/O failure, not an Error: " + failed);
+            }
+        }
+    }
+
+    @Test
     void closingMidEpochStopsEveryThreadAndReleasesEveryLease() throws Exception {
         Gate gate = new Gate();
         FaultyOrigin origin = new FaultyOrigin(PosixOrigin.of(root)).holdReads(gate);

@@ -11,10 +11,7 @@ import dev.granary.spi.Workload;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.FileAttribute;
@@ -22,10 +19,8 @@ import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -44,13 +39,15 @@ import java.util.concurrent.locks.ReentrantLock;
  * }
  *
  * <h2>Layout and recovery</h2>
- * Pages are appended log-structured into fixed-size segment files ({@link Builder#segmentSize}, default 64 MiB),
+ * Pages are appended log-structured into fixed-size segment files ({@link Builder#segmentSize}, by default chosen
+ * from the capacity, up to 64 MiB),
  * each preallocated and mapped with FFM. Every page has a record header naming it completely (origin, key, object
  * version, extent) with the CRC32C of its bytes. Opening a directory scans the record headers of every segment and
  * rebuilds the index; pages are served again only under their exact {@link PageKey}, so only for object versions the
  * origin still reports. A page's bytes are checked against its CRC the first time it is read after opening: a
- * mismatch is a miss, counted in {@link TierStats#corruptions()}, and the page is dropped. The format is described
- * in {@code docs/disk-format.md}.
+ * mismatch is a miss, counted in {@link TierStats#corruptions()}, and the page is dropped. Only then: bytes changed
+ * in a segment file after a page's first read are served as they are, until the tier is reopened (re-verifying every
+ * hit would cost several times the hit). The format is described in {@code docs/disk-format.md}.
  *
  * <h2>Crashes</h2>
  * A record header is written after its payload and ends with its own CRC, and a scan stops at the first header that
@@ -69,9 +66,16 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@link TierStats#failures()} and {@link #failure()}, and tries again after {@link Builder#retryAfter}; pages it
  * holds keep being served, and the cache reads what it misses from the next tier or the origin.
  *
+ * <p>A segment file truncated while the tier runs (or a device failing under the mapping) is found when a page of it
+ * is first verified (verification reads the file, not the mapping), by a length check of its segment every 10 ms
+ * on hits, or when the tier's own access faults; the segment is then dropped and the read is a miss. Copies the cache
+ * makes from a damaged mapping fail as {@link IOException}s. A zero-copy lease, though, is a view of the mapping
+ * itself: a reader touching it after its file was truncated gets an {@link InternalError} from the JVM, as with
+ * Lucene's {@code MMapDirectory}. Never truncate a running tier's files ({@code docs/disk-format.md}).
+ *
  * <h2>Safety</h2>
- * The directory is locked ({@code granary.lock}) against a second tier in this or any other process: the second one
- * gets an {@link IllegalStateException} naming the holder. The directory is {@code 0700}, files are {@code 0600}, and
+ * The directory is locked ({@code flock} on the directory itself; {@code granary.lock} names the holder) against a
+ * second tier in this or any other process: the second one gets an {@link IllegalStateException} naming the holder. The directory is {@code 0700}, files are {@code 0600}, and
  * file names are segment numbers, never derived from object keys.
  *
  * <h2>Thread safety</h2>
@@ -85,7 +89,6 @@ public final class DiskTier implements Tier {
     static final Set<PosixFilePermission> DIRECTORY_PERMISSIONS = PosixFilePermissions.fromString("rwx------");
     static final String FORMAT_FILE = "FORMAT";
     static final String SEGMENTS = "segments";
-    private static final String FORMAT_TITLE = "granary-disk-tier";
     private static final System.Logger LOG = System.getLogger(DiskTier.class.getName());
 
     private final String name;
@@ -97,6 +100,7 @@ public final class DiskTier implements Tier {
     private final SegmentFiles files;
     private final long retryNanos;
     private final boolean randomAccess;
+    private final long lengthCheckNanos;
     private final DirectoryLock lock;
     private final ConcurrentHashMap<PageKey, DiskPage> index = new ConcurrentHashMap<>();
     private final ReentrantLock allocation = new ReentrantLock();
@@ -127,20 +131,21 @@ public final class DiskTier implements Tier {
     /** Guarded by {@link #allocation}. */
     private boolean closeDone;
 
-    private DiskTier(Builder b) throws IOException {
+    private DiskTier(Builder b, long segmentSize) throws IOException {
         this.name = b.name;
         this.directory = b.directory.toAbsolutePath().normalize();
         this.segmentsDirectory = directory.resolve(SEGMENTS);
         this.capacity = b.capacity;
-        this.segmentSize = b.segmentSize;
+        this.segmentSize = segmentSize;
         this.policy = b.policy;
         this.files = b.files;
         this.retryNanos = b.retryAfter.toNanos();
         this.randomAccess = b.randomAccess;
-        prepareDirectory(directory);
+        this.lengthCheckNanos = b.lengthCheck.toNanos();
+        DiskDirectory.prepare(directory);
         this.lock = DirectoryLock.acquire(directory);
         try {
-            checkFormat();
+            DiskDirectory.checkFormat(directory, name);
             this.recovery = recover();
         } catch (IOException | RuntimeException | Error e) {
             closeSegmentsAfterFailedOpen();
@@ -197,29 +202,49 @@ public final class DiskTier implements Tier {
     }
 
     /**
-     * Brings a retained page in and checks it before it is served: a page not read since the tier opened is probably
-     * not in the page cache, so it is asked for in one read and then verified; a verified one is probed. A fault of the
-     * medium under the mapping (an {@link InternalError} from the JVM) makes the page a miss, never an error.
+     * Checks a retained page before it is served. A page not read since the tier opened is verified against its CRC
+     * by reading the file ({@link Segment#crc}), never the mapping: if the file was truncated under the tier, a mapped
+     * page past its end is a {@code SIGBUS} the JVM cannot survive inside the CRC intrinsic, while a read just comes up
+     * short. A verified page is probed, and its segment's file length re-checked at most every
+     * {@link Builder#LENGTH_CHECK} (10 ms), so a segment file truncated while the tier runs is found and dropped instead
+     * of faulting under readers. A fault of the medium under the mapping (an {@link InternalError} from the JVM) makes
+     * the page a miss, never an error.
      *
      * @return whether the page may be served; if not, it was dropped from the index (the caller still releases it)
      */
     private boolean ready(DiskPage page) {
         try {
             if (!page.verified) {
-                if (page.length() > 4096) {
-                    willNeed(page);
-                }
                 return verify(page);
             }
+            long now = System.nanoTime();
+            if (!page.segment.intact(now, lengthCheckNanos)) {
+                discard(page.segment, "its file is shorter than the " + page.segment.size + " bytes mapped (it was"
+                        + " truncated)");
+                return false;
+            }
             if (page.length() > 4096) {
-                probe(page);
+                probe(page, now);
             }
             return true;
         } catch (InternalError e) {
-            failed("cannot read page " + page.key() + " from " + page.segment.file, e);
-            drop(page);
+            faulted(page, e);
             return false;
         }
+    }
+
+    /**
+     * Called when touching a page's mapping faulted (here, or where {@link MemoryTier} copies it up): drops the whole
+     * segment if its file was truncated, else the page, and counts it.
+     */
+    void faulted(DiskPage page, Throwable e) {
+        if (!page.segment.intactNow()) {
+            discard(page.segment, "its file is shorter than the " + page.segment.size + " bytes mapped (it was"
+                    + " truncated)");
+            return;
+        }
+        failed("cannot read page " + page.key() + " from " + page.segment.file, e);
+        drop(page);
     }
 
     /** Touching a page's first byte takes longer than this only if the kernel had to read it from the device. */
@@ -234,8 +259,7 @@ public final class DiskTier implements Tier {
      * microseconds, a resident page tens of nanoseconds. Only then is the kernel asked ({@code MADV_WILLNEED}) to
      * read the rest in one go: a system call on every hit would cost 20-25 % of a warm 128 KiB-1 MiB read (measured).
      */
-    private static void probe(DiskPage page) {
-        long start = System.nanoTime();
+    private static void probe(DiskPage page, long start) {
         byte ignored = (byte) BYTE.getOpaque(page.segment.map, page.payloadOffset);
         if (System.nanoTime() - start > COLD_NANOS) {
             willNeed(page);
@@ -245,19 +269,41 @@ public final class DiskTier implements Tier {
     /**
      * Reads a cold page in as one request and maps it in one call: {@code WILLNEED} starts one large read of the
      * whole range, {@code POPULATE_READ} waits for it and maps every page, so the reader takes no fault per 4 KiB.
+     * Both are system calls: past the end of a truncated file they fail ({@code EFAULT}) rather than fault.
      */
     private static void willNeed(DiskPage page) {
-        long span = Math.min((page.length() + 4095) & -4096L, page.segment.map.byteSize() - page.payloadOffset);
-        MemorySegment range = page.segment.map.asSlice(page.payloadOffset, span);
+        MemorySegment range = span(page);
         NativeFiles.willNeed(range);
         NativeFiles.populate(range);
     }
 
-    /** Checks a page's bytes against the CRC its record carries; drops it from the index if they differ. */
+    private static MemorySegment span(DiskPage page) {
+        long span = Math.min((page.length() + 4095) & -4096L, page.segment.map.byteSize() - page.payloadOffset);
+        return page.segment.map.asSlice(page.payloadOffset, span);
+    }
+
+    /**
+     * Checks a page's bytes against the CRC its record carries, reading them from the file; drops the page from the
+     * index if they differ, and its whole segment if the file ends before the page does.
+     */
     private boolean verify(DiskPage page) {
-        int actual = SegmentFormat.crc(page.segment());
+        int actual;
+        try {
+            actual = page.segment.crc(page.payloadOffset, page.length());
+        } catch (java.io.EOFException e) {
+            discard(page.segment, e.getMessage());
+            return false;
+        } catch (IOException e) {
+            failed("cannot read page " + page.key() + " from " + page.segment.file, e);
+            drop(page);
+            return false;
+        }
         if (actual == page.crc) {
             page.verified = true;
+            if (page.length() > 4096) {
+                // The read left the page in the page cache: map it in one call, so the reader takes no fault per 4 KiB.
+                NativeFiles.populate(span(page));
+            }
             return true;
         }
         counters.corrupted();
@@ -268,6 +314,36 @@ public final class DiskTier implements Tier {
         }
         drop(page);
         return false;
+    }
+
+    /**
+     * Drops a whole segment whose file was damaged under the tier (truncated): its pages leave the index, its file is
+     * deleted, and it is counted once in {@link TierStats#corruptions()}. Pages readers hold stay mapped.
+     */
+    private void discard(Segment segment, String why) {
+        boolean live;
+        allocation.lock();
+        try {
+            live = segments.remove(segment);
+            if (live) {
+                if (active == segment) {
+                    active = null;
+                }
+                for (DiskPage page : segment.kill(true)) {
+                    if (index.remove(page.key(), page)) {
+                        page.release();
+                    }
+                }
+                segment.release(); // the tier's own reference
+            }
+        } finally {
+            allocation.unlock();
+        }
+        if (live) {
+            counters.corrupted();
+            LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': dropping segment " + segment.file + ": "
+                    + why + "; its pages are read again from below");
+        }
     }
 
     @Override
@@ -635,8 +711,8 @@ public final class DiskTier implements Tier {
         return recovery;
     }
 
-    /** {@return the number of pages in the index} */
-    public int pageCount() {
+    /** {@return the number of pages in the index}; for tests and benchmarks */
+    int pageCount() {
         return index.size();
     }
 
@@ -645,8 +721,8 @@ public final class DiskTier implements Tier {
         return directory;
     }
 
-    /** {@return whether the tier is closed and every segment is unmapped} */
-    public boolean isReleased() {
+    /** {@return whether the tier is closed and every segment is unmapped}; for leak checks in tests */
+    boolean isReleased() {
         return closed && mapped.get() == 0;
     }
 
@@ -698,153 +774,18 @@ public final class DiskTier implements Tier {
 
     // ------------------------------------------------------------------------------------------------ opening
 
-    private static void prepareDirectory(Path directory) throws IOException {
-        if (!Files.exists(directory, LinkOption.NOFOLLOW_LINKS)) {
-            Files.createDirectories(directory, PosixFilePermissions.asFileAttribute(DIRECTORY_PERMISSIONS));
-            return;
-        }
-        if (!Files.isDirectory(directory)) {
-            throw new IllegalArgumentException("disk tier directory " + directory + " is not a directory (expected:"
-                    + " a directory, or a path where one can be created)");
-        }
-        boolean ours = Files.exists(directory.resolve(FORMAT_FILE)) || Files.exists(directory.resolve(SEGMENTS));
-        if (!ours) {
-            try (DirectoryStream<Path> entries = Files.newDirectoryStream(directory)) {
-                for (Path entry : entries) {
-                    if (!entry.getFileName().toString().equals(DirectoryLock.FILE)) {
-                        throw new IllegalArgumentException("disk tier directory " + directory + " holds other files"
-                                + " (such as " + entry.getFileName() + ") and is not a Granary disk tier (expected:"
-                                + " an empty directory or one a DiskTier wrote; Granary does not share a directory"
-                                + " with other data)");
-                    }
-                }
-            }
-        }
-        if (!Files.getPosixFilePermissions(directory).equals(DIRECTORY_PERMISSIONS)) {
-            Files.setPosixFilePermissions(directory, DIRECTORY_PERMISSIONS);
-        }
-    }
-
-    /** Reads or writes the FORMAT file; an older format's segments are discarded, a newer one is refused. */
-    private void checkFormat() throws IOException {
-        Path formatFile = directory.resolve(FORMAT_FILE);
-        if (Files.exists(formatFile)) {
-            int found = parseFormat(formatFile);
-            if (found > SegmentFormat.FORMAT) {
-                throw new IllegalStateException("disk tier directory " + directory + " was written by a newer Granary"
-                        + " (format " + found + "; this one reads format " + SegmentFormat.FORMAT + ") (expected:"
-                        + " format " + SegmentFormat.FORMAT + "; use that Granary version, another directory, or"
-                        + " delete this one to start over)");
-            }
-            if (found == SegmentFormat.FORMAT) {
-                Files.createDirectories(segmentsDirectory,
-                        PosixFilePermissions.asFileAttribute(DIRECTORY_PERMISSIONS));
-                return;
-            }
-            LOG.log(System.Logger.Level.INFO, "disk tier '" + name + "': " + directory + " holds format " + found
-                    + "; discarding its segments and starting over in format " + SegmentFormat.FORMAT);
-            deleteSegments();
-        }
-        Files.createDirectories(segmentsDirectory, PosixFilePermissions.asFileAttribute(DIRECTORY_PERMISSIONS));
-        Path temporary = directory.resolve(FORMAT_FILE + ".tmp");
-        Files.deleteIfExists(temporary);
-        Files.write(Files.createFile(temporary, FILE_PERMISSIONS),
-                (FORMAT_TITLE + "\nformat " + SegmentFormat.FORMAT + "\n").getBytes(StandardCharsets.UTF_8));
-        Files.move(temporary, formatFile, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-    }
-
-    private int parseFormat(Path formatFile) throws IOException {
-        List<String> lines = Files.readAllLines(formatFile, StandardCharsets.UTF_8);
-        if (lines.size() >= 2 && lines.get(0).equals(FORMAT_TITLE) && lines.get(1).startsWith("format ")) {
-            try {
-                return Integer.parseInt(lines.get(1).substring("format ".length()).strip());
-            } catch (NumberFormatException e) {
-                // reported below
-            }
-        }
-        throw new IllegalStateException("disk tier directory " + directory + ": " + formatFile.getFileName()
-                + " is unreadable: " + lines + " (expected: '" + FORMAT_TITLE + "' and 'format <n>'; delete the"
-                + " directory to start over)");
-    }
-
-    private void deleteSegments() throws IOException {
-        if (!Files.isDirectory(segmentsDirectory)) {
-            return;
-        }
-        try (DirectoryStream<Path> entries = Files.newDirectoryStream(segmentsDirectory)) {
-            for (Path entry : entries) {
-                Files.delete(entry);
-            }
-        }
-    }
-
-    /** Maps and scans every segment file, oldest first, and rebuilds the index. */
+    /** Scans the segments ({@link SegmentRecovery}), indexes the pages found, and resumes appends to the newest. */
     private Recovery recover() throws IOException {
         long start = System.nanoTime();
-        TreeMap<Long, Path> found = new TreeMap<>();
-        try (DirectoryStream<Path> entries = Files.newDirectoryStream(segmentsDirectory)) {
-            for (Path entry : entries) {
-                String fileName = entry.getFileName().toString();
-                long id = parseId(fileName);
-                if (id >= 0) {
-                    found.put(id, entry);
-                } else if (fileName.endsWith(".tmp")) {
-                    Files.delete(entry); // a segment whose creation was interrupted
-                } else {
-                    LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': ignoring " + entry
-                            + ", not a segment file");
-                }
-            }
-        }
-        int damagedSegments = 0;
-        int damagedTails = 0;
-        java.util.HashMap<String, String> names = new java.util.HashMap<>();
+        SegmentRecovery.Result found = new SegmentRecovery(segmentsDirectory, name, this::freed, segment -> {
+            mapped.incrementAndGet();
+            bytesOnDisk.addAndGet(segment.size);
+        }, this::advise, counters::corrupted).scan();
+        nextId = Math.max(nextId, found.nextId());
         long pages = 0;
-        for (var e : found.entrySet()) {
-            long id = e.getKey();
-            Path file = e.getValue();
-            nextId = Math.max(nextId, id + 1);
-            long size = Files.size(file);
-            Segment segment = null;
-            String damage;
-            if (size < SegmentFormat.SEGMENT_HEADER || size > (1L << 40)) {
-                damage = "size " + size + " is not that of a segment";
-            } else {
-                segment = Segment.map(id, file, size, this::freed, null);
-                mapped.incrementAndGet();
-                advise(segment); // before the scan touches it: no read-ahead into payloads
-                bytesOnDisk.addAndGet(size);
-                damage = SegmentFormat.checkSegmentHeader(segment.map, id, size);
-            }
-            if (damage != null) {
-                damagedSegments++;
-                counters.corrupted();
-                LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': deleting damaged segment " + file
-                        + ": " + damage);
-                if (segment != null) {
-                    segment.kill(true);
-                    segment.release();
-                } else {
-                    Files.delete(file);
-                }
-                continue;
-            }
-            Segment s = segment;
-            List<SegmentFormat.Record> records = new ArrayList<>();
-            SegmentFormat.ScanEnd end = SegmentFormat.scan(s.map, id, r -> records.add(canonical(r, names)),
-                    position -> readAhead(s, position));
-            if (end.damage() != null) {
-                damagedTails++;
-                counters.corrupted();
-                LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': segment " + file + " ends in a record"
-                        + " that is not valid (" + end.damage() + "); the pages after it are dropped");
-            }
-            s.cursors(end.headerEnd(), end.payloadStart());
-            // Used only if appends resume here: above every generation in the file, including records a crash may
-            // have left beyond the scan's end (which the scan cannot see): seconds since 2020 grow across restarts.
-            s.generation = Math.max(end.generation() + 1,
-                    (int) Math.min(Integer.MAX_VALUE, (System.currentTimeMillis() - 1_577_836_800_000L) / 1000));
-            for (SegmentFormat.Record r : records) {
+        for (SegmentRecovery.Recovered recovered : found.segments()) {
+            Segment s = recovered.segment();
+            for (SegmentFormat.Record r : recovered.records()) {
                 DiskPage page = new DiskPage(this, s, r.key(), r.headerOffset(), r.payloadOffset(), r.payloadCrc(),
                         false);
                 synchronized (s) {
@@ -868,22 +809,8 @@ public final class DiskTier implements Tier {
         } finally {
             allocation.unlock();
         }
-        return new Recovery(found.size(), pages, damagedSegments, damagedTails,
+        return new Recovery(found.files(), pages, found.damagedSegments(), found.damagedTails(),
                 Duration.ofNanos(System.nanoTime() - start));
-    }
-
-    /** One String object per distinct origin, key and version, however many pages share it. */
-    private static SegmentFormat.Record canonical(SegmentFormat.Record r, java.util.Map<String, String> names) {
-        PageKey k = r.key();
-        PageKey key = new PageKey(names.computeIfAbsent(k.origin(), x -> x), names.computeIfAbsent(k.key(), x -> x),
-                names.computeIfAbsent(k.version(), x -> x), k.offset(), k.length());
-        return new SegmentFormat.Record(key, r.headerOffset(), r.payloadOffset(), r.payloadCrc());
-    }
-
-    /** The header scan reads on under {@code MADV_RANDOM}: ask for the next megabyte of headers in one request. */
-    private static void readAhead(Segment segment, long position) {
-        long from = position & -4096L;
-        NativeFiles.willNeed(segment.map.asSlice(from, Math.min(1L << 20, segment.map.byteSize() - from)));
     }
 
     /**
@@ -920,18 +847,7 @@ public final class DiskTier implements Tier {
     }
 
     static String fileName(long id) {
-        return "seg-" + HexFormat.of().toHexDigits(id) + ".dat";
-    }
-
-    private static long parseId(String fileName) {
-        if (fileName.length() != 24 || !fileName.startsWith("seg-") || !fileName.endsWith(".dat")) {
-            return -1;
-        }
-        try {
-            return HexFormat.fromHexDigitsToLong(fileName, 4, 20);
-        } catch (IllegalArgumentException e) {
-            return -1;
-        }
+        return DiskDirectory.fileName(id);
     }
 
     /**
@@ -977,6 +893,11 @@ public final class DiskTier implements Tier {
         protected void deallocate() {
             segment.release();
         }
+
+        @Override
+        public String toString() {
+            return "DiskPage[" + key() + " in " + segment.file + " at " + payloadOffset + "]";
+        }
     }
 
     /** How segment files get their disk blocks; a seam for tests that simulate a full or failing disk. */
@@ -992,12 +913,16 @@ public final class DiskTier implements Tier {
         private static final long MAX_SEGMENT = 1L << 30;
         private Path directory;
         private long capacity = -1;
-        private long segmentSize = 64L << 20;
+        /** -1 until set: then chosen from the capacity at {@link #build}. */
+        private long segmentSize = -1;
         private RegionPolicy policy = new SegmentLruPolicy();
         private String name = "disk";
         private Duration retryAfter = Duration.ofSeconds(30);
         private boolean randomAccess = true;
         private SegmentFiles files = NativeFiles::allocate;
+        /** How often a segment's file length is re-checked on the hit path (see {@code ready}). */
+        static final Duration LENGTH_CHECK = Duration.ofMillis(10);
+        private Duration lengthCheck = LENGTH_CHECK;
 
         private Builder() {}
 
@@ -1021,14 +946,14 @@ public final class DiskTier implements Tier {
         /**
          * Sets the bound on the bytes of segment files on disk. Required; at least two segments.
          *
-         * @param bytes the capacity, {@code > 0}
+         * @param bytes the capacity, at least 32 KiB (two segments of the smallest size)
          * @return this builder
-         * @throws IllegalArgumentException if not positive
+         * @throws IllegalArgumentException if below 32 KiB
          */
         public Builder capacity(long bytes) {
-            if (bytes <= 0) {
-                throw new IllegalArgumentException("disk tier capacity: " + bytes + " bytes (expected: > 0, at least"
-                        + " two segments)");
+            if (bytes < 2 * MIN_SEGMENT) {
+                throw new IllegalArgumentException("disk tier capacity: " + bytes + " bytes (expected: at least "
+                        + 2 * MIN_SEGMENT + ", two segments of the smallest size " + MIN_SEGMENT + ")");
             }
             this.capacity = bytes;
             return this;
@@ -1036,7 +961,7 @@ public final class DiskTier implements Tier {
 
         /**
          * Sets the size of segment files: the unit of eviction, and the largest page the tier holds (less its header).
-         * Default 64 MiB.
+         * Default: chosen from the capacity ({@link #defaultSegmentSize}), 64 MiB for a capacity of 512 MiB or more.
          *
          * @param bytes a multiple of 4096, from 16 KiB to 1 GiB
          * @return this builder
@@ -1111,6 +1036,31 @@ public final class DiskTier implements Tier {
             return this;
         }
 
+        /**
+         * The segment size used when none is set: the largest power of two from 16 KiB to 64 MiB of which the capacity
+         * holds at least eight, else 16 KiB (a capacity from 32 to 128 KiB). Eight or more segments keep eviction, which
+         * drops a whole segment, from dropping more than an eighth of the tier at once; 64 MiB keeps the number of
+         * files and mappings low for large tiers (8,000 for 500 GiB). A page larger than a segment is not cached on
+         * disk (logged once), so a small tier with large pages should set {@link #segmentSize} itself.
+         *
+         * @param capacity at least 32 KiB
+         */
+        static long defaultSegmentSize(long capacity) {
+            long size = MAX_DEFAULT_SEGMENT;
+            while (size > MIN_SEGMENT && size * 8 > capacity) {
+                size >>= 1;
+            }
+            return size;
+        }
+
+        private static final long MAX_DEFAULT_SEGMENT = 64L << 20;
+
+        /** For tests: how often segment lengths are re-checked, so the checks can be taken out of the way. */
+        Builder lengthCheck(Duration interval) {
+            this.lengthCheck = interval;
+            return this;
+        }
+
         /** For tests: how segment files get their blocks, so a full or failing disk can be simulated. */
         Builder files(SegmentFiles files) {
             this.files = files;
@@ -1121,10 +1071,10 @@ public final class DiskTier implements Tier {
          * Opens the directory: locks it, recovers the pages an earlier run left there, and builds the tier.
          *
          * @return a new tier
-         * @throws IllegalStateException    if no directory or capacity was set, the capacity is below two segments,
-         *                                  another tier holds the directory (the message names the holder), or the
-         *                                  directory was written by a newer Granary
-         * @throws IllegalArgumentException if the directory is a file or holds other data
+         * @throws IllegalStateException    if no directory or capacity was set, another tier holds the directory (the
+         *                                  message names the holder), or the directory was written by a newer Granary
+         * @throws IllegalArgumentException if the capacity is below two segments of the size set, or the directory
+         *                                  is a file or holds files that are not Granary's
          * @throws UncheckedIOException     if the directory cannot be read or written
          */
         public DiskTier build() {
@@ -1136,12 +1086,13 @@ public final class DiskTier implements Tier {
                 throw new IllegalStateException("disk tier capacity not set (expected: capacity(bytes) before"
                         + " build())");
             }
-            if (capacity < 2 * segmentSize) {
-                throw new IllegalStateException("disk tier capacity: " + capacity + " bytes (expected: at least two"
+            long size = segmentSize < 0 ? defaultSegmentSize(capacity) : segmentSize;
+            if (segmentSize >= 0 && capacity < 2 * segmentSize) {
+                throw new IllegalArgumentException("disk tier capacity: " + capacity + " bytes (expected: at least two"
                         + " segments, " + 2 * segmentSize + " bytes with segmentSize " + segmentSize + ")");
             }
             try {
-                return new DiskTier(this);
+                return new DiskTier(this, size);
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot open disk tier directory " + directory + ": " + e, e);
             }

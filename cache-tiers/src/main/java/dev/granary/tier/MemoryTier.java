@@ -9,6 +9,7 @@ import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import dev.granary.spi.Tier;
 import dev.granary.spi.Workload;
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
@@ -197,7 +198,18 @@ public final class MemoryTier implements Tier {
             return false;
         }
         Slot slot = (Slot) copy;
-        MemorySegment.copy(page.segment(), 0, slot.writableSegment(), 0, page.length());
+        try {
+            MemorySegment.copy(page.segment(), 0, slot.writableSegment(), 0, page.length());
+        } catch (InternalError e) {
+            // The source is a mapped file that was truncated or whose device failed under it (the JVM reports the
+            // SIGBUS as an InternalError): tell a disk tier to drop it, and fail as I/O, never as an Error.
+            slot.release();
+            if (page instanceof DiskTier.DiskPage disk) {
+                disk.tier.faulted(disk, e);
+            }
+            throw new java.io.UncheckedIOException(new IOException("cannot copy " + page + " into memory: the cache"
+                    + " file under it was damaged (truncated or failing); the page is dropped", e));
+        }
         slot.seal();
         slot.published.set(true);
         boolean stored = publish(slot);

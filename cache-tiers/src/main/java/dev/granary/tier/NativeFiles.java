@@ -15,16 +15,29 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 
 /**
- * The two libc calls the disk tier needs and Java does not offer: {@code posix_fallocate(3)}, so a segment file owns
- * its disk blocks before it is mapped (a write into a mapped hole on a full disk is a {@code SIGBUS}, not an
- * exception), and {@code madvise(2)}, to tell the kernel that reads of a mapping are random.
+ * The libc calls the disk tier needs and Java does not offer in the form it needs: {@code posix_fallocate(3)}, so a
+ * segment file owns its disk blocks before it is mapped (a write into a mapped hole on a full disk is a
+ * {@code SIGBUS}, not an exception); {@code madvise(2)}, to tell the kernel that reads of a mapping are random;
+ * {@code pread(2)} and {@code lseek(2)} on a raw descriptor, to verify a page and check a file's length without
+ * touching the mapping (a mapped page past the end of a truncated file is a {@code SIGBUS} that kills the JVM inside
+ * an intrinsic such as CRC32C) and without {@code FileChannel}'s habit of closing itself when a reading thread is
+ * interrupted; and {@code flock(2)}, to lock a directory through a descriptor of the directory itself.
  *
- * <p>Where the calls cannot be linked, allocation falls back to writing zeros (slower, same guarantee) and advice is
- * skipped. Thread-safe and stateless.
+ * <p>Where the calls cannot be linked, allocation falls back to writing zeros (slower, same guarantee), advice is
+ * skipped, and {@link #openReadOnly} returns {@code -1} (callers fall back to {@code FileChannel}). Thread-safe and
+ * stateless.
  */
 final class NativeFiles {
 
+    private static final int O_RDONLY = 0;
     private static final int O_WRONLY = 1;
+    private static final int O_DIRECTORY = 0x10000; // Linux, x86_64 and aarch64
+    private static final int O_CLOEXEC = 0x80000;
+    private static final int SEEK_END = 2;
+    static final int LOCK_SH = 1;
+    static final int LOCK_EX = 2;
+    static final int LOCK_NB = 4;
+    private static final int EINTR = 4;
     private static final int MADV_RANDOM = 1;
     private static final int MADV_WILLNEED = 3;
     /** Linux 5.14+: fault a range in and map it, in one call. Older kernels answer EINVAL, which is ignored. */
@@ -33,12 +46,22 @@ final class NativeFiles {
     private static final MethodHandle CLOSE;
     private static final MethodHandle FALLOCATE;
     private static final MethodHandle MADVISE;
+    private static final MethodHandle PREAD;
+    private static final MethodHandle LSEEK;
+    private static final MethodHandle FLOCK;
+    /** Captures errno of {@link #PREAD} and {@link #FLOCK}. */
+    private static final java.lang.foreign.StructLayout CAPTURED = Linker.Option.captureStateLayout();
+    private static final java.lang.invoke.VarHandle ERRNO = CAPTURED.varHandle(
+            java.lang.foreign.MemoryLayout.PathElement.groupElement("errno"));
 
     static {
         MethodHandle open = null;
         MethodHandle close = null;
         MethodHandle fallocate = null;
         MethodHandle madvise = null;
+        MethodHandle pread = null;
+        MethodHandle lseek = null;
+        MethodHandle flock = null;
         try {
             Linker linker = Linker.nativeLinker();
             SymbolLookup libc = linker.defaultLookup();
@@ -52,6 +75,14 @@ final class NativeFiles {
             madvise = libc.find("madvise").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(
                     ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT)))
                     .orElse(null);
+            Linker.Option errno = Linker.Option.captureCallState("errno");
+            pread = libc.find("pread").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(ValueLayout.JAVA_LONG,
+                    ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG), errno))
+                    .orElse(null);
+            lseek = libc.find("lseek").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(ValueLayout.JAVA_LONG,
+                    ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT))).orElse(null);
+            flock = libc.find("flock").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(ValueLayout.JAVA_INT,
+                    ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), errno)).orElse(null);
         } catch (RuntimeException | LinkageError e) {
             // not on a platform with these calls: the fallbacks below apply
         }
@@ -59,6 +90,10 @@ final class NativeFiles {
         CLOSE = close;
         FALLOCATE = open != null && close != null ? fallocate : null;
         MADVISE = madvise;
+        boolean files = open != null && close != null;
+        PREAD = files && lseek != null ? pread : null;
+        LSEEK = files && pread != null ? lseek : null;
+        FLOCK = files ? flock : null;
     }
 
     private NativeFiles() {}
@@ -145,6 +180,128 @@ final class NativeFiles {
             } catch (Throwable t) {
                 // advice only
             }
+        }
+    }
+
+    /**
+     * Opens a file for {@link #pread} and {@link #size}: a raw descriptor, which (unlike a {@code FileChannel}) an
+     * interrupted thread cannot close under the other readers.
+     *
+     * @return the descriptor, or {@code -1} if these calls are not available here
+     * @throws IOException if the file cannot be opened
+     */
+    static int openReadOnly(Path file) throws IOException {
+        return PREAD == null ? -1 : open(file, O_RDONLY | O_CLOEXEC);
+    }
+
+    /**
+     * Opens a directory read-only, for {@link #flock}.
+     *
+     * @return the descriptor, or {@code -1} if {@code flock} is not available here
+     * @throws IOException if the directory cannot be opened
+     */
+    static int openDirectory(Path directory) throws IOException {
+        return FLOCK == null ? -1 : open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
+
+    private static int open(Path path, int flags) throws IOException {
+        try (Arena arena = Arena.ofConfined()) {
+            int fd = (int) OPEN.invokeExact(arena.allocateFrom(path.toString()), flags);
+            if (fd < 0) {
+                throw new IOException(path + ": cannot open");
+            }
+            return fd;
+        } catch (IOException | RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IOException(path + ": cannot open", t);
+        }
+    }
+
+    static void close(int fd) {
+        if (fd >= 0 && CLOSE != null) {
+            try {
+                int ignored = (int) CLOSE.invokeExact(fd);
+            } catch (Throwable t) {
+                // nothing to do: the descriptor is gone either way
+            }
+        }
+    }
+
+    /**
+     * Reads up to {@code into.byteSize()} bytes at {@code position}, retrying on {@code EINTR}.
+     *
+     * @return the bytes read; fewer than asked (possibly 0) only at the end of the file
+     * @throws IOException with the OS's reason if the read fails (such as {@code EIO})
+     */
+    static long pread(int fd, MemorySegment into, long position) throws IOException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CAPTURED);
+            long done = 0;
+            while (done < into.byteSize()) {
+                long n = (long) PREAD.invokeExact(state, fd, into.asSlice(done), into.byteSize() - done,
+                        position + done);
+                if (n == 0) {
+                    break;
+                }
+                if (n < 0) {
+                    int errno = (int) ERRNO.get(state, 0L);
+                    if (errno == EINTR) {
+                        continue;
+                    }
+                    throw new IOException("pread of " + (into.byteSize() - done) + " bytes at " + (position + done)
+                            + " failed: " + describe(errno));
+                }
+                done += n;
+            }
+            return done;
+        } catch (IOException | RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IOException("pread failed", t);
+        }
+    }
+
+    /** {@return the current length of an open file} (one {@code lseek(fd, 0, SEEK_END)}: no path lookup) */
+    static long size(int fd) throws IOException {
+        long size;
+        try {
+            size = (long) LSEEK.invokeExact(fd, 0L, SEEK_END);
+        } catch (Throwable t) {
+            throw new IOException("lseek failed", t);
+        }
+        if (size < 0) {
+            throw new IOException("lseek failed on descriptor " + fd);
+        }
+        return size;
+    }
+
+    /**
+     * Applies {@code flock(2)} to a descriptor, retrying on {@code EINTR}.
+     *
+     * @return whether the lock was taken; {@code false} if {@code LOCK_NB} was given and another holds it
+     * @throws IOException with the OS's reason on any other failure
+     */
+    static boolean flock(int fd, int operation) throws IOException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CAPTURED);
+            while (true) {
+                int rc = (int) FLOCK.invokeExact(state, fd, operation);
+                if (rc == 0) {
+                    return true;
+                }
+                int errno = (int) ERRNO.get(state, 0L);
+                if (errno == 11 /* EWOULDBLOCK */) {
+                    return false;
+                }
+                if (errno != EINTR) {
+                    throw new IOException("flock failed: " + describe(errno));
+                }
+            }
+        } catch (IOException | RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IOException("flock failed", t);
         }
     }
 

@@ -33,6 +33,14 @@ final class Segment implements RegionPolicy.Region {
     final Path file;
     final long size;
     final MemorySegment map;
+    /**
+     * A read-only descriptor of the file, for verifying pages and checking the file's length without touching the
+     * mapping (see {@link #crc}); {@code -1} where raw descriptors are not available. Closed when the mapping goes.
+     */
+    private final int fd;
+    /** When the file's length was last checked ({@link #intact}); racy by design: a lost update costs one check. */
+    private volatile long lengthCheckedAt;
+    private volatile boolean truncated;
     private final Arena arena;
     private final AtomicInteger refs = new AtomicInteger(1);
     private final Consumer<Segment> onFree;
@@ -53,8 +61,10 @@ final class Segment implements RegionPolicy.Region {
     private boolean dead; // guarded by this
     private volatile boolean deleteWhenFree;
 
-    private Segment(long id, Path file, long size, Arena arena, MemorySegment map, Consumer<Segment> onFree) {
+    private Segment(long id, Path file, long size, Arena arena, MemorySegment map, int fd, Consumer<Segment> onFree) {
         this.id = id;
+        this.fd = fd;
+        this.lengthCheckedAt = System.nanoTime(); // its length was right when it was mapped
         this.file = file;
         this.size = size;
         this.arena = arena;
@@ -72,14 +82,137 @@ final class Segment implements RegionPolicy.Region {
      */
     static Segment map(long id, Path file, long size, Consumer<Segment> onFree, Path openAs) throws IOException {
         Arena arena = Arena.ofShared();
-        try (FileChannel channel = FileChannel.open(openAs == null ? file : openAs, StandardOpenOption.READ,
-                StandardOpenOption.WRITE)) {
+        Path path = openAs == null ? file : openAs;
+        int fd = -1;
+        try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             MemorySegment map = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
-            return new Segment(id, file, size, arena, map, onFree);
+            fd = NativeFiles.openReadOnly(path);
+            return new Segment(id, file, size, arena, map, fd, onFree);
         } catch (IOException | RuntimeException e) {
+            NativeFiles.close(fd);
             arena.close();
             throw e;
         }
+    }
+
+    /** Bytes read per {@code pread} while verifying; larger pages are read in several. */
+    private static final int SCRATCH = 256 << 10;
+    /** Scratch buffers for {@link #crc}: an optimisation only, a thread that finds none allocates its own. */
+    private static final java.util.concurrent.atomic.AtomicReferenceArray<MemorySegment> SCRATCHES =
+            new java.util.concurrent.atomic.AtomicReferenceArray<>(2 * Runtime.getRuntime().availableProcessors());
+
+    /**
+     * Computes the CRC32C of {@code length} bytes of the file at {@code offset} by reading the file, not the mapping:
+     * a page of a mapping past the end of a truncated file is a {@code SIGBUS}, and inside the CRC32C intrinsic the
+     * JVM cannot turn that into an exception: it dies. Reading also brings the page into the page cache in large
+     * requests, which a cold page needs before it is served anyway.
+     *
+     * @throws java.io.EOFException if the file ends before the page does (it was truncated)
+     * @throws IOException          if the read fails
+     */
+    int crc(long offset, int length) throws IOException {
+        if (fd < 0) {
+            return crcThroughChannel(offset, length);
+        }
+        MemorySegment scratch = takeScratch();
+        try {
+            java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+            long done = 0;
+            while (done < length) {
+                int chunk = (int) Math.min(SCRATCH, length - done);
+                MemorySegment into = scratch.asSlice(0, chunk);
+                long n = NativeFiles.pread(fd, into, offset + done);
+                if (n < chunk) {
+                    truncated = true;
+                    throw new java.io.EOFException(file + " ends before byte " + (offset + length) + " of a page"
+                            + " (expected: a segment file of " + size + " bytes; it was truncated)");
+                }
+                crc.update(into.asByteBuffer());
+                done += chunk;
+            }
+            return (int) crc.getValue();
+        } finally {
+            giveBack(scratch);
+        }
+    }
+
+    /** Where raw descriptors are not available: the same check, through a channel opened for it. */
+    private int crcThroughChannel(long offset, int length) throws IOException {
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+            java.nio.ByteBuffer buffer = java.nio.ByteBuffer.allocate(length);
+            while (buffer.hasRemaining()) {
+                if (channel.read(buffer, offset + buffer.position()) < 0) {
+                    truncated = true;
+                    throw new java.io.EOFException(file + " ends before byte " + (offset + length) + " of a page"
+                            + " (expected: a segment file of " + size + " bytes; it was truncated)");
+                }
+            }
+            java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+            crc.update(buffer.flip());
+            return (int) crc.getValue();
+        }
+    }
+
+    private static MemorySegment takeScratch() {
+        for (int i = 0; i < SCRATCHES.length(); i++) {
+            MemorySegment s = SCRATCHES.getAndSet(i, null);
+            if (s != null) {
+                return s;
+            }
+        }
+        return Arena.ofAuto().allocate(SCRATCH, 4096);
+    }
+
+    private static void giveBack(MemorySegment scratch) {
+        for (int i = 0; i < SCRATCHES.length(); i++) {
+            if (SCRATCHES.compareAndSet(i, null, scratch)) {
+                return;
+            }
+        }
+    }
+
+    /**
+     * {@return false if the file has been found shorter than the mapping} Checked with one {@code lseek} at most every
+     * {@code interval} nanoseconds per segment, so a truncated file stops being served within that time instead of
+     * faulting under readers; a check costs about a microsecond, the timer check on every hit tens of nanoseconds.
+     *
+     * @param now      {@link System#nanoTime()}
+     * @param interval nanoseconds between checks
+     */
+    boolean intact(long now, long interval) {
+        if (truncated) {
+            return false;
+        }
+        if (now - lengthCheckedAt < interval) {
+            return true;
+        }
+        lengthCheckedAt = now;
+        return intactNow();
+    }
+
+    /** {@return false if the file is now shorter than the mapping}: checks at once */
+    boolean intactNow() {
+        if (fd >= 0 && !truncated) {
+            try {
+                if (NativeFiles.size(fd) < size) {
+                    truncated = true;
+                }
+            } catch (IOException e) {
+                truncated = true;
+            }
+        } else if (fd < 0 && !truncated) {
+            try {
+                truncated = Files.size(file) < size;
+            } catch (IOException e) {
+                truncated = true; // deleted under the tier: nothing to serve from it either
+            }
+        }
+        return !truncated;
+    }
+
+    /** {@return whether the file was found shorter than its mapping} */
+    boolean truncated() {
+        return truncated;
     }
 
     /** Sets the append cursors after a scan; the segment then takes no more appends unless told otherwise. */
@@ -200,6 +333,7 @@ final class Segment implements RegionPolicy.Region {
     }
 
     private void free() {
+        NativeFiles.close(fd);
         arena.close();
         onFree.accept(this);
     }

@@ -522,7 +522,9 @@ class DiskTierTest {
         assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().directory(null),
                 "disk tier directory: null (expected: a path");
         assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().capacity(0),
-                "disk tier capacity: 0 bytes (expected: > 0");
+                "disk tier capacity: 0 bytes (expected: at least 32768, two segments of the smallest size 16384)");
+        assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().capacity(32767),
+                "disk tier capacity: 32767 bytes (expected: at least 32768");
         assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().segmentSize(10_000),
                 "segment size: 10000 bytes (expected: a multiple of 4096 from 16384 to 1073741824)");
         assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().segmentSize(20_000),
@@ -536,9 +538,56 @@ class DiskTierTest {
                 "disk tier directory not set");
         assertMessage(IllegalStateException.class, () -> DiskTier.builder().directory(dir).build(),
                 "disk tier capacity not set");
-        assertMessage(IllegalStateException.class, () -> DiskTier.builder().directory(dir).capacity(100L << 20)
-                .build(), "disk tier capacity: 104857600 bytes (expected: at least two segments, 134217728 bytes");
+        assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().directory(dir).capacity(100L << 20)
+                .segmentSize(64L << 20).build(), "disk tier capacity: 104857600 bytes (expected: at least two"
+                + " segments, 134217728 bytes");
         assertFalse(Files.exists(dir), "a refused build creates nothing");
+    }
+
+    @Test
+    void withoutASegmentSizeOneIsChosenFromTheCapacity() throws Exception {
+        assertEquals(64L << 20, DiskTier.Builder.defaultSegmentSize(500L << 30));
+        assertEquals(64L << 20, DiskTier.Builder.defaultSegmentSize(512L << 20));
+        assertEquals(32L << 20, DiskTier.Builder.defaultSegmentSize((512L << 20) - 1));
+        assertEquals(2L << 20, DiskTier.Builder.defaultSegmentSize(16L << 20));
+        assertEquals(16L << 10, DiskTier.Builder.defaultSegmentSize(128L << 10));
+        assertEquals(16L << 10, DiskTier.Builder.defaultSegmentSize(32L << 10));
+        for (long capacity = 32L << 10; capacity < (1L << 40); capacity = capacity * 3 / 2 + 1) {
+            long size = DiskTier.Builder.defaultSegmentSize(capacity);
+            assertTrue(size % 4096 == 0 && Long.bitCount(size) == 1 && size >= 16 << 10 && size <= 64L << 20
+                    && capacity >= 2 * size && (capacity >= 8 * size || size == 16 << 10), capacity + " -> " + size);
+        }
+        // The probe's case: 16 MiB and no segment size used to be refused (64 MiB segments did not fit twice).
+        TieredCache cache = cache(DiskTier.builder().directory(dir).capacity(16L << 20).build());
+        readAllAndCheck(cache);
+        readAllAndCheck(cache);
+        TierStats stats = cache.stats().tiers().getFirst();
+        assertTrue(stats.hits() > 0 && stats.usedBytes() <= 16L << 20, stats.toString());
+        try (Stream<Path> files = Files.list(dir.resolve(DiskTier.SEGMENTS))) {
+            for (Path file : files.toList()) {
+                assertEquals(2L << 20, Files.size(file), file.toString());
+            }
+        }
+    }
+
+    @Test
+    void aStrayFileBesideFormatIsRefusedNamingIt() throws Exception {
+        disk().build().close();
+        Files.writeString(dir.resolve("notes.txt"), "mine");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> disk().build());
+        assertTrue(e.getMessage().contains("holds a file that is not Granary's: notes.txt (expected: only FORMAT,"),
+                e.getMessage());
+        Files.delete(dir.resolve("notes.txt"));
+        Files.writeString(dir.resolve(DiskTier.SEGMENTS).resolve("seg-x.dat"), "mine");
+        e = assertThrows(IllegalArgumentException.class, () -> disk().build());
+        assertTrue(e.getMessage().contains("holds a file that is not Granary's: seg-x.dat"), e.getMessage());
+        assertEquals("mine", Files.readString(dir.resolve(DiskTier.SEGMENTS).resolve("seg-x.dat")));
+        Files.delete(dir.resolve(DiskTier.SEGMENTS).resolve("seg-x.dat"));
+        // Granary's own leftovers of a process that died are no stray files
+        Files.writeString(dir.resolve(DiskTier.FORMAT_FILE + ".tmp"), "granary-disk-tier\n");
+        Files.writeString(dir.resolve(DiskTier.SEGMENTS).resolve(DiskTier.fileName(9) + ".tmp"), "");
+        disk().build().close();
+        assertFalse(Files.exists(dir.resolve(DiskTier.SEGMENTS).resolve(DiskTier.fileName(9) + ".tmp")));
     }
 
     @Test

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: Apache-2.0
+package dev.granary.tier;
+
+import dev.granary.spi.PageKey;
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.function.Consumer;
+
+/**
+ * The scan that reopens a disk tier's segments: maps every segment file, oldest first, checks its header, and reads
+ * its record headers back ({@code docs/disk-format.md}, "Recovery"). Damaged segments are deleted, leftovers of an
+ * interrupted creation removed; what it finds is handed back for the tier to index. Used once, by the thread opening
+ * the tier, under its directory lock.
+ */
+final class SegmentRecovery {
+
+    private static final System.Logger LOG = System.getLogger(DiskTier.class.getName());
+
+    /** A segment that checked out, with the records its scan accepted, in file order. */
+    record Recovered(Segment segment, List<SegmentFormat.Record> records) {}
+
+    /**
+     * What the scan found.
+     *
+     * @param segments        the segments to index, oldest first
+     * @param files           segment files found
+     * @param nextId          above every segment number found
+     * @param damagedSegments segment files deleted because their header was damaged
+     * @param damagedTails    segments whose scan ended on a record that is not valid
+     */
+    record Result(List<Recovered> segments, int files, long nextId, int damagedSegments, int damagedTails) {}
+
+    /** Called as a segment is mapped, before it can be freed: the tier counts mappings and bytes on disk. */
+    interface Mapped {
+        void mapped(Segment segment);
+    }
+
+    private final Path segmentsDirectory;
+    private final String tierName;
+    private final Consumer<Segment> onFree;
+    private final Mapped onMapped;
+    private final Consumer<Segment> advise;
+    private final Runnable corrupted;
+
+    /**
+     * @param onFree    the tier's callback when a segment's last reference goes
+     * @param onMapped  the tier's accounting of a newly mapped segment
+     * @param advise    applies the tier's access advice to a mapping, before the scan touches it
+     * @param corrupted counts one damaged segment or tail
+     */
+    SegmentRecovery(Path segmentsDirectory, String tierName, Consumer<Segment> onFree, Mapped onMapped,
+            Consumer<Segment> advise, Runnable corrupted) {
+        this.segmentsDirectory = segmentsDirectory;
+        this.tierName = tierName;
+        this.onFree = onFree;
+        this.onMapped = onMapped;
+        this.advise = advise;
+        this.corrupted = corrupted;
+    }
+
+    /** Maps and scans every segment file, oldest first. */
+    Result scan() throws IOException {
+        TreeMap<Long, Path> found = new TreeMap<>();
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(segmentsDirectory)) {
+            for (Path entry : entries) {
+                String fileName = entry.getFileName().toString();
+                long id = DiskDirectory.parseId(fileName);
+                if (id >= 0) {
+                    found.put(id, entry);
+                } else if (fileName.endsWith(".tmp")
+                        && DiskDirectory.parseId(fileName.substring(0, fileName.length() - 4)) >= 0) {
+                    Files.delete(entry); // a segment whose creation was interrupted
+                } else {
+                    DiskDirectory.refuseSegmentEntry(segmentsDirectory, fileName);
+                }
+            }
+        }
+        int damagedSegments = 0;
+        int damagedTails = 0;
+        long nextId = 0;
+        Map<String, String> names = new HashMap<>();
+        List<Recovered> recovered = new ArrayList<>();
+        for (var e : found.entrySet()) {
+            long id = e.getKey();
+            Path file = e.getValue();
+            nextId = Math.max(nextId, id + 1);
+            long size = Files.size(file);
+            Segment segment = null;
+            String damage;
+            if (size < SegmentFormat.SEGMENT_HEADER || size > (1L << 40)) {
+                damage = "size " + size + " is not that of a segment";
+            } else {
+                segment = Segment.map(id, file, size, onFree, null);
+                onMapped.mapped(segment);
+                advise.accept(segment); // before the scan touches it: no read-ahead into payloads
+                damage = SegmentFormat.checkSegmentHeader(segment.map, id, size);
+            }
+            if (damage != null) {
+                damagedSegments++;
+                corrupted.run();
+                LOG.log(System.Logger.Level.WARNING, "disk tier '" + tierName + "': deleting damaged segment " + file
+                        + ": " + damage);
+                if (segment != null) {
+                    segment.kill(true);
+                    segment.release();
+                } else {
+                    Files.delete(file);
+                }
+                continue;
+            }
+            Segment s = segment;
+            List<SegmentFormat.Record> records = new ArrayList<>();
+            SegmentFormat.ScanEnd end = SegmentFormat.scan(s.map, id, r -> records.add(canonical(r, names)),
+                    position -> readAhead(s, position));
+            if (end.damage() != null) {
+                damagedTails++;
+                corrupted.run();
+                LOG.log(System.Logger.Level.WARNING, "disk tier '" + tierName + "': segment " + file + " ends in a"
+                        + " record that is not valid (" + end.damage() + "); the pages after it are dropped");
+            }
+            s.cursors(end.headerEnd(), end.payloadStart());
+            // Used only if appends resume here: above every generation in the file, including records a crash may
+            // have left beyond the scan's end (which the scan cannot see): seconds since 2020 grow across restarts.
+            s.generation = Math.max(end.generation() + 1,
+                    (int) Math.min(Integer.MAX_VALUE, (System.currentTimeMillis() - 1_577_836_800_000L) / 1000));
+            recovered.add(new Recovered(s, records));
+        }
+        return new Result(recovered, found.size(), nextId, damagedSegments, damagedTails);
+    }
+
+    /** One String object per distinct origin, key and version, however many pages share it. */
+    private static SegmentFormat.Record canonical(SegmentFormat.Record r, Map<String, String> names) {
+        PageKey k = r.key();
+        PageKey key = new PageKey(names.computeIfAbsent(k.origin(), x -> x), names.computeIfAbsent(k.key(), x -> x),
+                names.computeIfAbsent(k.version(), x -> x), k.offset(), k.length());
+        return new SegmentFormat.Record(key, r.headerOffset(), r.payloadOffset(), r.payloadCrc());
+    }
+
+    /** The header scan reads on under {@code MADV_RANDOM}: ask for the next megabyte of headers in one request. */
+    private static void readAhead(Segment segment, long position) {
+        long from = position & -4096L;
+        NativeFiles.willNeed(segment.map.asSlice(from, Math.min(1L << 20, segment.map.byteSize() - from)));
+    }
+}
