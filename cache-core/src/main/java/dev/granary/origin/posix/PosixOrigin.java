@@ -145,12 +145,7 @@ public final class PosixOrigin implements Origin {
         checkKey(key);
         int fd = open(key, NoFollow.O_PATH);
         try {
-            NoFollow.Stat state;
-            try {
-                state = NoFollow.stat(fd);
-            } catch (NoFollow.Failure e) {
-                throw new IOException("stat of '" + key + "' in " + uri + " failed: " + e.getMessage(), e);
-            }
+            NoFollow.Stat state = rawStat(key, fd);
             if (state.link()) {
                 // O_PATH | O_NOFOLLOW opened the link itself: resolve and check where it leads.
                 NoFollow.close(fd);
@@ -368,14 +363,18 @@ public final class PosixOrigin implements Origin {
         }
     }
 
-    /** {@return the state of an open file}; a link (only an {@code O_PATH} open yields one) means the tree changed */
-    private NoFollow.Stat fstat(String key, int fd) throws IOException {
-        NoFollow.Stat state;
+    /** {@return the state of an open file, which may be a link itself} */
+    private NoFollow.Stat rawStat(String key, int fd) throws IOException {
         try {
-            state = NoFollow.stat(fd);
+            return NoFollow.stat(fd);
         } catch (NoFollow.Failure e) {
             throw new IOException("stat of '" + key + "' in " + uri + " failed: " + e.getMessage(), e);
         }
+    }
+
+    /** {@return the state of an open file}; a link (only an {@code O_PATH} open yields one) means the tree changed */
+    private NoFollow.Stat fstat(String key, int fd) throws IOException {
+        NoFollow.Stat state = rawStat(key, fd);
         if (state.link()) {
             // The last component was a link checked to lead inside the root, then replaced by another link.
             throw new IOException("stat of '" + key + "' in " + uri + " refused: it became a symbolic link while it"
