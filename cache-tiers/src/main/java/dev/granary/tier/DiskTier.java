@@ -558,6 +558,11 @@ public final class DiskTier implements Tier {
         try {
             fresh = createSegment(nextId++);
         } catch (IOException | UncheckedIOException | InternalError e) {
+            if (closed || e instanceof java.nio.channels.ClosedByInterruptException) {
+                // The tier is closing, or the filling thread was interrupted (its cache closed, its reader gave up):
+                // not a failure of the medium, so neither logged nor a reason to stop admitting pages.
+                return null;
+            }
             failed("cannot create a segment file in " + segmentsDirectory, e);
             return null;
         }
@@ -677,12 +682,13 @@ public final class DiskTier implements Tier {
     private void failed(String what, Throwable cause) {
         counters.failed();
         failedAt = System.nanoTime();
+        String why = cause.getMessage() == null ? cause.toString() : cause.getMessage();
         if (failure == null) {
-            LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': " + what + ": " + cause.getMessage()
+            LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': " + what + ": " + why
                     + "; the tier stops admitting pages for " + Duration.ofNanos(retryNanos) + " and keeps serving"
                     + " the pages it holds (see DiskTier.failure())");
         }
-        failure = what + ": " + cause.getMessage();
+        failure = what + ": " + why;
     }
 
     // ------------------------------------------------------------------------------------------------ the rest
