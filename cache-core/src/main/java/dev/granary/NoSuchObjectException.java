@@ -9,7 +9,9 @@ public class NoSuchObjectException extends IOException {
 
     private static final long serialVersionUID = 1L;
 
+    /** The origin the object was looked for in. */
     private final URI origin;
+    /** The key that was not found. */
     private final String key;
 
     /**

@@ -12,9 +12,13 @@ public class ObjectChangedException extends IOException {
 
     private static final long serialVersionUID = 1L;
 
+    /** The origin holding the object. */
     private final URI origin;
+    /** The object's key. */
     private final String key;
+    /** The version the read was pinned to. */
     private final String expectedVersion;
+    /** The version the origin has now, or null if it did not say. */
     private final String actualVersion;
 
     /**

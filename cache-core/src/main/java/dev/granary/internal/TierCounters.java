@@ -13,6 +13,9 @@ import java.util.concurrent.atomic.LongAdder;
  */
 public final class TierCounters {
 
+    /** Creates counters at zero. */
+    public TierCounters() {}
+
     private final LongAdder hits = new LongAdder();
     private final LongAdder misses = new LongAdder();
     private final LongAdder hitBytes = new LongAdder();
@@ -21,7 +24,11 @@ public final class TierCounters {
     private final LongAdder failures = new LongAdder();
     private final LongAdder corruptions = new LongAdder();
 
-    /** Counts a lookup served by the tier, of {@code bytes} bytes. */
+    /**
+     * Counts a lookup served by the tier.
+     *
+     * @param bytes the bytes of the page served
+     */
     public void hit(long bytes) {
         hits.increment();
         hitBytes.add(bytes);

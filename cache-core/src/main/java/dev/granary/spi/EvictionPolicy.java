@@ -16,12 +16,18 @@ package dev.granary.spi;
  */
 public interface EvictionPolicy {
 
-    /** Called by the tier on a hit. May be lossy. */
+    /**
+     * Called by the tier on a hit. May be lossy.
+     *
+     * @param key the page that was read
+     */
     void recordAccess(PageKey key);
 
     /**
      * Asks whether a page not yet in the tier should be admitted, before the tier spends memory or I/O on it.
      *
+     * @param key    the page
+     * @param weight the bytes it would occupy in the tier
      * @return {@code false} to refuse the page (the read is served without caching it here)
      */
     default boolean admit(PageKey key, long weight) {
@@ -32,11 +38,16 @@ public interface EvictionPolicy {
      * Called by the tier after it inserted a page. The policy may evict other pages, or this one, through the evictor
      * to keep the total weight within its bound.
      *
+     * @param key    the page inserted
      * @param weight the bytes the page occupies in the tier
      */
     void recordInsert(PageKey key, long weight);
 
-    /** Called by the tier after it removed a page on its own (invalidation, damage), not through the evictor. */
+    /**
+     * Called by the tier after it removed a page on its own (invalidation, damage), not through the evictor.
+     *
+     * @param key the page removed
+     */
     void recordRemoval(PageKey key);
 
     /**
@@ -55,6 +66,7 @@ public interface EvictionPolicy {
         /**
          * Removes the page from the tier. Must not call back into the policy.
          *
+         * @param key the page to remove
          * @return {@code true} if the tier held the page and removed it now
          */
         boolean evict(PageKey key);

@@ -40,7 +40,12 @@ public record PageKey(String origin, String key, String version, long offset, in
         return offset + length;
     }
 
-    /** {@return whether this page belongs to the given object of the given origin, in any version} */
+    /**
+     * {@return whether this page belongs to the given object of the given origin, in any version}
+     *
+     * @param origin the origin's URI as a string
+     * @param key    the object key
+     */
     public boolean isOf(String origin, String key) {
         return this.key.equals(key) && this.origin.equals(origin);
     }

@@ -37,7 +37,11 @@ public record Workload(long clock, long keepFrom, boolean driven) {
         }
     }
 
-    /** {@return whether a page last stamped at {@code stamp} may be replaced now} */
+    /**
+     * {@return whether a page last stamped at {@code stamp} may be replaced now}
+     *
+     * @param stamp the workload clock when the page was last inserted or read
+     */
     public boolean isDead(long stamp) {
         return driven && stamp < keepFrom;
     }

@@ -44,6 +44,8 @@ public record Backoff(Duration base, Duration max) {
     /**
      * Sleeps {@link #delay(int, boolean)}.
      *
+     * @param attempt    the attempt that just failed, {@code >= 1}
+     * @param throttling whether it failed because the origin asked to slow down
      * @throws InterruptedIOException if interrupted while sleeping; the interrupt flag is set again
      */
     public void sleep(int attempt, boolean throttling) throws InterruptedIOException {

@@ -12,6 +12,8 @@ public final class Keys {
     /**
      * {@return whether the cache can address this key}: not empty, no leading {@code /}, no {@code ..} segment, no NUL,
      * and not ending in {@code /} (a folder marker, not an object)
+     *
+     * @param key the key, possibly null
      */
     public static boolean addressable(String key) {
         if (key == null || key.isEmpty() || key.endsWith("/") || key.startsWith("/") || key.indexOf('\0') >= 0) {
@@ -34,6 +36,7 @@ public final class Keys {
     /**
      * Checks a key an origin is asked for.
      *
+     * @param key the key
      * @return the key
      * @throws IllegalArgumentException naming the key unless {@link #addressable(String)}
      */
@@ -49,6 +52,7 @@ public final class Keys {
      * Normalises a prefix that keys are relative to, like a directory: {@code "imagenet"} becomes
      * {@code "imagenet/"}; {@code ""} stays empty (the whole bucket).
      *
+     * @param prefix the configured prefix
      * @return the prefix, empty or ending in {@code /}
      * @throws IllegalArgumentException naming the prefix if it is null, starts with {@code /}, or has an empty,
      *                                  {@code .} or {@code ..} segment

@@ -21,6 +21,7 @@ public final class OriginLimits {
     /**
      * {@return the concurrency} if it is 1..4096
      *
+     * @param maxConcurrency in-flight requests asked for
      * @throws IllegalArgumentException otherwise, naming the value
      */
     public static int maxConcurrency(int maxConcurrency) {
@@ -33,6 +34,7 @@ public final class OriginLimits {
     /**
      * {@return the attempts per request} if 1..100
      *
+     * @param maxAttempts attempts asked for, the first included
      * @throws IllegalArgumentException otherwise, naming the value
      */
     public static int maxAttempts(int maxAttempts) {
@@ -45,6 +47,7 @@ public final class OriginLimits {
     /**
      * {@return the timeout} if between 1 ms and 1 hour
      *
+     * @param timeout the bound on every wait of an attempt
      * @throws IllegalArgumentException otherwise, naming the value
      */
     public static Duration requestTimeout(Duration timeout) {
@@ -57,6 +60,7 @@ public final class OriginLimits {
     /**
      * {@return the backoff base} if between 0 and 10 s
      *
+     * @param base the ceiling of the first sleep between attempts
      * @throws IllegalArgumentException otherwise, naming the value
      */
     public static Duration retryBackoff(Duration base) {
@@ -70,6 +74,7 @@ public final class OriginLimits {
      * {@return the retry budget} if between 0 and 1 hour: how long one request may keep retrying (see
      * {@link RetryLoop})
      *
+     * @param budget how long one request may keep retrying
      * @throws IllegalArgumentException otherwise, naming the value
      */
     public static Duration retryBudget(Duration budget) {
@@ -79,7 +84,11 @@ public final class OriginLimits {
         return budget;
     }
 
-    /** {@return a {@link Backoff} with this base, capped at 5 s or the base if larger} */
+    /**
+     * {@return a {@link Backoff} with this base, capped at 5 s or the base if larger}
+     *
+     * @param base the ceiling of the first sleep
+     */
     public static Backoff backoff(Duration base) {
         Duration cap = Duration.ofSeconds(5);
         return new Backoff(base, base.compareTo(cap) > 0 ? base : cap);
@@ -88,6 +97,8 @@ public final class OriginLimits {
     /**
      * {@return whether a failure means the calling thread was interrupted} (its flag is set, or the cause chain holds
      * an interruption), as opposed to a timeout or an I/O error, which are worth a retry
+     *
+     * @param failure what the client library threw
      */
     public static boolean isInterruption(Throwable failure) {
         if (Thread.currentThread().isInterrupted()) {
@@ -118,9 +129,13 @@ public final class OriginLimits {
     }
 
     /**
-     * Checks the arguments of {@link dev.granary.spi.Origin#read}: a position {@code >= 0} and a range that ends within the object's
-     * known size.
+     * Checks the arguments of {@link dev.granary.spi.Origin#read}: a position {@code >= 0} and a range that ends
+     * within the object's known size.
      *
+     * @param uri      the origin, for messages
+     * @param object   the object and version being read
+     * @param position the first byte asked for
+     * @param length   the number of bytes asked for
      * @throws IllegalArgumentException if {@code position < 0}
      * @throws EOFException             if the range ends past the object's end
      */
