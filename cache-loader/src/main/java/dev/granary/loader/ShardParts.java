@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+package dev.granary.loader;
+
+/**
+ * How a shard is cut into the large parts that are read whole: part {@code i} is the byte range
+ * {@code [i × partSize, min((i + 1) × partSize, shardSize))}. The rule is the same for indexing a shard without an
+ * index file (sequential reads) and for streaming shards during an epoch, so that the parts the indexer read — and
+ * left in the cache — are the very extents the first epoch asks for. Fixed byte boundaries (not sample boundaries)
+ * because they are known before the shard is indexed; a sample crossing a boundary is assembled from two parts.
+ * Stateless.
+ */
+final class ShardParts {
+
+    /** The default part size: large enough that an object store serves it at stream speed (≥ 8 MiB). */
+    static final int DEFAULT_PART_SIZE = 8 << 20;
+
+    /** The smallest allowed part size: below this a part is a small ranged read again. */
+    static final int MIN_PART_SIZE = 1 << 20;
+
+    private ShardParts() {}
+
+    /** {@return the number of parts of a shard of {@code shardSize} bytes} (0 for an empty shard) */
+    static int count(long shardSize, int partSize) {
+        long n = (shardSize + partSize - 1) / partSize;
+        if (n > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("shard of " + shardSize + " bytes in parts of " + partSize
+                    + " bytes: " + n + " parts (expected: fewer than 2^31; use a larger part size)");
+        }
+        return (int) n;
+    }
+
+    /** {@return the first byte of part {@code part}} */
+    static long start(int part, int partSize) {
+        return (long) part * partSize;
+    }
+
+    /** {@return the length of part {@code part} of a shard of {@code shardSize} bytes} */
+    static int length(int part, long shardSize, int partSize) {
+        return (int) Math.min(partSize, shardSize - start(part, partSize));
+    }
+
+    /** {@return the part holding byte {@code offset}} */
+    static int partOf(long offset, int partSize) {
+        return (int) (offset / partSize);
+    }
+}
