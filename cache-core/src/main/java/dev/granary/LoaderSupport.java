@@ -93,6 +93,23 @@ public final class LoaderSupport {
     }
 
     /**
+     * Writes an object whole through the origin (a shard's index file, for instance), replacing any object with that
+     * key, and drops what the cache knew of the key — its version and every cached page and extent — so that the next
+     * read sees the new bytes. Not counted in the origin stats' reads.
+     *
+     * @param key   the object key
+     * @param bytes the object's bytes
+     * @return the written object's key, size and new version
+     * @throws IllegalArgumentException      if the key is invalid or {@code bytes} null
+     * @throws UnsupportedOperationException if the origin cannot write objects
+     * @throws IOException                   if the write fails
+     * @throws IllegalStateException         if the cache is closed
+     */
+    public ObjectInfo writeObject(String key, byte[] bytes) throws IOException {
+        return cache.writeObject(key, bytes);
+    }
+
+    /**
      * Returns a new handle by which a loader tells the cache when its epochs start and end, so that the tiers keep a
      * stable resident set and reach the hit-ratio ceiling under epoch-shuffled reads; see {@link EpochDriver}.
      *

@@ -336,6 +336,21 @@ public final class TieredCache implements AutoCloseable {
         }
     }
 
+    /** {@link LoaderSupport#writeObject}: the origin writes, then every cached page and version of the key is dropped. */
+    ObjectInfo writeObject(String key, byte[] bytes) throws IOException {
+        ensureOpen();
+        Checks.key(key);
+        origin.checkKey(key);
+        if (bytes == null) {
+            throw new IllegalArgumentException("bytes of '" + key + "': null (expected: the object's bytes)");
+        }
+        try {
+            return origin.write(key, bytes);
+        } finally {
+            invalidate(key); // even after a failure: the origin may hold the new bytes all the same
+        }
+    }
+
     /** {@return a snapshot of the counters of every tier, of the origin traffic and of leases} */
     public CacheStats stats() {
         List<TierStats> tierStats = new ArrayList<>(tiers.length);

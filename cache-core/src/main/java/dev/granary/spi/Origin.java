@@ -79,6 +79,25 @@ public interface Origin extends AutoCloseable {
     Stream<ObjectInfo> list(String prefix) throws IOException;
 
     /**
+     * Writes an object whole, replacing any object with that key: readers see the old bytes or the new ones, never a
+     * part of the new ones (a POSIX origin writes a temporary file and renames it; an object store's upload is atomic).
+     * Granary writes little: a shard's index file ({@code WebDataset.writeIndex}). The default refuses, so an origin
+     * that cannot write says so rather than fail half-way.
+     *
+     * @param key   the object key
+     * @param bytes the object's bytes; not modified, and not kept after the call returns
+     * @return the written object's key, size and new version
+     * @throws UnsupportedOperationException if this origin cannot write objects (the default)
+     * @throws IllegalArgumentException      if the key is one this origin cannot hold
+     * @throws IOException                   if the write fails; the object then keeps its old bytes, or does not exist
+     */
+    default ObjectInfo write(String key, byte[] bytes) throws IOException {
+        throw new UnsupportedOperationException("origin " + uri() + " (" + getClass().getSimpleName() + ") cannot"
+                + " write objects, such as '" + key + "' (expected: an origin that implements Origin.write: POSIX,"
+                + " S3 or GCS); write the object by other means");
+    }
+
+    /**
      * Checks that a key is one this origin could hold, without asking the store: the cache calls it where no request
      * would check the key otherwise (such as {@code invalidate}), so that every entry point accepts the same keys.
      * The cache has already refused empty, absolute and {@code ..} keys. The default accepts every such key.

@@ -7,7 +7,9 @@ import java.util.Objects;
 /**
  * A WebDataset tar shard that cannot be indexed: a damaged or truncated header, a member whose data runs past the end
  * of the shard, a malformed PAX record, a numeric field that is neither octal nor base-256, two members giving one
- * sample the same field, or a construct Granary refuses (sparse members, metadata larger than 1 MiB).
+ * sample the same field, members of one sample that are not adjacent, a construct Granary refuses (sparse members,
+ * metadata larger than 1 MiB), a damaged index file ({@code <shard>.gidx}), or a sample whose bytes do not match the
+ * CRC32C its index file records.
  *
  * <p>The exception names the shard and the byte offset where the problem was found — for header problems the offset
  * of that header, for data problems the offset of the header that describes the data — so that the damage can be
@@ -53,12 +55,26 @@ public final class CorruptShardException extends IOException {
         this.offset = offset;
     }
 
+    /**
+     * Creates an exception about something that belongs to a shard rather than a place in it — its index file — with
+     * a message of its own that names both; {@link #offset()} is then {@code -1}.
+     *
+     * @param shard   the shard's name
+     * @param message the whole message, naming the shard and what to do
+     * @param cause   the exception that revealed the problem, or null
+     */
+    CorruptShardException(String shard, String message, Throwable cause) {
+        super(Objects.requireNonNull(message, "message"), cause);
+        this.shard = Objects.requireNonNull(shard, "shard");
+        this.offset = -1;
+    }
+
     /** {@return the name of the shard that is corrupt} */
     public String shard() {
         return shard;
     }
 
-    /** {@return the byte offset in the shard where the problem was found} */
+    /** {@return the byte offset in the shard where the problem was found, or -1 if the problem is its index file} */
     public long offset() {
         return offset;
     }

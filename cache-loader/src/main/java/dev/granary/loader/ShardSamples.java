@@ -12,8 +12,10 @@ import java.util.Objects;
  * A member's sample key is its path up to the first dot of its last path component, and the rest, after that dot, is
  * the field name: {@code train/n0153.seg.png} is field {@code seg.png} of sample {@code train/n0153}, and
  * {@code n0153.cls} is field {@code cls} of sample {@code n0153}; dots in directory names do not count. Consecutive
- * members with the same key form one sample, as in webdataset's {@code group_by_keys}: a key that comes back after
- * another key starts a new sample. Field names keep their case (webdataset lower-cases them by default).
+ * members with the same key form one sample, as in webdataset's {@code group_by_keys}. A key that comes back after
+ * another key is refused ({@link CorruptShardException} naming the shard and the key): webdataset would start a second
+ * sample with the same key, and one key must never name two samples of a shard. Field names keep their case
+ * (webdataset lower-cases them by default).
  *
  * <p>Members that belong to no sample are skipped: those whose last path component has no dot ({@code __init__},
  * {@code LICENSE}), starts with a dot ({@code .hidden}) or ends with its first dot ({@code n0153.}, an empty field
@@ -85,8 +87,8 @@ final class ShardSamples {
      * @param shard   the shard's name, used in error messages
      * @param members the shard's regular members, in archive order
      * @return the samples in shard order, an unmodifiable list
-     * @throws CorruptShardException if one sample has two fields with the same name; the offset is that of the
-     *                               second one's data
+     * @throws CorruptShardException if one sample has two fields with the same name, or the members of one sample
+     *                               are not adjacent; the offset is that of the offending member's data
      * @throws NullPointerException  if {@code shard} or {@code members} (or one of them) is null
      */
     static List<Entry> group(String shard, List<TarIndex.Member> members) throws CorruptShardException {
@@ -95,6 +97,7 @@ final class ShardSamples {
         List<Entry> samples = new ArrayList<>();
         String key = null;
         List<Field> fields = new ArrayList<>();
+        java.util.Set<String> done = new java.util.HashSet<>();
         for (TarIndex.Member member : members) {
             String name = member.name();
             int slash = name.lastIndexOf('/');
@@ -107,6 +110,13 @@ final class ShardSamples {
             if (!memberKey.equals(key)) {
                 if (key != null) {
                     samples.add(entry(key, fields));
+                    done.add(key);
+                }
+                if (done.contains(memberKey)) {
+                    throw new CorruptShardException(shard, member.offset(), "members of sample '" + memberKey
+                            + "' are not adjacent: member '" + name + "' comes after members of other samples"
+                            + " (expected: all members of a sample next to each other, as webdataset's writers"
+                            + " store them)");
                 }
                 key = memberKey;
                 fields.clear();

@@ -30,6 +30,16 @@ import java.util.Map;
  * <p>Into a directory, each shard is written to a temporary file and renamed when complete, so a crashed run never
  * leaves a truncated shard under its final name. With {@link #builder(Sink)} the shards go wherever the sink's
  * streams go (an upload, a pipe). Not thread-safe.
+ *
+ * <h2>Index files</h2>
+ * Beside every shard goes its index file, {@code <shard>.gidx} (format: {@code docs/shard-index.md}), from which
+ * {@link WebDataset#of} indexes the shard with one small read instead of a pass over it. Into a directory, the index is
+ * written like the shard (a temporary file, renamed), right after the shard. With a sink, the writer opens a second
+ * stream per shard, {@code sink.open(index, name + ".gidx")}, right after closing the shard's: store it beside the
+ * shard under that name. The index records the shard's size and no version (the writer cannot know the ETag or
+ * generation an upload will get): a reader checks each sample against the CRC32C the index records, and
+ * {@link WebDataset#writeIndex} rebinds the index to the stored version. Turn indexes off with
+ * {@link Builder#indexes(boolean)}. A sample's key may appear once per shard ({@link #write} refuses it again).
  */
 public final class ShardWriter implements AutoCloseable {
 
@@ -53,7 +63,13 @@ public final class ShardWriter implements AutoCloseable {
     private final String pattern;
     private final int maxCount;
     private final long maxBytes;
+    private final boolean indexes;
     private final List<String> written = new ArrayList<>();
+    /** The current shard's samples and their extents' CRC32C, for its index. */
+    private final List<ShardSamples.Entry> entries = new ArrayList<>();
+    private final java.util.Set<String> keys = new java.util.HashSet<>();
+    private int[] crcs = new int[64];
+    private Tap tap;
     private OutputStream stream;
     private TarWriter tar;
     private Path partial;
@@ -67,6 +83,7 @@ public final class ShardWriter implements AutoCloseable {
         this.pattern = b.pattern;
         this.maxCount = b.maxCount;
         this.maxBytes = b.maxBytes;
+        this.indexes = b.indexes;
     }
 
     /**
@@ -135,8 +152,27 @@ public final class ShardWriter implements AutoCloseable {
         if (tar == null) {
             openShard();
         }
+        if (!keys.add(key)) {
+            throw new IllegalArgumentException("sample key: '" + key + "' already written to shard " + pendingName
+                    + " (expected: each key once per shard; readers refuse a key that comes back)");
+        }
+        long before = tar.size();
+        tap.arm();
+        List<ShardSamples.Field> placed = new ArrayList<>(fields.size());
         for (Map.Entry<String, byte[]> field : fields.entrySet()) {
-            tar.add(key + "." + field.getKey(), field.getValue());
+            long offset = tar.add(key + "." + field.getKey(), field.getValue());
+            placed.add(new ShardSamples.Field(field.getKey(), offset, field.getValue().length));
+        }
+        ShardSamples.Field last = placed.getLast();
+        long start = placed.getFirst().offset();
+        long end = last.offset() + last.size();
+        int crc = tap.disarm((int) (start - before), (int) (end - before));
+        if (indexes) {
+            if (entries.size() == crcs.length) {
+                crcs = java.util.Arrays.copyOf(crcs, crcs.length * 2);
+            }
+            crcs[entries.size()] = crc;
+            entries.add(new ShardSamples.Entry(key, start, end, placed));
         }
         inShard++;
     }
@@ -193,28 +229,116 @@ public final class ShardWriter implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot open shard " + name, e);
         }
-        tar = new TarWriter(stream);
+        tap = new Tap(stream);
+        tar = new TarWriter(tap);
         inShard = 0;
         pendingName = name;
+        entries.clear();
+        keys.clear();
     }
 
     private void finishShard() {
         String name = pendingName;
         try {
             tar.finish();
+            long size = tar.size();
             stream.close();
             if (partial != null) {
                 Files.move(partial, directory.resolve(name), StandardCopyOption.ATOMIC_MOVE,
                         StandardCopyOption.REPLACE_EXISTING);
             }
+            if (indexes) {
+                writeIndex(name, ShardIndexFile.encode(size, "", entries,
+                        java.util.Arrays.copyOf(crcs, entries.size())));
+            }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot complete shard " + name, e);
         } finally {
             tar = null;
+            tap = null;
             stream = null;
             partial = null;
+            entries.clear();
+            keys.clear();
         }
         written.add(name);
+    }
+
+    /** Writes a shard's index beside it: a temporary file renamed, or a second stream of the sink. */
+    private void writeIndex(String shardName, byte[] index) throws IOException {
+        String name = shardName + ShardIndexFile.SUFFIX;
+        if (directory != null) {
+            Path target = directory.resolve(name);
+            Path temporary = target.resolveSibling(target.getFileName() + ".partial");
+            Files.write(temporary, index);
+            Files.move(temporary, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        } else {
+            try (OutputStream out = sink.open(written.size(), name)) {
+                if (out == null) {
+                    throw new IOException("the sink opened no stream (null) for index " + name);
+                }
+                out.write(index);
+            }
+        }
+    }
+
+    /**
+     * Passes a shard's bytes through, and keeps a copy of one sample's while armed, so that the CRC32C of its extent
+     * — data and the headers between its fields, not the padding after its last — can be taken.
+     */
+    private static final class Tap extends OutputStream {
+        private final OutputStream out;
+        private byte[] copy = new byte[1 << 16];
+        private int size;
+        private boolean armed;
+
+        Tap(OutputStream out) {
+            this.out = out;
+        }
+
+        void arm() {
+            armed = true;
+            size = 0;
+        }
+
+        /** Stops copying; returns the CRC32C of the copy's bytes {@code [from, to)}. */
+        int disarm(int from, int to) {
+            armed = false;
+            java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+            crc.update(copy, from, to - from);
+            if (copy.length > 64 << 20) {
+                copy = new byte[1 << 16]; // a huge sample's copy is not kept for the next
+            }
+            return (int) crc.getValue();
+        }
+
+        @Override
+        public void write(int b) throws IOException {
+            write(new byte[] {(byte) b}, 0, 1);
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) throws IOException {
+            out.write(b, off, len);
+            if (armed) {
+                if (size + len > copy.length) {
+                    copy = java.util.Arrays.copyOf(copy, Math.max(size + len, (int) Math.min(
+                            (long) copy.length * 2, Integer.MAX_VALUE - 8)));
+                }
+                System.arraycopy(b, off, copy, size, len);
+                size += len;
+            }
+        }
+
+        @Override
+        public void flush() throws IOException {
+            out.flush();
+        }
+
+        @Override
+        public void close() throws IOException {
+            out.close();
+        }
     }
 
     @Override
@@ -231,6 +355,7 @@ public final class ShardWriter implements AutoCloseable {
         private String pattern = "shard-%06d.tar";
         private int maxCount = 10_000;
         private long maxBytes = 1L << 30;
+        private boolean indexes = true;
 
         private Builder(Sink sink, Path directory) {
             this.sink = sink;
@@ -290,6 +415,17 @@ public final class ShardWriter implements AutoCloseable {
                 throw new IllegalArgumentException("max bytes per shard: " + bytes + " (expected: >= 1024)");
             }
             this.maxBytes = bytes;
+            return this;
+        }
+
+        /**
+         * Sets whether an index file goes beside each shard (see the class comment). Default true.
+         *
+         * @param indexes whether to write {@code <shard>.gidx} files
+         * @return this builder
+         */
+        public Builder indexes(boolean indexes) {
+            this.indexes = indexes;
             return this;
         }
 

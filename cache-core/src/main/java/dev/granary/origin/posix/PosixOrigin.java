@@ -255,6 +255,100 @@ public final class PosixOrigin implements Origin {
                 Spliterator.ORDERED | Spliterator.NONNULL | Spliterator.DISTINCT), false);
     }
 
+    /**
+     * Writes a file whole: into a new temporary file in the key's directory (created if missing), flushed to disk,
+     * then renamed over the key, so that readers see the old file or the new one, never a part. Every directory on
+     * the way is opened from the root's descriptor without following links, and the file is created and renamed
+     * relative to its directory's descriptor: a write never follows a symbolic link, nor lands outside the root. A
+     * link at the key itself is replaced, not followed.
+     *
+     * @throws IllegalArgumentException if the key is invalid
+     * @throws IOException              if a directory on the way is a symbolic link or not a directory, or the write
+     *                                  fails (the temporary file is then removed)
+     */
+    @Override
+    public ObjectInfo write(String key, byte[] bytes) throws IOException {
+        checkKey(key);
+        if (bytes == null) {
+            throw new IllegalArgumentException("bytes of '" + key + "': null (expected: the file's bytes)");
+        }
+        int slash = key.lastIndexOf('/');
+        String name = key.substring(slash + 1);
+        int dir = openParentForWrite(key, slash < 0 ? "" : key.substring(0, slash));
+        try {
+            // The directory's descriptor, by its /proc link: the path is not looked up again from the root.
+            Path directory = Path.of("/proc/self/fd/" + dir);
+            Path temporary = directory.resolve("." + name + "." + Long.toHexString(System.nanoTime())
+                    + Long.toHexString(Thread.currentThread().threadId()) + ".partial");
+            try {
+                try (java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(temporary,
+                        java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.WRITE,
+                        java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                    java.nio.ByteBuffer buffer = java.nio.ByteBuffer.wrap(bytes);
+                    while (buffer.hasRemaining()) {
+                        channel.write(buffer);
+                    }
+                    channel.force(true);
+                }
+                Files.move(temporary, directory.resolve(name), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            } catch (IOException | RuntimeException e) {
+                try {
+                    Files.deleteIfExists(temporary);
+                } catch (IOException suppressed) {
+                    e.addSuppressed(suppressed);
+                }
+                throw new IOException("write of '" + key + "' in " + uri + " failed: " + e, e);
+            }
+        } finally {
+            NoFollow.close(dir);
+        }
+        return stat(key);
+    }
+
+    /** Opens (creating where missing) the directories of a key from the root, never following a link. */
+    private int openParentForWrite(String key, String relative) throws IOException {
+        int dir = NoFollow.openDirectory(realRoot.toString());
+        if (relative.isEmpty()) {
+            return dir;
+        }
+        try {
+            for (String component : relative.split("/")) {
+                int next;
+                try {
+                    next = openDirectoryAt(dir, component);
+                } catch (NoFollow.Failure e) {
+                    if (e.errno != NoFollow.ENOENT) {
+                        throw e;
+                    }
+                    try {
+                        Files.createDirectory(Path.of("/proc/self/fd/" + dir, component));
+                    } catch (java.nio.file.FileAlreadyExistsException raced) {
+                        // made meanwhile by another writer: open it below like any other
+                    }
+                    next = openDirectoryAt(dir, component);
+                }
+                NoFollow.close(dir);
+                dir = next;
+            }
+            return dir;
+        } catch (NoFollow.Failure e) {
+            NoFollow.close(dir);
+            if (e.errno == NoFollow.ELOOP || e.errno == NoFollow.ENOTDIR) {
+                throw new IOException("write of '" + key + "' in " + uri + " refused: a component of '" + relative
+                        + "' is a symbolic link or not a directory (writes never follow links)", e);
+            }
+            throw new IOException("write of '" + key + "' in " + uri + " failed: " + e.getMessage(), e);
+        } catch (IOException | RuntimeException e) {
+            NoFollow.close(dir);
+            throw e;
+        }
+    }
+
+    private static int openDirectoryAt(int dir, String name) throws NoFollow.Failure {
+        return NoFollow.openat(dir, name, NoFollow.O_PATH | NoFollow.O_DIRECTORY | NoFollow.O_NOFOLLOW
+                | NoFollow.O_CLOEXEC);
+    }
+
     @Override
     public void close() {}
 

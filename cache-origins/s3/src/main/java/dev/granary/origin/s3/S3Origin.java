@@ -32,6 +32,7 @@ import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
 import software.amazon.awssdk.core.ResponseInputStream;
 import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
 import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
+import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.core.exception.SdkException;
 import software.amazon.awssdk.http.apache.ApacheHttpClient;
@@ -42,6 +43,7 @@ import software.amazon.awssdk.services.s3.model.GetObjectRequest;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
+import software.amazon.awssdk.services.s3.model.PutObjectResponse;
 import software.amazon.awssdk.services.s3.model.S3Exception;
 import software.amazon.awssdk.services.s3.model.S3Object;
 
@@ -294,6 +296,35 @@ public final class S3Origin implements Origin {
         ProtocolException(String message) {
             super(message);
         }
+    }
+
+    // ---------------------------------------------------------------------------------------------------- write
+
+    /**
+     * Uploads an object whole with one {@code PutObject} (atomic in S3: readers see the old object or the new one),
+     * with the origin's retries.
+     *
+     * @return the key, size and the ETag S3 answered (a {@code HEAD} if the answer had none)
+     */
+    @Override
+    public ObjectInfo write(String key, byte[] bytes) throws IOException {
+        if (bytes == null) {
+            throw new IllegalArgumentException("bytes of '" + key + "': null (expected: the object's bytes)");
+        }
+        String s3Key = s3Key(key);
+        PutObjectResponse response;
+        try {
+            response = call("PUT", key, () -> s3.putObject(r -> r.bucket(bucket).key(s3Key)
+                    .contentLength((long) bytes.length), RequestBody.fromBytes(bytes)));
+        } catch (S3Exception e) {
+            if ("NoSuchBucket".equals(e.awsErrorDetails() == null ? null : e.awsErrorDetails().errorCode())) {
+                throw noSuchBucket(e);
+            }
+            throw failure("PUT", key, e);
+        }
+        bucketSeen = true;
+        String etag = response.eTag();
+        return etag == null || etag.isEmpty() ? stat(key) : new ObjectInfo(key, bytes.length, etag);
     }
 
     // ---------------------------------------------------------------------------------------------------- list
