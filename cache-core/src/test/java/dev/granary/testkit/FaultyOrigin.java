@@ -116,6 +116,11 @@ public final class FaultyOrigin implements Origin {
     }
 
     @Override
+    public ObjectInfo write(String key, byte[] bytes) throws IOException {
+        return delegate.write(key, bytes);
+    }
+
+    @Override
     public int maxConcurrency() {
         return delegate.maxConcurrency();
     }

@@ -99,6 +99,38 @@ public abstract class OriginContractTest {
         return out;
     }
 
+    /**
+     * {@link Origin#write}: a new object (in directories that do not exist yet), then a replacement with a new
+     * version, an empty object, and nothing else left behind (no temporary file in a listing).
+     */
+    @Test
+    void writesObjectsWholeAndReplacesThem() throws Exception {
+        String key = "w/new/dir/obj.bin";
+        byte[] first = new byte[3000];
+        random.nextBytes(first);
+        ObjectInfo a = origin.write(key, first);
+        assertEquals(key, a.key());
+        assertEquals(3000, a.size());
+        assertEquals(a, origin.stat(key), "write returns the version stat reports");
+        assertArrayEquals(first, read(a, 0, 3000));
+
+        byte[] second = new byte[100];
+        random.nextBytes(second);
+        ObjectInfo b = origin.write(key, second);
+        assertEquals(100, b.size());
+        assertNotEquals(a.version(), b.version(), "a replacement gets a new version");
+        assertEquals(b, origin.stat(key));
+        assertArrayEquals(second, read(b, 0, 100));
+
+        ObjectInfo empty = origin.write("w/empty", new byte[0]);
+        assertEquals(0, empty.size());
+        try (Stream<ObjectInfo> listing = origin.list("w/")) {
+            assertEquals(List.of("w/empty", key), listing.map(ObjectInfo::key).sorted(OriginContractTest::compareUtf8)
+                    .toList(), "only the written objects: no temporary left behind");
+        }
+        assertThrows(IllegalArgumentException.class, () -> origin.write("../escape", new byte[1]));
+    }
+
     @Test
     void statReportsSizeAndAStableVersion() throws Exception {
         put("a/b.bin", 1000);

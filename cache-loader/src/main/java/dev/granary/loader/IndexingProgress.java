@@ -15,9 +15,12 @@ package dev.granary.loader;
  * @param originRequests requests the cache sent its origin since indexing started (listings and reads; if other
  *                       work shares the cache meanwhile, its requests are counted too)
  * @param elapsedNanos   time since indexing started
+ * @param note           why the shard was scanned rather than indexed from its index file — {@code "no index file"},
+ *                       or the warning logged about a stale index or one of an unknown format version; empty when it
+ *                       was indexed from its index file
  */
 public record IndexingProgress(String shard, boolean fromIndexFile, int shardsDone, int shardsTotal, long bytesRead,
-        long originRequests, long elapsedNanos) {
+        long originRequests, long elapsedNanos, String note) {
 
     /** {@return whether every shard is indexed} */
     public boolean done() {

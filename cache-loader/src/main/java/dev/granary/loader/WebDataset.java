@@ -258,7 +258,7 @@ public final class WebDataset extends Dataset {
                 OriginStats now = cache.stats().origin();
                 listener.accept(new IndexingProgress(shards.get(s), blocks[s].fromIndexFile, done[0], shards.size(),
                         bytes.get(), now.reads() + now.metadataRequests() - before.reads()
-                        - before.metadataRequests(), System.nanoTime() - t0));
+                        - before.metadataRequests(), System.nanoTime() - t0, blocks[s].note));
             }
         });
         WebDataset dataset = new WebDataset(cache, shards, versions, Arrays.asList(blocks));
@@ -377,31 +377,35 @@ public final class WebDataset extends Dataset {
                         + MAX_SAMPLE_BYTES + ")", null);
             }
             ShardIndexFile.Decoded decoded = null;
+            String note = "";
             try (Lease lease = cache.loaderSupport().readExtent(index, 0, (int) index.size())) {
                 bytes.addAndGet(index.size());
                 decoded = ShardIndexFile.decode(lease.bytes());
             } catch (ShardIndexFile.UnknownVersion e) {
-                LOG.log(System.Logger.Level.WARNING, "index '" + index.key() + "' of shard '" + shard.key() + "' has "
-                        + e.getMessage() + ": indexing the shard by scanning it; rewrite the index with this"
-                        + " version's WebDataset.writeIndex to skip the scan");
+                note = "index '" + index.key() + "' of shard '" + shard.key() + "' has " + e.getMessage()
+                        + ": indexing the shard by scanning it; rewrite the index with this version's"
+                        + " WebDataset.writeIndex to skip the scan";
+                LOG.log(System.Logger.Level.WARNING, note);
             } catch (ShardIndexFile.Damaged e) {
                 throw corruptIndex(shard.key(), index.key(), e.getMessage(), null);
             }
             if (decoded != null && decoded.shardSize() != shard.size()) {
-                LOG.log(System.Logger.Level.WARNING, "index '" + index.key() + "' is stale: it was written for a"
-                        + " shard of " + decoded.shardSize() + " bytes, and shard '" + shard.key() + "' has "
-                        + shard.size() + " bytes; indexing the shard by scanning it (rewrite the index with"
-                        + " WebDataset.writeIndex, or delete it)");
+                note = "index '" + index.key() + "' is stale: it was written for a shard of " + decoded.shardSize()
+                        + " bytes, and shard '" + shard.key() + "' has " + shard.size() + " bytes; indexing the shard"
+                        + " by scanning it (rewrite the index with WebDataset.writeIndex, or delete it)";
+                LOG.log(System.Logger.Level.WARNING, note);
                 decoded = null;
             }
             if (decoded != null) {
                 boolean confirmed = !decoded.shardVersion().isEmpty()
                         && decoded.shardVersion().equals(shard.version());
-                return new Block(decoded.samples(), decoded.crcs(), !confirmed, true, shard.key());
+                return new Block(decoded.samples(), decoded.crcs(), !confirmed, true, shard.key(), "");
             }
+            List<ShardSamples.Entry> samples = scan(cache, shard, bytes);
+            return new Block(samples, new int[samples.size()], false, false, shard.key(), note);
         }
         List<ShardSamples.Entry> samples = scan(cache, shard, bytes);
-        return new Block(samples, new int[samples.size()], false, false, shard.key());
+        return new Block(samples, new int[samples.size()], false, false, shard.key(), "no index file");
     }
 
     private static CorruptShardException corruptIndex(String shard, String index, String problem, Throwable cause) {
@@ -619,6 +623,7 @@ public final class WebDataset extends Dataset {
         final int count;
         final boolean verify;
         final boolean fromIndexFile;
+        final String note;
         final long[] start;
         final int[] length;
         final int[] crc;
@@ -630,8 +635,10 @@ public final class WebDataset extends Dataset {
         final int[] fieldOffset;
         final int[] fieldSize;
 
-        Block(List<ShardSamples.Entry> samples, int[] crcs, boolean verify, boolean fromIndexFile, String shard) {
+        Block(List<ShardSamples.Entry> samples, int[] crcs, boolean verify, boolean fromIndexFile, String shard,
+                String note) {
             this.count = samples.size();
+            this.note = note;
             this.verify = verify;
             this.fromIndexFile = fromIndexFile;
             start = new long[count];
@@ -686,7 +693,8 @@ public final class WebDataset extends Dataset {
     static WebDataset ofIndexes(TieredCache cache, List<ObjectInfo> shards, List<List<ShardSamples.Entry>> samples) {
         List<Block> blocks = new ArrayList<>(shards.size());
         for (int s = 0; s < shards.size(); s++) {
-            blocks.add(new Block(samples.get(s), new int[samples.get(s).size()], false, false, shards.get(s).key()));
+            blocks.add(new Block(samples.get(s), new int[samples.get(s).size()], false, false, shards.get(s).key(),
+                    ""));
         }
         return new WebDataset(cache, shards.stream().map(ObjectInfo::key).toList(),
                 shards.toArray(ObjectInfo[]::new), blocks);
@@ -758,6 +766,11 @@ public final class WebDataset extends Dataset {
     /** {@return whether shard {@code shard} was indexed from its index file (else by a scan)} */
     boolean indexedFromFile(int shard) {
         return fromIndexFile[shard];
+    }
+
+    /** {@return whether shard {@code shard}'s samples are checked against its index's CRC32C (an unconfirmed index)} */
+    boolean verifies(int shard) {
+        return verify[shard];
     }
 
     /** {@return the shard holding sample {@code sample}} */

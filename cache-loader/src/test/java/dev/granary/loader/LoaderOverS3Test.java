@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.granary.NoSuchObjectException;
+import dev.granary.ObjectInfo;
 import dev.granary.OriginStats;
 import dev.granary.TieredCache;
 import dev.granary.origin.s3.S3Origin;
@@ -205,10 +206,10 @@ class LoaderOverS3Test {
             OriginStats indexing = cache.stats().origin();
             assertEquals(List.copyOf(samples.keySet()),
                     java.util.stream.IntStream.range(0, dataset.size()).mapToObj(dataset::key).toList());
-            // One HEAD per shard; a ranged GET per header (a directory, 6 samples × 2 fields, the end block: 14) until
-            // two small members in a row, then 64 KiB windows: fewer GETs than headers, never more than the shards.
-            assertEquals(2, indexing.metadataRequests());
-            assertTrue(indexing.reads() < 2 * 14, "fewer reads than headers: " + indexing);
+            // One listing of the shards' common prefix (no HEAD per shard); no index files, so each shard (under
+            // 8 MiB) is scanned from one ranged GET of its only part.
+            assertEquals(1, indexing.metadataRequests());
+            assertEquals(2, indexing.reads(), "one part per shard: " + indexing);
             assertEquals(0, indexing.errors());
 
             List<OriginStats> epochs = twoEpochs(dataset, item -> samples.get(item.key()));
@@ -219,6 +220,57 @@ class LoaderOverS3Test {
             assertEquals(new OriginStats(dataset.size(), total, 0, 0, 0), epochs.get(0),
                     "epoch 0: one ranged GET per sample");
             assertEquals(new OriginStats(0, 0, 0, 0, 0), epochs.get(1), "epoch 1: all from the memory tier");
+        }
+    }
+
+    /**
+     * {@link WebDataset#writeIndex} over S3 (a PutObject beside each shard, recording its ETag), then indexing from
+     * the index files: one listing and one GET per shard. A shard re-uploaded with other bytes of the same size gets
+     * another ETag, so its index is unconfirmed and the changed sample fails, naming the shard and sample.
+     */
+    @Test
+    void writeIndexOverS3ThenIndexingCostsOneGetPerShard() throws IOException {
+        List<String> shards = List.of("indexed/000000.tar", "indexed/000001.tar");
+        byte[][] bytes = new byte[2][];
+        for (int s = 0; s < 2; s++) {
+            String from = SHARDS.get(s);
+            bytes[s] = client.getObjectAsBytes(b -> b.bucket(BUCKET).key(from)).asByteArray();
+            put(shards.get(s), bytes[s]);
+        }
+        try (TieredCache cache = cache(server.endpoint())) {
+            for (String shard : shards) {
+                ObjectInfo index = WebDataset.writeIndex(cache, shard);
+                assertEquals(shard + ".gidx", index.key());
+                assertEquals(index.size(), client.headObject(b -> b.bucket(BUCKET).key(shard + ".gidx"))
+                        .contentLength());
+            }
+        }
+        try (TieredCache cache = cache(server.endpoint())) {
+            WebDataset dataset = WebDataset.of(cache, shards);
+            OriginStats indexing = cache.stats().origin();
+            assertEquals(1, indexing.metadataRequests(), "one listing, no HEAD");
+            assertEquals(2, indexing.reads(), "one GET per shard: its index file");
+            assertTrue(dataset.indexedFromFile(0) && dataset.indexedFromFile(1));
+            assertTrue(!dataset.verifies(0) && !dataset.verifies(1), "the ETags match: trusted");
+            assertEquals(List.copyOf(samples.keySet()),
+                    java.util.stream.IntStream.range(0, dataset.size()).mapToObj(dataset::key).toList());
+            twoEpochs(dataset, item -> samples.get(item.key()));
+        }
+        // Another upload of the same size with one byte changed inside sample 2's extent.
+        try (TieredCache cache = cache(server.endpoint())) {
+            WebDataset before = WebDataset.of(cache, shards);
+            byte[] changed = bytes[0].clone();
+            changed[(int) before.sampleStart(2)] ^= 1;
+            put(shards.get(0), changed);
+        }
+        try (TieredCache cache = cache(server.endpoint())) {
+            WebDataset dataset = WebDataset.of(cache, shards);
+            assertTrue(dataset.verifies(0) && !dataset.verifies(1), "shard 0 has another ETag now");
+            CorruptShardException e = assertThrows(CorruptShardException.class, () -> dataset.read(2));
+            assertEquals(shards.get(0), e.shard());
+            assertTrue(e.getMessage().contains("sample '" + dataset.key(2) + "'"), e.getMessage());
+            Sample fine = dataset.read(1);
+            fine.release();
         }
     }
 
@@ -268,7 +320,7 @@ class LoaderOverS3Test {
             assertEquals(0, epochs.get(0).errors());
             assertEquals(OBJECTS, epochs.get(0).reads());
 
-            // The shards: 503s on the HEADs and header reads of indexing, then on the sample reads.
+            // The shards: 503s on the listing and part reads of indexing, then on the sample reads.
             proxy.failNext(2);
             WebDataset shards = WebDataset.of(cache, SHARDS);
             assertEquals(samples.size(), shards.size());

@@ -46,7 +46,7 @@ class ShardWriterTest {
     }
 
     @Test
-    void samplesGoIntoShardsBoundedByCountAndReadBackExactly() throws IOException {
+    void samplesGoIntoShardsBoundedByCountAndReadBackExactly() throws Exception {
         List<String> names;
         try (ShardWriter writer = ShardWriter.builder(dir).pattern("train-%04d.tar").maxCount(10).build()) {
             for (int i = 0; i < 25; i++) {
@@ -77,6 +77,35 @@ class ShardWriterTest {
             }
         }
         assertEquals(25, i);
+        // Beside each shard, its index: the samples a scan finds, the shard's size, no version, each extent's CRC32C.
+        for (String name : names) {
+            byte[] shard = Files.readAllBytes(dir.resolve(name));
+            ShardIndexFile.Decoded index = ShardIndexFile.decode(ByteBuffer.wrap(Files.readAllBytes(
+                    dir.resolve(name + ".gidx"))));
+            assertEquals(read(dir.resolve(name)), index.samples(), name);
+            assertEquals(shard.length, index.shardSize());
+            assertEquals("", index.shardVersion(), "a writer of local files cannot know the stored version");
+            for (int k = 0; k < index.samples().size(); k++) {
+                ShardSamples.Entry e = index.samples().get(k);
+                assertEquals(ShardIndexFile.crc(ByteBuffer.wrap(shard, (int) e.start(), (int) (e.end() - e.start()))),
+                        index.crcs()[k], name + " " + e.key());
+            }
+        }
+    }
+
+    @Test
+    void aKeyWrittenTwiceToOneShardIsRefusedAndIndexesCanBeTurnedOff() throws IOException {
+        try (ShardWriter writer = ShardWriter.builder(dir).pattern("dup-%d.tar").indexes(false).build()) {
+            writer.write("a/1", sample(1));
+            writer.write("a/2", sample(2));
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> writer.write("a/1", sample(3)));
+            assertTrue(e.getMessage().contains("sample key: 'a/1' already written to shard dup-0.tar"),
+                    e.getMessage());
+        }
+        assertTrue(Files.exists(dir.resolve("dup-0.tar")));
+        assertFalse(Files.exists(dir.resolve("dup-0.tar.gidx")), "indexes(false) writes none");
+        assertEquals(2, read(dir.resolve("dup-0.tar")).size());
     }
 
     @Test
@@ -98,8 +127,14 @@ class ShardWriterTest {
             assertTrue(size <= 10_000 + 1024 || size > 50_000, e.getKey() + ": " + size + " bytes");
         }
         // 3000-byte samples take 3584 bytes each (header + padded data): two fit under 10 000 with the writer's
-        // margin of 1 KiB per field, so 10 samples make 5 shards; then the big one alone, then the last.
-        assertEquals(7, out.size(), out.keySet().toString());
+        // margin of 1 KiB per field, so 10 samples make 5 shards; then the big one alone, then the last. Each shard's
+        // index went to the sink too, as a second stream named after the shard.
+        List<String> shards = out.keySet().stream().filter(n -> n.endsWith(".tar")).sorted().toList();
+        assertEquals(7, shards.size(), out.keySet().toString());
+        for (String shard : shards) {
+            assertTrue(out.containsKey(shard + ".gidx"), "index of " + shard + ": " + out.keySet());
+        }
+        assertEquals(14, out.size(), out.keySet().toString());
     }
 
     @Test

@@ -3,6 +3,7 @@ package dev.granary.loader;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -811,11 +812,16 @@ class TarIndexTest {
         }
 
         @Test
-        void onlyConsecutiveMembersFormASample() throws CorruptShardException {
-            List<Entry> samples = ShardSamples.group(SHARD, List.of(m("a.x", 512, 1), m("a.y", 1536, 1),
-                    m("b.x", 2560, 1), m("a.z", 3584, 1), m("a.x", 4608, 1)));
-            assertEquals(List.of("a", "b", "a"), samples.stream().map(Entry::key).toList());
-            assertEquals(List.of(new Field("z", 3584, 1), new Field("x", 4608, 1)), samples.get(2).fields());
+        void membersOfOneSampleThatAreNotAdjacentAreRefusedNamingShardAndKey() {
+            CorruptShardException e = assertThrows(CorruptShardException.class, () -> ShardSamples.group(SHARD,
+                    List.of(m("a.x", 512, 1), m("a.y", 1536, 1), m("b.x", 2560, 1), m("a.z", 3584, 1))));
+            assertEquals(SHARD, e.shard());
+            assertEquals(3584, e.offset());
+            assertTrue(e.getMessage().contains("members of sample 'a' are not adjacent"), e.getMessage());
+            assertTrue(e.getMessage().contains("'a.z'"), e.getMessage());
+            // Adjacent members of one key, then other keys: fine.
+            assertDoesNotThrow(() -> ShardSamples.group(SHARD, List.of(m("a.x", 512, 1), m("a.y", 1536, 1),
+                    m("b.x", 2560, 1), m("c.x", 3584, 1))));
         }
 
         @Test

@@ -17,7 +17,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The shard index is cached: indexing again, even in a new cache over the same disk directory, reads no headers. */
+/**
+ * What indexing reads is cached: indexing again, even in a new cache over the same disk directory, reads nothing from
+ * the origin — neither the index files nor the parts of shards scanned for lack of one.
+ */
 class WebDatasetIndexCacheTest {
 
     @RegisterExtension
@@ -40,46 +43,33 @@ class WebDatasetIndexCacheTest {
         for (int s = 0; s < 2; s++) {
             TarWriter tar = new TarWriter();
             for (int i = 0; i < 40; i++) {
-                tar.add(String.format("k%d/%03d.jpg", s, i), new byte[6000 + i]); // large: header-only reads
+                tar.add(String.format("k%d/%03d.jpg", s, i), new byte[6000 + i]);
                 tar.add(String.format("k%d/%03d.cls", s, i), new byte[] {(byte) i});
             }
             Files.write(data.resolve(s + ".tar"), tar.finish());
         }
-        List<String> shards = List.of("shards/0.tar", "shards/1.tar");
+        // Shard 1 gets an index file; shard 0 is scanned.
+        try (ShardWriter writer = ShardWriter.builder(data).pattern("indexed-%d.tar").build()) {
+            for (int i = 0; i < 40; i++) {
+                writer.write(String.format("i/%03d", i), java.util.Map.of("jpg", new byte[5000 + i]));
+            }
+        }
+        List<String> shards = List.of("shards/0.tar", "shards/1.tar", "shards/indexed-0.tar");
         List<String> firstKeys;
         long firstReads;
         try (TieredCache cache = cache(root.resolve("data"), root.resolve("disk"))) {
             WebDataset dataset = WebDataset.of(cache, shards);
             firstReads = cache.stats().origin().reads();
-            assertEquals(2 * (80 + 1), firstReads, "one read per member header and per end block");
+            assertEquals(3, firstReads, "one part per scanned shard (each under 8 MiB), one index file");
+            assertTrue(dataset.indexedFromFile(2));
             firstKeys = java.util.stream.IntStream.range(0, dataset.size()).mapToObj(dataset::key).toList();
         }
         try (TieredCache cache = cache(root.resolve("data"), root.resolve("disk"))) {
             WebDataset dataset = WebDataset.of(cache, shards);
-            assertEquals(0, cache.stats().origin().reads(), "headers from the disk tier: " + cache.stats());
+            assertEquals(0, cache.stats().origin().reads(), "parts and index from the disk tier: " + cache.stats());
             assertEquals(firstKeys, java.util.stream.IntStream.range(0, dataset.size()).mapToObj(dataset::key)
                     .toList());
             assertTrue(cache.stats().tiers().get(1).hits() >= firstReads, cache.stats().toString());
-        }
-    }
-
-    @Test
-    void readAheadWindowsThroughSmallMembersAreNotKept() throws IOException {
-        Path data = Files.createDirectories(root.resolve("small/shards"));
-        TarWriter tar = new TarWriter();
-        for (int i = 0; i < 500; i++) {
-            tar.add(String.format("m/%03d.raw", i), new byte[784]);
-            tar.add(String.format("m/%03d.cls", i), new byte[] {(byte) i});
-        }
-        Files.write(data.resolve("0.tar"), tar.finish());
-        try (TieredCache cache = cache(root.resolve("small"), root.resolve("disk-small"))) {
-            WebDataset dataset = WebDataset.of(cache, List.of("shards/0.tar"));
-            assertEquals(500, dataset.size());
-            long reads = cache.stats().origin().reads();
-            assertTrue(reads < 40, reads + " reads for 1 001 headers");
-            long kept = cache.stats().tiers().stream().mapToLong(t -> t.usedBytes()).sum();
-            // Memory counts 512-byte blocks; the disk tier its segment file: nothing of the ~1.3 MB of windows.
-            assertTrue(cache.stats().tiers().get(0).usedBytes() < 8 * 1024, "memory holds windows: " + kept);
         }
     }
 }

@@ -274,37 +274,26 @@ class WebDatasetTest {
     // What it costs at the origin
 
     @Test
-    void indexingReadsHeadersAndReadsAheadOnlyThroughSmallMembers() throws IOException {
-        List<Shard> shards = writeShards(2); // members of at most 3 000 bytes: runs of small members throughout
+    void indexingWithoutIndexFilesListsOnceAndReadsEachShardInOnePart() throws IOException {
+        List<Shard> shards = writeShards(2); // shards of a few KiB: one part each
         ConcurrentLinkedQueue<Read> reads = new ConcurrentLinkedQueue<>();
         FaultyOrigin origin = recording(root, reads);
         try (TieredCache cache = LoaderFixture.cache(leaks, origin, 16L << 20)) {
             WebDataset.of(cache, keys(shards));
             OriginStats stats = cache.stats().origin();
-
-            int headerReads = shards.stream().mapToInt(Shard::headerReads).sum();
-            assertTrue(reads.size() < headerReads / 2, "windows through small members: " + reads.size()
-                    + " reads for " + headerReads + " headers: " + reads);
-            assertEquals(reads.size(), stats.reads());
-            assertEquals(shards.size(), origin.stats(), "one stat per shard");
-            assertEquals(shards.size(), stats.metadataRequests());
+            assertEquals(0, origin.stats(), "no stat per shard: the listing gave sizes and versions");
+            assertEquals(1, stats.metadataRequests(), "one listing");
+            Set<Read> expected = new HashSet<>();
             for (Shard shard : shards) {
-                long size = java.nio.file.Files.size(root.resolve(shard.key));
-                long bytes = reads.stream().filter(r -> r.key().equals(shard.key)).mapToLong(Read::length).sum();
-                assertTrue(bytes <= size, shard.key + ": read " + bytes + " of " + size + " bytes");
-                for (Read r : reads) {
-                    assertTrue(!r.key().equals(shard.key) || shard.headers.contains(r.position()),
-                            r + " does not start at a header");
-                }
+                expected.add(new Read(shard.key, 0, shard.bytes.length));
             }
+            assertEquals(expected, new HashSet<>(reads), "each shard in one read of its only part");
+            assertEquals(shards.size(), stats.reads());
 
-            // A second index: the single header reads come from the cache; the windows are read again (not kept).
-            List<Read> first = List.copyOf(reads);
+            // A second index: the parts are served by the cache.
             reads.clear();
             WebDataset.of(cache, keys(shards));
-            assertEquals(new java.util.HashSet<>(first.stream().filter(r -> r.length() > TarIndex.BLOCK).toList()),
-                    new java.util.HashSet<>(reads), "only the windows again");
-            assertEquals(first.stream().filter(r -> r.length() > TarIndex.BLOCK).count(), reads.size());
+            assertEquals(List.of(), List.copyOf(reads));
         }
     }
 

@@ -91,6 +91,25 @@ class PosixOriginTest extends OriginContractTest {
     }
 
     @Test
+    void aWriteNeverFollowsALinkOutOfTheRoot() throws Exception {
+        Path outside = Files.createDirectories(temp.resolve("outside-w"));
+        Path secret = Files.writeString(temp.resolve("secret-w.txt"), "not yours");
+        Files.createSymbolicLink(root.resolve("dirlink-w"), outside);
+        Files.createSymbolicLink(root.resolve("filelink-w"), secret);
+
+        IOException e = assertThrows(IOException.class, () -> origin.write("dirlink-w/x.gidx", new byte[] {1}));
+        assertTrue(e.getMessage().contains("symbolic link"), e.getMessage());
+        try (Stream<Path> files = Files.list(outside)) {
+            assertEquals(List.of(), files.toList(), "nothing written through the link");
+        }
+        // A link at the key itself is replaced by the file, not followed: the target outside keeps its bytes.
+        ObjectInfo info = origin.write("filelink-w", new byte[] {7, 8});
+        assertEquals(2, info.size());
+        assertEquals("not yours", Files.readString(secret));
+        assertTrue(Files.isRegularFile(root.resolve("filelink-w"), java.nio.file.LinkOption.NOFOLLOW_LINKS));
+    }
+
+    @Test
     void aSymlinkToAFileInsideTheRootIsAnObject() throws Exception {
         byte[] bytes = put("real/data.bin", 100);
         Files.createSymbolicLink(root.resolve("alias.bin"), root.resolve("real/data.bin"));
