@@ -34,8 +34,10 @@ import java.util.stream.Stream;
  * requests) with a 48 MiB memory tier and a 128 MiB disk tier feeds two {@link DataLoader}s: training over the shards
  * (shuffled, batches of 32) and validation over the files. The stand-in model spends a fixed 20 ms per training batch
  * (as a GPU would: the trainer thread waits, the CPU stays free for the loader), and a quarter of that per
- * validation batch of 64. Indexing reads one 512-byte header per tar member, shard after shard in parallel: with
- * 20 ms per request that takes a few seconds, once. Each epoch prints, for training and
+ * validation batch of 64. Every shard has its index file beside it ({@code <shard>.gidx}, written by
+ * {@code WebDataset.writeIndex} during the upload), so indexing costs one listing and one small read per shard, in
+ * parallel, and prints its progress; with {@code --index-files=0} the shards have none and are indexed from 8 MiB
+ * sequential reads instead (one per shard here), whose bytes stay in the cache. Each epoch prints, for training and
  * for validation: samples/s, MB/s, the share of page reads each tier served, origin requests and MB, and data-wait —
  * the share of the epoch the trainer spent waiting for a batch. Epoch 1 comes from the origin and the trainer starves;
  * from epoch 2 the cache feeds it. Every sample is checked (CRC32C); the exit status is 0 only if every byte matched
@@ -48,7 +50,8 @@ import java.util.stream.Stream;
  * </pre>
  * Options {@code --name=value}: shards (32), samples-per-shard (128), sample-size (16384 bytes, mean), files (1024),
  * file-size (16384, mean), latency-ms (20), mbps (25, per connection), concurrency (16), batch (32), compute-ms (20),
- * epochs (3), memory-mb (48), disk-mb (128), workers (2), seed (1). Exit status 2 for bad arguments.
+ * epochs (3), memory-mb (48), disk-mb (128), workers (2), seed (1), index-files (1). Exit status 2 for bad
+ * arguments.
  */
 public final class Demo {
 
@@ -58,7 +61,7 @@ public final class Demo {
             Map.entry("file-size", "16384"), Map.entry("latency-ms", "20"), Map.entry("mbps", "25"),
             Map.entry("concurrency", "16"), Map.entry("batch", "32"), Map.entry("compute-ms", "20"),
             Map.entry("epochs", "3"), Map.entry("memory-mb", "48"), Map.entry("disk-mb", "128"),
-            Map.entry("workers", "2"), Map.entry("seed", "1")));
+            Map.entry("workers", "2"), Map.entry("seed", "1"), Map.entry("index-files", "1")));
 
     private Demo() {}
 
@@ -93,6 +96,9 @@ public final class Demo {
         try (LoaderWorld world = LoaderWorld.start(dir, o.get("shards").intValue(),
                 o.get("samples-per-shard").intValue(), o.get("sample-size").intValue(), o.get("files").intValue(),
                 o.get("file-size").intValue(), o.get("seed"))) {
+            if (o.get("index-files") != 0) {
+                world.writeIndexes();
+            }
             world.network(Duration.ofMillis(o.get("latency-ms")), o.get("mbps") * 1_000_000);
             System.out.printf(Locale.ROOT, "dataset: %d WebDataset shards (%d samples, %.1f MB), %d files (%.1f MB);"
                     + " ready in %.1f s%n", world.shards.size(), world.samples, world.shardBytes / MB,
@@ -111,10 +117,20 @@ public final class Demo {
                     .tier(memory).tier(disk).build()) {
                 long i0 = System.nanoTime();
                 int requests0 = world.proxy.requests();
-                WebDataset shards = WebDataset.of(cache, world.shards);
-                System.out.printf(Locale.ROOT, "indexed %d shards in %.1f s (%d requests: headers only) -> %d"
-                        + " samples%n", shards.shards().size(), (System.nanoTime() - i0) / 1e9,
-                        world.proxy.requests() - requests0, shards.size());
+                int step = Math.max(1, world.shards.size() / 4);
+                int[] fromFiles = {0};
+                WebDataset shards = WebDataset.of(cache, world.shards, p -> {
+                    fromFiles[0] += p.fromIndexFile() ? 1 : 0;
+                    if (p.shardsDone() % step == 0 || p.done()) {
+                        System.out.printf(Locale.ROOT, "indexing: %3d/%d shards (%d from index files, %d scanned in"
+                                + " 8 MiB parts), %.1f MB read, %d requests, %.2f s%n", p.shardsDone(),
+                                p.shardsTotal(), fromFiles[0], p.shardsDone() - fromFiles[0], p.bytesRead() / MB,
+                                p.originRequests(), p.elapsedNanos() / 1e9);
+                    }
+                });
+                System.out.printf(Locale.ROOT, "indexed %d shards in %.1f s (%d requests) -> %d samples%n%n",
+                        shards.shards().size(), (System.nanoTime() - i0) / 1e9, world.proxy.requests() - requests0,
+                        shards.size());
                 Dataset files = Dataset.ofObjects(cache, "files/");
                 try (DataLoader<Integer> train = DataLoader.builder(shards, sample -> {
                             if (!LoaderWorld.verifyShardSample(sample)) {

@@ -90,6 +90,22 @@ final class LoaderWorld implements AutoCloseable {
                 .credentials(S3ProxyServer.credentials()).maxConcurrency(concurrency).build();
     }
 
+    /**
+     * Writes every shard's index file ({@code <shard>.gidx}, by {@code WebDataset.writeIndex}) straight to the server,
+     * not through the proxy: setup, not measured.
+     */
+    void writeIndexes() throws IOException {
+        S3Origin direct = S3Origin.builder().bucket(BUCKET).endpoint(server.endpoint()).pathStyle(true)
+                .credentials(S3ProxyServer.credentials()).build();
+        try (dev.granary.TieredCache cache = dev.granary.TieredCache.builder(direct)
+                .tier(dev.granary.tier.MemoryTier.builder().capacity(64L << 20).slabSize(16L << 20).build())
+                .build()) {
+            for (String shard : shards) {
+                dev.granary.loader.WebDataset.writeIndex(cache, shard);
+            }
+        }
+    }
+
     /** {@return a plain SDK client over the proxy, for the peers the benchmark compares with} */
     S3Client plainClient() {
         return S3ProxyServer.client(proxy.endpoint());
