@@ -19,8 +19,8 @@ import java.util.Objects;
  * The scan walks the archive header by header: it reads each 512-byte header block and, for metadata members only
  * (PAX extended headers {@code 'x'} and {@code 'g'}, GNU long names {@code 'L'}), their data, which it bounds to
  * {@value #MAX_METADATA_SIZE} bytes. Every other member's data — regular files included — is skipped by arithmetic
- * (data is padded to 512 bytes) and never read. The reader should therefore be cheap for small reads, e.g. backed by a
- * page cache: a shard of {@code n} members costs about {@code n} header reads.
+ * (data is padded to 512 bytes) and never read. The reader should therefore be cheap for small reads:
+ * {@link WebDataset} backs it with the shard's large parts, read sequentially ({@link ShardParts}).
  *
  * <h2>Formats</h2>
  * <ul>
@@ -93,20 +93,6 @@ final class TarIndex {
          * @throws IOException  if the read fails
          */
         ByteBuffer read(long offset, int length) throws IOException;
-
-        /**
-         * Reads a read-ahead window, like {@link #read}: a range whose bytes are parsed once and not needed again, so
-         * a caching reader should not keep them. Defaults to {@link #read}.
-         *
-         * @param offset the offset of the first byte, {@code >= 0}
-         * @param length the number of bytes, {@code >= 1}
-         * @return a buffer with exactly {@code length} bytes remaining
-         * @throws EOFException if the shard ends before {@code offset + length}
-         * @throws IOException  if the read fails
-         */
-        default ByteBuffer readAhead(long offset, int length) throws IOException {
-            return read(offset, length);
-        }
     }
 
     /**
@@ -152,38 +138,13 @@ final class TarIndex {
      * @throws NullPointerException     if {@code shard} or {@code reader} is null
      */
     static List<Member> scan(String shard, long shardSize, RangeReader reader) throws IOException {
-        return scan(shard, shardSize, reader, false);
-    }
-
-    /**
-     * Lists the regular files of a tar shard like {@link #scan(String, long, RangeReader)}, optionally reading ahead
-     * where members are small. With {@code readAhead}, after two members in a row whose headers are closer than
-     * {@value #SMALL_SPAN} bytes, the next read takes {@value #WINDOW} bytes and every header inside is parsed from
-     * it: a shard of small members
-     * (labels, 28 × 28 images) is indexed in a few dozen requests instead of one per member, reading the small
-     * members' data along; where members are larger, reads stay one header block each (a large image followed by a
-     * small label is not a run), so their data is not read — at most one window per change from a run of small
-     * members to a large one.
-     * Over an origin with 20 ms per request the difference is seconds per shard.
-     *
-     * @param readAhead whether to read ahead through runs of small members
-     * @see #scan(String, long, RangeReader)
-     */
-    static List<Member> scan(String shard, long shardSize, RangeReader reader, boolean readAhead)
-            throws IOException {
         Objects.requireNonNull(shard, "shard");
         Objects.requireNonNull(reader, "reader");
         if (shardSize < 0) {
             throw new IllegalArgumentException("shard size: " + shardSize + " (expected: >= 0)");
         }
-        return new Scan(shard, shardSize, reader, readAhead).run();
+        return new Scan(shard, shardSize, reader).run();
     }
-
-    /** Headers closer than this (a member of at most 3.5 KiB between them) make the next read a whole window. */
-    static final int SMALL_SPAN = 4096;
-
-    /** The read-ahead window through runs of small members. */
-    static final int WINDOW = 64 * 1024;
 
     /** One pass over one shard: the position, the current header and the metadata waiting for its member. */
     private static final class Scan {
@@ -191,13 +152,6 @@ final class TarIndex {
         private final String shard;
         private final long shardSize;
         private final RangeReader reader;
-        private final boolean readAhead;
-
-        /** The last window read ahead, and where it starts in the shard; empty when none. */
-        private ByteBuffer window = ByteBuffer.allocate(0);
-        private long windowStart;
-        /** How many members in a row were small (their header and data under {@link #SMALL_SPAN} bytes). */
-        private int smallRun;
 
         /** The current header block, copied out of the reader's buffer (one array per scan). */
         private final byte[] header = new byte[BLOCK];
@@ -214,11 +168,10 @@ final class TarIndex {
         private String paxPath;
         private long paxSize = -1;
 
-        Scan(String shard, long shardSize, RangeReader reader, boolean readAhead) {
+        Scan(String shard, long shardSize, RangeReader reader) {
             this.shard = shard;
             this.shardSize = shardSize;
             this.reader = reader;
-            this.readAhead = readAhead;
         }
 
         List<Member> run() throws IOException {
@@ -279,7 +232,6 @@ final class TarIndex {
                         }
                     }
                 }
-                smallRun = next - pos <= SMALL_SPAN ? smallRun + 1 : 0;
                 pos = next;
             }
             return List.copyOf(members);
@@ -291,26 +243,9 @@ final class TarIndex {
         }
 
         private ByteBuffer read(long offset, int length, String what) throws IOException {
-            if (offset >= windowStart && offset + length <= windowStart + window.remaining()) {
-                return window.slice(window.position() + (int) (offset - windowStart), length);
-            }
-            int ask = length;
-            if (readAhead && smallRun >= 2 && length < WINDOW) {
-                ask = (int) Math.min(WINDOW, shardSize - offset);
-            }
-            ByteBuffer buffer = readExactly(offset, Math.max(ask, length), what, ask > length);
-            if (ask > length) {
-                window = buffer;
-                windowStart = offset;
-                return buffer.slice(buffer.position(), length);
-            }
-            return buffer;
-        }
-
-        private ByteBuffer readExactly(long offset, int length, String what, boolean window) throws IOException {
             ByteBuffer buffer;
             try {
-                buffer = window ? reader.readAhead(offset, length) : reader.read(offset, length);
+                buffer = reader.read(offset, length);
             } catch (EOFException e) {
                 throw new CorruptShardException(shard, pos, "truncated: the shard ends inside the " + what + " of "
                         + length + " bytes at offset " + offset + " (expected: a shard of " + shardSize + " bytes)", e);

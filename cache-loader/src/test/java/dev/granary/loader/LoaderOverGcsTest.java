@@ -3,6 +3,7 @@ package dev.granary.loader;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.cloud.storage.BlobInfo;
 import com.google.cloud.storage.Storage;
@@ -78,6 +79,13 @@ class LoaderOverGcsTest {
                     assertEquals(jpgs.keySet(), new HashSet<>(drain(b, e)));
                 }
             }
+            // writeIndex through GcsOrigin.write (the fake assigns the upload a generation): the next index is read
+            // from it and trusted, since it records the shard's generation.
+            WebDataset.writeIndex(cache, "shards/0.tar");
+            WebDataset indexed = WebDataset.of(cache, List.of("shards/0.tar"));
+            assertTrue(indexed.indexedFromFile(0) && !indexed.verifies(0));
+            assertEquals(jpgs.keySet(), new HashSet<>(java.util.stream.IntStream.range(0, indexed.size())
+                    .mapToObj(indexed::key).toList()));
         }
     }
 

@@ -2,8 +2,6 @@
 package dev.granary.loader;
 
 import dev.granary.ObjectInfo;
-import java.lang.management.ManagementFactory;
-import java.lang.management.MemoryMXBean;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -116,10 +114,10 @@ public final class WebDatasetHeapMain {
     }
 
     private static long used() {
-        MemoryMXBean memory = ManagementFactory.getMemoryMXBean();
+        Runtime runtime = Runtime.getRuntime();
         for (int i = 0; i < 4; i++) {
             System.gc();
         }
-        return memory.getHeapMemoryUsage().getUsed();
+        return runtime.totalMemory() - runtime.freeMemory();
     }
 }
