@@ -49,7 +49,7 @@ import java.util.stream.Stream;
  * <ul>
  *   <li>with an index file: one read of the index — a shard costs one small request;</li>
  *   <li>without one (GNU tar, Python {@code tarfile}, webdataset's writer): the shard is read in large sequential
- *       parts ({@value ShardParts#DEFAULT_PART_SIZE} bytes, the {@link ShardParts} rule) and its headers parsed from
+ *       parts (8 MiB each, cut at fixed offsets) and its headers parsed from
  *       them. The parts are cached as extents, so an epoch that streams the shard finds them in the cache.</li>
  * </ul>
  * Progress can be followed with {@link #of(TieredCache, List, Consumer)}.
