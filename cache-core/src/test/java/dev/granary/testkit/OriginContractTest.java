@@ -62,6 +62,14 @@ public abstract class OriginContractTest {
         return true;
     }
 
+    /**
+     * Whether the origin implements {@link Origin#write}. Those that do not (the SPI's default) are checked to refuse
+     * with {@link UnsupportedOperationException}; POSIX, S3 and GCS return true.
+     */
+    protected boolean writes() {
+        return false;
+    }
+
     private List<String> inCheckedOrder(List<String> keys) {
         return listsInUtf8Order() ? keys : keys.stream().sorted(OriginContractTest::compareUtf8).toList();
     }
@@ -101,11 +109,18 @@ public abstract class OriginContractTest {
 
     /**
      * {@link Origin#write}: a new object (in directories that do not exist yet), then a replacement with a new
-     * version, an empty object, and nothing else left behind (no temporary file in a listing).
+     * version, an empty object, and nothing else left behind (no temporary file in a listing); or, if the origin
+     * does not write ({@link #writes()}), a clear refusal.
      */
     @Test
     void writesObjectsWholeAndReplacesThem() throws Exception {
         String key = "w/new/dir/obj.bin";
+        if (!writes()) {
+            UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
+                    () -> origin.write(key, new byte[1]));
+            assertTrue(e.getMessage().contains("cannot write objects"), e.getMessage());
+            return;
+        }
         byte[] first = new byte[3000];
         random.nextBytes(first);
         ObjectInfo a = origin.write(key, first);

@@ -35,6 +35,11 @@ class PosixOriginTest extends OriginContractTest {
     private Path root;
 
     @Override
+    protected boolean writes() {
+        return true;
+    }
+
+    @Override
     protected Fixture createFixture() throws Exception {
         root = Files.createDirectories(temp.resolve("root"));
         PosixOrigin posix = PosixOrigin.of(root);

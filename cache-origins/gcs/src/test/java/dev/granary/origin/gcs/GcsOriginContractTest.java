@@ -45,6 +45,11 @@ class GcsOriginContractTest extends OriginContractTest {
     }
 
     @Override
+    protected boolean writes() {
+        return true;
+    }
+
+    @Override
     protected Fixture createFixture() {
         Storage storage = LocalStorageHelper.customOptions(false).getService();
         write(storage, "rootless.txt", new byte[] {1});

@@ -33,6 +33,11 @@ class S3OriginContractTest extends OriginContractTest {
     }
 
     @Override
+    protected boolean writes() {
+        return true;
+    }
+
+    @Override
     protected Fixture createFixture() throws Exception {
         S3ProxyServer server = S3ProxyServer.shared();
         S3Client client = server.client();
