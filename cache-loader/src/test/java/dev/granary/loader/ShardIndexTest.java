@@ -440,6 +440,25 @@ class ShardIndexTest {
         }
     }
 
+    @Test
+    void writeObjectDropsWhatTheCacheKnewOfTheKey() throws IOException {
+        Files.createDirectories(root.resolve("w"));
+        Files.write(root.resolve("w/k.bin"), new byte[] {1, 2, 3});
+        try (TieredCache cache = cache(PosixOrigin.of(root))) {
+            try (var lease = cache.read("w/k.bin")) { // cached, version known for the metadata TTL (default)
+                assertEquals(3, lease.bytes().remaining());
+            }
+            ObjectInfo written = cache.loaderSupport().writeObject("w/k.bin", new byte[] {9, 8, 7, 6});
+            assertEquals(4, written.size());
+            assertEquals(written, cache.stat("w/k.bin"), "the new version, not the one the cache knew");
+            try (var lease = cache.read("w/k.bin")) {
+                byte[] got = new byte[lease.bytes().remaining()];
+                lease.bytes().duplicate().get(got);
+                assertArrayEquals(new byte[] {9, 8, 7, 6}, got);
+            }
+        }
+    }
+
     // ---------------------------------------------------------------------------------------------------------------
     // Damaged indexes
 
