@@ -55,6 +55,8 @@ public final class WebDataset extends Dataset {
     /** Each shard's version when it was indexed: every read is pinned to it, so the index's offsets stay valid. */
     private final ObjectInfo[] versions;
     private final int[] shardOf;
+    /** Shard {@code s} holds samples {@code [firstSample[s], firstSample[s + 1])}. */
+    private final int[] firstSample;
     private final long[] start;
     private final int[] length;
     private final String[] keys;
@@ -78,8 +80,10 @@ public final class WebDataset extends Dataset {
         fieldNames = new String[n][];
         fieldOffsets = new long[n][];
         fieldSizes = new int[n][];
+        firstSample = new int[index.size() + 1];
         int i = 0;
         for (int s = 0; s < index.size(); s++) {
+            firstSample[s] = i;
             for (ShardSamples.Entry e : index.get(s)) {
                 long extent = e.end() - e.start();
                 if (extent > Integer.MAX_VALUE - 8) {
@@ -103,6 +107,7 @@ public final class WebDataset extends Dataset {
                 i++;
             }
         }
+        firstSample[index.size()] = n;
     }
 
     /**
@@ -252,19 +257,65 @@ public final class WebDataset extends Dataset {
     Sample read(int index) throws IOException {
         Lease lease = cache.loaderSupport().readExtent(versions[shardOf[index]], start[index], length[index]);
         try {
-            ByteBuffer extent = lease.bytes();
-            String[] names = fieldNames[index];
-            Map<String, ByteBuffer> fields = new LinkedHashMap<>(names.length * 2);
-            for (int k = 0; k < names.length; k++) {
-                fields.put(names[k], extent.slice((int) fieldOffsets[index][k], fieldSizes[index][k])
-                        .asReadOnlyBuffer());
-            }
-            return new Sample(keys[index], index, source(index), java.util.Collections.unmodifiableMap(fields),
-                    lease);
-        } catch (RuntimeException | Error e) {
+            return new Sample(keys[index], index, source(index), fieldsOf(index, lease.bytes()), lease);
+        } catch (IOException | RuntimeException | Error e) {
             lease.close();
             throw e;
         }
+    }
+
+    // ------------------------------------------------------------------ for the loader's shard streaming (ShardStream)
+
+    /** {@return the number of shards} */
+    int shardCount() {
+        return shards.size();
+    }
+
+    /** {@return the version of shard {@code shard} that was indexed: every read of it is pinned to it} */
+    ObjectInfo shardInfo(int shard) {
+        return versions[shard];
+    }
+
+    /** {@return the number of the shard that holds sample {@code sample}} */
+    int shardOf(int sample) {
+        return shardOf[sample];
+    }
+
+    /** {@return the first sample of shard {@code shard}}: it holds {@code [firstSample(s), firstSample(s + 1))} */
+    int firstSample(int shard) {
+        return firstSample[shard];
+    }
+
+    /** {@return the offset in its shard of the first byte of sample {@code sample}'s extent} */
+    long sampleStart(int sample) {
+        return start[sample];
+    }
+
+    /** {@return the length of sample {@code sample}'s extent: its fields and the headers between them} */
+    int sampleLength(int sample) {
+        return length[sample];
+    }
+
+    /**
+     * Slices sample {@code sample}'s fields out of the bytes of its extent.
+     *
+     * @param sample the sample
+     * @param extent the extent's bytes, {@code [sampleStart, sampleStart + sampleLength)} of its shard, from index 0
+     * @return the fields by name, in tar order: read-only views of {@code extent}, in an unmodifiable map
+     * @throws CorruptShardException if the extent is not the sample's length (never wrong bytes)
+     */
+    Map<String, ByteBuffer> fieldsOf(int sample, ByteBuffer extent) throws CorruptShardException {
+        if (extent.capacity() != length[sample]) {
+            throw new CorruptShardException(shard(sample), start[sample], "extent of sample '" + keys[sample]
+                    + "': " + extent.capacity() + " bytes (expected: " + length[sample] + ")");
+        }
+        String[] names = fieldNames[sample];
+        Map<String, ByteBuffer> fields = new LinkedHashMap<>(names.length * 2);
+        for (int k = 0; k < names.length; k++) {
+            fields.put(names[k], extent.slice((int) fieldOffsets[sample][k], fieldSizes[sample][k])
+                    .asReadOnlyBuffer());
+        }
+        return java.util.Collections.unmodifiableMap(fields);
     }
 
     @Override
