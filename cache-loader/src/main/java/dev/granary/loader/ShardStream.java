@@ -34,8 +34,9 @@ import java.util.concurrent.TimeUnit;
  * held, whatever the trainer does.
  *
  * <h2>Failures</h2>
- * A part that fails to read fails exactly the positions that use it: {@link #take(int)} throws an {@link IOException}
- * naming the shard and the part's byte range, with the origin's exception as cause. Other parts go on.
+ * A part that fails to read fails exactly the positions that use it: {@link #take(int)} throws the origin's
+ * {@link IOException} as it is (so an {@link dev.granary.ObjectChangedException} stays one; it names the shard), and
+ * the loader's {@link SampleException} names the sample's shard and offset. Other parts go on.
  *
  * <h2>Lifecycle and thread safety</h2>
  * {@link #start()} once; {@link #take(int)} once per position in {@code [plan.from(), plan.to())}, from any threads;
@@ -159,7 +160,9 @@ final class ShardStream implements AutoCloseable {
             IOException failure = null;
             try {
                 lease = support.readExtent(shard, start, (int) length);
-            } catch (IOException | RuntimeException | Error e) {
+            } catch (IOException e) {
+                failure = e; // as the origin said it (ObjectChangedException, …): it names the shard
+            } catch (RuntimeException | Error e) {
                 failure = new IOException("part " + plan.number(i) + " of shard '" + shard.key() + "' (bytes ["
                         + start + ", " + (start + length) + ")) could not be read: " + e, e);
             }
@@ -209,8 +212,8 @@ final class ShardStream implements AutoCloseable {
      *
      * @param position a position in {@code [plan.from(), plan.to())}, each taken once
      * @return the sample, whose release gives its memory back
-     * @throws IOException          if a part it needs failed to read (names the shard and byte range), or its fields
-     *                              do not match its extent
+     * @throws IOException          if a part it needs failed to read (the origin's exception), or its fields do
+     *                              not match its extent
      * @throws InterruptedIOException if the stream is closed, or the thread interrupted, while waiting
      */
     Sample take(int position) throws IOException {

@@ -518,8 +518,7 @@ class ShardStreamTest {
                         assertTrue(affected.contains(e.index()), e.getMessage());
                         assertTrue(e.getMessage().contains("shard '" + shardKey + "' at offset "
                                 + dataset.sampleStart(e.index())), e.getMessage());
-                        assertTrue(e.getCause().getMessage().contains("part 1 of shard '" + shardKey + "'"),
-                                e.getCause().getMessage());
+                        assertEquals("injected failure of part 1", e.getCause().getMessage(), "the origin's failure");
                     }
                 }
             }
