@@ -177,8 +177,9 @@ final class StreamPlan {
         } else if (workingSet > budget) {
             streams = false;
             reason = "the order needs " + mib(workingSet) + " of shard parts held at once (expected: at most "
-                    + mib(budget) + ", maxBytesInFlight): a global shuffle needs the whole dataset; shuffle within"
-                    + " blocks of fewer shards, or raise maxBytesInFlight";
+                    + mib(budget) + ", maxBytesInFlight; a global per-sample shuffle needs the whole dataset, a"
+                    + " shuffle within blocks of k shards about k shards): shuffle within blocks of fewer shards,"
+                    + " or raise maxBytesInFlight";
         } else if (sampleBytes < MIN_USED_FRACTION * available) {
             streams = false;
             reason = "the epoch uses " + sampleBytes + " of the " + available + " sample bytes in the parts it would"
