@@ -70,7 +70,7 @@ final class ShardStream implements AutoCloseable {
     private final IOException[] failures;
     /** Uses of each part not yet given back; the part is released when it reaches 0. */
     private final int[] remaining;
-    /** Positions taken (or given up), relative to {@code plan.from()}. */
+    /** Positions served (a sample handed out, or a failure thrown), relative to {@code plan.from()}. */
     private final BitSet taken = new BitSet();
     /** The earliest position not yet taken. */
     private int frontier;
@@ -418,16 +418,5 @@ final class ShardStream implements AutoCloseable {
     /** {@return the most bytes counted at once} */
     synchronized long peakHeld() {
         return peakHeld;
-    }
-
-    /** {@return the part leases open now} */
-    synchronized int openParts() {
-        int n = 0;
-        for (Lease lease : leases) {
-            if (lease != null) {
-                n++;
-            }
-        }
-        return n;
     }
 }
