@@ -38,6 +38,16 @@ import java.util.concurrent.atomic.AtomicInteger;
  * stops, so memory stays bounded whatever the trainer does. {@link LoaderStats#dataWaitNanos()} says how long the
  * trainer waited.
  *
+ * <h2>Shards read in parts</h2>
+ * Over a {@link WebDataset}, an epoch whose order keeps few shards open at once — sequential, or shuffled within
+ * blocks of a few shards — reads each shard in large parts ({@link Builder#shardPartSize(int)}, 8 MiB by default)
+ * ahead of the trainer, in parallel, and serves its samples as slices of them: one origin request per part instead of
+ * one per sample, each part cached as one unit. The parts held (read ahead, or with samples not yet decoded) count
+ * against {@link Builder#maxBytesInFlight(long)}; an order whose parts cannot fit there — a global per-sample shuffle
+ * needs the whole dataset — reads each sample as its own extent, and the loader logs why once. Memory for streaming
+ * an order of blocks of {@code k} shards: {@code k × shard size} at least, twice that for the next block to load while
+ * the trainer consumes this one. See {@link Builder#streamShards(boolean)}.
+ *
  * <h2>Caching</h2>
  * By default the loader drives its cache through an {@link EpochDriver}: while an epoch runs, the cache's tiers keep a
  * stable resident set, exclusive across tiers, which reaches the hit-ratio ceiling {@code (C_mem + C_disk) / N} from
@@ -85,7 +95,7 @@ public final class DataLoader<T> implements AutoCloseable {
         this.batchSize = b.batchSize;
         int readAhead = b.readAhead > 0 ? b.readAhead : (int) Math.min(1024, (long) b.batchSize * b.prefetch);
         this.settings = new LoaderSettings<>(b.dataset, b.decoder, b.batchSize, b.prefetch, readAhead,
-                b.maxBytesInFlight, b.skipFailed, b.collator);
+                b.maxBytesInFlight, b.skipFailed, b.collator, b.streamShards, b.partSize);
         this.counters = new LoaderCounters(b.prefetch);
         this.dropLast = b.dropLast;
         this.shuffled = b.shuffled;
@@ -410,6 +420,8 @@ public final class DataLoader<T> implements AutoCloseable {
         private Collator<T> collator;
         private long stagingBytes;
         private boolean pinnedStaging;
+        private boolean streamShards = true;
+        private int partSize = ShardParts.DEFAULT_PART_SIZE;
 
         private Builder(Dataset dataset, Decoder<T> decoder) {
             this.dataset = dataset;
@@ -515,7 +527,9 @@ public final class DataLoader<T> implements AutoCloseable {
 
         /**
          * Bounds the bytes of samples read and not yet decoded. Default 256 MiB. A single sample larger than the bound
-         * is still read, alone.
+         * is still read, alone. When an epoch reads its shards in parts, the bound covers the parts held — read ahead,
+         * or holding samples not yet decoded — so it also decides which orders can stream: the parts an order needs
+         * at once must fit (see the class comment).
          *
          * @param bytes {@code >= 1}
          * @return this builder
@@ -526,6 +540,38 @@ public final class DataLoader<T> implements AutoCloseable {
                 throw new IllegalArgumentException("max bytes in flight: " + bytes + " (expected: >= 1)");
             }
             this.maxBytesInFlight = bytes;
+            return this;
+        }
+
+        /**
+         * Sets whether an epoch over a {@link WebDataset} reads its shards in large parts when its order allows (see
+         * the class comment). Default {@code true}; {@code false} reads every sample as its own extent, one origin
+         * request per sample not cached. Over other datasets it changes nothing.
+         *
+         * @param stream whether to stream shards in parts
+         * @return this builder
+         */
+        public Builder<T> streamShards(boolean stream) {
+            this.streamShards = stream;
+            return this;
+        }
+
+        /**
+         * Sets the size of the parts shards are read in when an epoch streams them: part {@code i} of a shard is its
+         * bytes {@code [i × size, (i + 1) × size)}. Default 8 MiB — the size {@code WebDataset.of} reads shards
+         * without an index in, so that indexing leaves the first epoch's parts in the cache; with another size the
+         * first epoch reads them again. Larger parts mean fewer requests and more memory held per open shard.
+         *
+         * @param bytes in {@code [1 MiB, 1 GiB]}
+         * @return this builder
+         * @throws IllegalArgumentException if out of range
+         */
+        public Builder<T> shardPartSize(int bytes) {
+            if (bytes < ShardParts.MIN_PART_SIZE || bytes > (1 << 30)) {
+                throw new IllegalArgumentException("shard part size: " + bytes + " bytes (expected: "
+                        + ShardParts.MIN_PART_SIZE + ".." + (1 << 30) + ")");
+            }
+            this.partSize = bytes;
             return this;
         }
 

@@ -25,6 +25,12 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>Memory bound: at most {@code prefetch} batches are started and not yet taken; the raw bytes read and not yet
  * decoded stay under {@code maxBytesInFlight} (plus one sample, so a sample larger than the bound still goes).
+ *
+ * <p>Shards in parts: when {@link StreamPlan} says the epoch's order allows it (a {@link WebDataset} read in an order
+ * that keeps few shards open at once), a {@link ShardStream} reads the shards' large parts ahead in order of first use
+ * and a sample's read is {@link ShardStream#take(int)} — a slice of its part — instead of a ranged read of its own.
+ * The parts held then are the bytes in flight, bounded by the stream against {@code maxBytesInFlight} (plus the parts
+ * of the earliest sample not yet served).
  */
 final class EpochRun<T> {
 
@@ -55,6 +61,8 @@ final class EpochRun<T> {
     private final ArrayBlockingQueue<PendingBatch<T>> ready;
     private final Semaphore readSlots;
     private final ByteBudget budget;
+    /** Reads the shards in parts when the epoch's order allows; null for per-sample reads. */
+    private final ShardStream stream;
     private final Set<Thread> readers = ConcurrentHashMap.newKeySet();
     /** Reads and decodes started and not finished; close waits for 0. */
     private final AtomicInteger active = new AtomicInteger();
@@ -88,10 +96,49 @@ final class EpochRun<T> {
         this.readSlots = new Semaphore(settings.readAhead());
         this.budget = new ByteBudget(settings.maxBytesInFlight());
         this.feeder = Thread.ofVirtual().name("granary-loader-feeder-" + epoch).unstarted(this::feed);
+        long size = settings.batchSize();
+        this.stream = openStream((int) Math.min(order.length, firstBatch * size),
+                (int) Math.min(order.length, endBatch * size));
+    }
+
+    /** Plans the epoch's reads: a stream of shard parts if its order allows, else null (per-sample reads). */
+    private ShardStream openStream(int from, int to) {
+        if (!settings.streamShards() || !(settings.dataset() instanceof WebDataset shards) || from == to) {
+            return null;
+        }
+        StreamPlan plan = StreamPlan.decide(shards, order, from, to, settings.partSize(),
+                settings.maxBytesInFlight());
+        if (!plan.streams()) {
+            // Once per loader at INFO (the order is a configuration choice, the same every epoch), then DEBUG.
+            System.Logger.Level level = counters.firstFallback() ? System.Logger.Level.INFO
+                    : System.Logger.Level.DEBUG;
+            LOG.log(level, () -> "loader over " + shards + ": epoch " + epoch + " reads each sample as its own extent,"
+                    + " not the shards in parts: " + plan.reason());
+            return null;
+        }
+        LOG.log(System.Logger.Level.DEBUG, () -> "loader over " + shards + ": epoch " + epoch + " streams its shards: "
+                + plan.reason());
+        long parallelism = Math.max(1, Math.min(settings.readAhead(), settings.maxBytesInFlight()
+                / settings.partSize()));
+        return new ShardStream(shards, plan, order, (int) parallelism, settings.maxBytesInFlight(),
+                Long.toString(epoch));
     }
 
     void start() {
+        if (stream != null) {
+            stream.start();
+        }
         feeder.start();
+    }
+
+    /** {@return whether this epoch reads its shards in parts} */
+    boolean streams() {
+        return stream != null;
+    }
+
+    /** {@return the epoch's shard stream, or null if it reads per sample (tests: what it held)} */
+    ShardStream shardStream() {
+        return stream;
     }
 
     boolean hasNext() {
@@ -179,6 +226,16 @@ final class EpochRun<T> {
                 ready.put(pending); // blocks while prefetch batches wait for the trainer: back-pressure
                 for (int j = 0; j < pending.indices.length && !cancelled; j++) {
                     int index = pending.indices[j];
+                    int position = from + j;
+                    if (stream != null) { // the stream counts the bytes: its parts and copies
+                        readSlots.acquire();
+                        if (cancelled) {
+                            readSlots.release();
+                            break;
+                        }
+                        startRead(pending, j, index, position, 0);
+                        continue;
+                    }
                     long estimate = estimate(index);
                     budget.acquire(estimate);
                     readSlots.acquire();
@@ -187,7 +244,7 @@ final class EpochRun<T> {
                         budget.release(estimate);
                         break;
                     }
-                    startRead(pending, j, index, estimate);
+                    startRead(pending, j, index, position, estimate);
                 }
             }
             feeding = null;
@@ -215,7 +272,7 @@ final class EpochRun<T> {
         return mean < 0 ? settings.maxBytesInFlight() : mean;
     }
 
-    private void startRead(PendingBatch<T> pending, int slot, int index, long estimate) {
+    private void startRead(PendingBatch<T> pending, int slot, int index, int position, long estimate) {
         active.incrementAndGet();
         Thread.ofVirtual().name("granary-loader-read").start(() -> {
             readers.add(Thread.currentThread());
@@ -224,10 +281,13 @@ final class EpochRun<T> {
             long held = estimate;
             try {
                 if (!cancelled) {
-                    sample = settings.dataset().read(index);
+                    ShardStream parts = stream;
+                    sample = parts != null ? parts.take(position) : settings.dataset().read(index);
                     long actual = sample.size();
-                    budget.adjust(actual - estimate);
-                    held = actual;
+                    if (parts == null) {
+                        budget.adjust(actual - estimate);
+                        held = actual;
+                    }
                     counters.observed(actual);
                 }
             } catch (IOException | RuntimeException | Error e) {
@@ -328,6 +388,9 @@ final class EpochRun<T> {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        if (stream != null) {
+            stream.close(); // every part lease: none outlives the epoch
+        }
         // Whatever the trainer may be waiting for completes now: it gets "closed", never a hang.
         java.util.concurrent.CancellationException closed = new java.util.concurrent.CancellationException(
                 "epoch " + epoch + " closed");
@@ -363,6 +426,9 @@ final class EpochRun<T> {
         List<Thread> threads = new ArrayList<>(readers);
         if (feeder.isAlive()) {
             threads.add(feeder);
+        }
+        if (stream != null) {
+            threads.addAll(stream.threads());
         }
         return threads;
     }

@@ -21,6 +21,7 @@ final class LoaderCounters {
     private final LongAdder[] depthAtTake;
     private final LongAdder observedBytes = new LongAdder();
     private final LongAdder observedCount = new LongAdder();
+    private final java.util.concurrent.atomic.AtomicBoolean fellBack = new java.util.concurrent.atomic.AtomicBoolean();
 
     /** @param prefetch the deepest the ready queue gets */
     LoaderCounters(int prefetch) {
@@ -58,6 +59,14 @@ final class LoaderCounters {
     long meanSampleBytes() {
         long n = observedCount.sum();
         return n == 0 ? -1 : observedBytes.sum() / n;
+    }
+
+    /**
+     * {@return true the first time an epoch of this loader could not stream its shards, false afterwards}: the
+     * reason is logged once at INFO, not every epoch
+     */
+    boolean firstFallback() {
+        return fellBack.compareAndSet(false, true);
     }
 
     /** {@return how often the trainer found {@code d} batches ready, for each {@code d}} */

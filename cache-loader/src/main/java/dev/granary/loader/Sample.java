@@ -19,14 +19,24 @@ public final class Sample {
     private final int index;
     private final String source;
     private final Map<String, ByteBuffer> fields;
-    private final Lease lease;
+    /**
+     * Gives the memory under {@link #fields} back: closes the sample's own lease, or drops its reference on the
+     * shard part it is a slice of (see ShardStream). Called once, by the loader, when the decoder returned.
+     */
+    private final Runnable release;
 
+    /** A sample whose bytes are views of one lease of its own, closed on release. */
     Sample(String key, int index, String source, Map<String, ByteBuffer> fields, Lease lease) {
+        this(key, index, source, fields, (Runnable) lease::close);
+    }
+
+    /** A sample whose memory is given back by {@code release}, which must be safe to call from any thread. */
+    Sample(String key, int index, String source, Map<String, ByteBuffer> fields, Runnable release) {
         this.key = key;
         this.index = index;
         this.source = source;
         this.fields = fields;
-        this.lease = lease;
+        this.release = release;
     }
 
     /** {@return the sample's key: the object key, or the WebDataset sample key ({@code train/n0153})} */
@@ -77,7 +87,7 @@ public final class Sample {
     }
 
     void release() {
-        lease.close();
+        release.run();
     }
 
     @Override

@@ -214,11 +214,13 @@ class LoaderOverS3Test {
 
             List<OriginStats> epochs = twoEpochs(dataset, item -> samples.get(item.key()));
             long total = 0;
-            for (int i = 0; i < dataset.size(); i++) {
-                total += dataset.byteSize(i);
+            for (int s = 0; s < dataset.shardCount(); s++) {
+                total += dataset.shardInfo(s).size();
             }
-            assertEquals(new OriginStats(dataset.size(), total, 0, 0, 0), epochs.get(0),
-                    "epoch 0: one ranged GET per sample");
+            // Each shard is smaller than a part, so the loader streams the very part extents the scan read and left
+            // in the cache: the first epoch asks the origin for nothing.
+            assertTrue(total > 0);
+            assertEquals(new OriginStats(0, 0, 0, 0, 0), epochs.get(0), "epoch 0: the scan's parts, cached");
             assertEquals(new OriginStats(0, 0, 0, 0, 0), epochs.get(1), "epoch 1: all from the memory tier");
         }
     }
@@ -320,14 +322,15 @@ class LoaderOverS3Test {
             assertEquals(0, epochs.get(0).errors());
             assertEquals(OBJECTS, epochs.get(0).reads());
 
-            // The shards: 503s on the listing and part reads of indexing, then on the sample reads.
+            // The shards: 503s on the listing and part reads of indexing; the epochs then stream the parts the scan
+            // left in the cache and ask the origin for nothing.
             proxy.failNext(2);
             WebDataset shards = WebDataset.of(cache, SHARDS);
             assertEquals(samples.size(), shards.size());
-            proxy.failNext(2);
-            twoEpochs(shards, item -> samples.get(item.key()));
-            assertEquals(8, proxy.injectedFailures());
-            assertEquals(8, cache.stats().origin().retries());
+            assertEquals(6, proxy.injectedFailures());
+            List<OriginStats> shardEpochs = twoEpochs(shards, item -> samples.get(item.key()));
+            assertEquals(0, shardEpochs.get(0).reads() + shardEpochs.get(1).reads());
+            assertEquals(6, cache.stats().origin().retries());
             assertEquals(0, cache.stats().origin().errors());
         }
     }

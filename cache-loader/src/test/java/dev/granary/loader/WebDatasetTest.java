@@ -335,7 +335,7 @@ class WebDatasetTest {
             }
             OriginStats before = cache.stats().origin();
             try (DataLoader<Item> loader = DataLoader.builder(dataset, WebDatasetTest::copyFields).batchSize(4)
-                    .shuffle(5).workers(2).build()) {
+                    .shuffle(5).workers(2).streamShards(false).build()) { // per-sample reads: not whole shards
                 try (Epoch<Item> epoch = loader.epoch(0)) {
                     epoch.forEach(batch -> { });
                 }
