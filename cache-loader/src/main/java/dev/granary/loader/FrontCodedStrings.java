@@ -53,9 +53,35 @@ final class FrontCodedStrings {
      * @throws IndexOutOfBoundsException unless {@code 0 <= index < size()}
      */
     String get(int index) {
-        byte[] key = new byte[maxLength];
-        int length = decode(index, key);
-        return new String(key, 0, length, StandardCharsets.UTF_8);
+        Objects.checkIndex(index, size);
+        long start = blockStart[index >>> BLOCK_SHIFT];
+        byte[] chunk = chunks[(int) (start >>> 32)];
+        // First the length, so that the buffer is the string's own size (one long key elsewhere in the list must
+        // not make every get allocate its length); then the bytes, each write clipped to that length: a byte of the
+        // string is the last one written at its position, and writes past its end cannot be it.
+        int[] at = {(int) start};
+        int length = readVarint(chunk, at);
+        at[0] += length;
+        for (int i = index & (BLOCK - 1); i > 0; i--) {
+            int shared = readVarint(chunk, at);
+            int suffix = readVarint(chunk, at);
+            at[0] += suffix;
+            length = shared + suffix;
+        }
+        byte[] key = new byte[length];
+        at[0] = (int) start;
+        int first = readVarint(chunk, at);
+        System.arraycopy(chunk, at[0], key, 0, Math.min(first, length));
+        at[0] += first;
+        for (int i = index & (BLOCK - 1); i > 0; i--) {
+            int shared = readVarint(chunk, at);
+            int suffix = readVarint(chunk, at);
+            if (shared < length) {
+                System.arraycopy(chunk, at[0], key, shared, Math.min(suffix, length - shared));
+            }
+            at[0] += suffix;
+        }
+        return new String(key, StandardCharsets.UTF_8);
     }
 
     /** Decodes string {@code index} into {@code out} (at least {@link #maxLength()} long); returns its length. */
@@ -75,6 +101,34 @@ final class FrontCodedStrings {
             length = shared + suffix;
         }
         return length;
+    }
+
+    /** Receives the strings of {@link #forEach}. */
+    interface Visitor {
+        void visit(int index, String s);
+    }
+
+    /** Decodes every string in order, each from the one before it: linear in the bytes, unlike {@link #get} each. */
+    void forEach(Visitor visitor) {
+        byte[] key = new byte[maxLength];
+        int[] at = new int[1];
+        for (int b = 0; b < blockStart.length; b++) {
+            long start = blockStart[b];
+            byte[] chunk = chunks[(int) (start >>> 32)];
+            at[0] = (int) start;
+            int length = readVarint(chunk, at);
+            System.arraycopy(chunk, at[0], key, 0, length);
+            at[0] += length;
+            int index = b << BLOCK_SHIFT;
+            visitor.visit(index, new String(key, 0, length, StandardCharsets.UTF_8));
+            for (int i = index + 1; i < Math.min(size, index + BLOCK); i++) {
+                int shared = readVarint(chunk, at);
+                int suffix = readVarint(chunk, at);
+                System.arraycopy(chunk, at[0], key, shared, suffix);
+                at[0] += suffix;
+                visitor.visit(i, new String(key, 0, shared + suffix, StandardCharsets.UTF_8));
+            }
+        }
     }
 
     /** {@return the length in bytes of the longest string} */

@@ -33,16 +33,19 @@ final class ObjectVersions {
 
     private final Shape shape;
     private final String constant;
-    private final long[] words;
+    /** The first (or only) word of each version; the second word of ETAG and POSIX versions. */
+    private final long[] first;
+    private final long[] second;
     private final FrontCodedStrings strings;
     private final int[] exceptionIndex;
     private final String[] exceptionValue;
 
-    private ObjectVersions(Shape shape, String constant, long[] words, FrontCodedStrings strings,
+    private ObjectVersions(Shape shape, String constant, long[] first, long[] second, FrontCodedStrings strings,
             int[] exceptionIndex, String[] exceptionValue) {
         this.shape = shape;
         this.constant = constant;
-        this.words = words;
+        this.first = first;
+        this.second = second;
         this.strings = strings;
         this.exceptionIndex = exceptionIndex;
         this.exceptionValue = exceptionValue;
@@ -56,20 +59,19 @@ final class ObjectVersions {
      */
     static ObjectVersions of(FrontCodedStrings versions, IntToLongFunction sizes) {
         int n = versions.size();
-        String first = n == 0 ? "" : versions.get(0);
-        boolean constant = true;
+        String one = n == 0 ? "" : versions.get(0);
+        boolean[] varies = new boolean[1];
         int[] misfits = new int[Shape.values().length];
-        for (int i = 0; i < n; i++) {
-            String v = versions.get(i);
-            constant &= v.equals(first);
+        versions.forEach((i, v) -> {
+            varies[0] |= !v.equals(one);
             for (Shape s : FIXED) {
                 if (!fits(s, v, sizes.applyAsLong(i))) {
                     misfits[s.ordinal()]++;
                 }
             }
-        }
-        if (constant) {
-            return new ObjectVersions(Shape.CONSTANT, first, null, null, new int[0], new String[0]);
+        });
+        if (!varies[0]) {
+            return new ObjectVersions(Shape.CONSTANT, one, null, null, null, new int[0], new String[0]);
         }
         Shape best = Shape.STRINGS;
         int fewest = n / 64;
@@ -80,37 +82,37 @@ final class ObjectVersions {
             }
         }
         if (best == Shape.STRINGS) {
-            return new ObjectVersions(Shape.STRINGS, null, null, versions, new int[0], new String[0]);
+            return new ObjectVersions(Shape.STRINGS, null, null, null, versions, new int[0], new String[0]);
         }
-        int width = best == Shape.DECIMAL ? 1 : 2;
-        long[] words = new long[Math.multiplyExact(n, width)];
+        // Two arrays rather than one of 2n: a billion versions must not need an array longer than 2^31.
+        long[] words = new long[n];
+        long[] words2 = best == Shape.DECIMAL ? null : new long[n];
         int[] exceptionIndex = new int[fewest];
         String[] exceptionValue = new String[fewest];
-        int e = 0;
-        for (int i = 0; i < n; i++) {
-            String v = versions.get(i);
-            long size = sizes.applyAsLong(i);
-            if (!fits(best, v, size)) {
-                exceptionIndex[e] = i;
-                exceptionValue[e++] = v;
-                continue;
+        int[] e = {0};
+        Shape chosen = best;
+        versions.forEach((i, v) -> {
+            if (!fits(chosen, v, sizes.applyAsLong(i))) {
+                exceptionIndex[e[0]] = i;
+                exceptionValue[e[0]++] = v;
+                return;
             }
-            switch (best) {
+            switch (chosen) {
                 case ETAG -> {
-                    words[2 * i] = Long.parseUnsignedLong(v, 1, 17, 16);
-                    words[2 * i + 1] = Long.parseUnsignedLong(v, 17, 33, 16);
+                    words[i] = Long.parseUnsignedLong(v, 1, 17, 16);
+                    words2[i] = Long.parseUnsignedLong(v, 17, 33, 16);
                 }
                 case DECIMAL -> words[i] = Long.parseLong(v);
                 case POSIX -> {
                     int a = v.indexOf('-');
                     int b = v.indexOf('-', a + 1);
-                    words[2 * i] = Long.parseUnsignedLong(v, a + 1, b, 16);
-                    words[2 * i + 1] = Long.parseUnsignedLong(v, b + 1, v.length(), 16);
+                    words[i] = Long.parseUnsignedLong(v, a + 1, b, 16);
+                    words2[i] = Long.parseUnsignedLong(v, b + 1, v.length(), 16);
                 }
-                default -> throw new AssertionError(best);
+                default -> throw new AssertionError(chosen);
             }
-        }
-        return new ObjectVersions(best, null, words, null, exceptionIndex, exceptionValue);
+        });
+        return new ObjectVersions(best, null, words, words2, null, exceptionIndex, exceptionValue);
     }
 
     /**
@@ -135,14 +137,14 @@ final class ObjectVersions {
             case ETAG -> {
                 char[] c = new char[34];
                 c[0] = '"';
-                hex(words[2 * index], c, 1);
-                hex(words[2 * index + 1], c, 17);
+                hex(first[index], c, 1);
+                hex(second[index], c, 17);
                 c[33] = '"';
                 yield new String(c);
             }
-            case DECIMAL -> Long.toString(words[index]);
-            case POSIX -> Long.toHexString(size) + "-" + Long.toHexString(words[2 * index]) + "-"
-                    + Long.toHexString(words[2 * index + 1]);
+            case DECIMAL -> Long.toString(first[index]);
+            case POSIX -> Long.toHexString(size) + "-" + Long.toHexString(first[index]) + "-"
+                    + Long.toHexString(second[index]);
             default -> throw new AssertionError(shape);
         };
     }

@@ -243,6 +243,12 @@ class ObjectDatasetTest {
         for (int i = 0; i < strings.size(); i++) {
             assertEquals(strings.get(i), fc.get(i), "string " + i);
         }
+        List<String> inOrder = new ArrayList<>();
+        fc.forEach((i, str) -> {
+            assertEquals(inOrder.size(), i);
+            inOrder.add(str);
+        });
+        assertEquals(strings, inOrder);
         assertTrue(fc.heapBytes() > FrontCodedStrings.CHUNK, "several chunks");
         assertThrows(IndexOutOfBoundsException.class, () -> fc.get(strings.size()));
         IllegalArgumentException lone = assertThrows(IllegalArgumentException.class,
