@@ -162,6 +162,25 @@ class ObjectDatasetTest {
     }
 
     @Test
+    void loaderSupportListDoesNotRememberTheVersionsWhereCacheListDoes() throws IOException {
+        try (TieredCache cache = cache(PosixOrigin.of(root), 1 << 20, Duration.ofHours(1))) {
+            List<ObjectInfo> listed;
+            try (Stream<ObjectInfo> s = cache.loaderSupport().list("train/")) {
+                listed = s.toList();
+            }
+            assertEquals(N, listed.size());
+            assertEquals(1, cache.stats().origin().metadataRequests());
+            assertEquals(listed.get(0), cache.stat(listed.get(0).key()));
+            assertEquals(2, cache.stats().origin().metadataRequests(), "not remembered: a stat");
+            try (Stream<ObjectInfo> s = cache.list("train/")) {
+                assertEquals(N, s.count());
+            }
+            assertEquals(listed.get(1), cache.stat(listed.get(1).key()));
+            assertEquals(3, cache.stats().origin().metadataRequests(), "remembered by cache.list: no stat");
+        }
+    }
+
+    @Test
     void anObjectDeletedAfterTheListingFailsWithNoSuchObjectNamingItsKey() throws IOException {
         try (TieredCache cache = cache(PosixOrigin.of(root), 1 << 20, Duration.ofHours(1))) {
             ObjectDataset dataset = (ObjectDataset) Dataset.ofObjects(cache, "train/");
@@ -190,6 +209,10 @@ class ObjectDatasetTest {
             assertArrayEquals(files.bytes(key), read(dataset, 3), "the current version");
             assertEquals(1, cache.stats().origin().metadataRequests(), "one stat per read (TTL zero)");
             assertThrows(IndexOutOfBoundsException.class, () -> dataset.key(keys.size()));
+            IllegalArgumentException lone = assertThrows(IllegalArgumentException.class,
+                    () -> Dataset.ofKeys(cache, List.of("train/a.jpg", "train/\uDC00.jpg")));
+            assertTrue(lone.getMessage().startsWith("key 1: ") && lone.getMessage().contains("unpaired surrogate"),
+                    lone.getMessage());
             assertThrows(IndexOutOfBoundsException.class, () -> dataset.byteSize(-1));
         }
     }
