@@ -150,7 +150,7 @@ final class MetadataCache {
     private void shrink() {
         if (capacityLogged.compareAndSet(false, true)) {
             LOG.log(System.Logger.Level.WARNING, "the versions of more than " + capacity + " objects of "
-                    + fetcher.originUri() + " are known: dropping the expired, then the oldest-confirmed, so the next"
+                    + fetcher.originUri() + " are known: dropping the expired, then arbitrary others, so the next"
                     + " read of each asks the origin again (a stat). Raise TieredCache.Builder.metadataCapacity"
                     + " if the application reads that many objects by key within the metadata TTL (listed loader"
                     + " datasets do not need it); this is logged once");

@@ -298,7 +298,7 @@ public final class TieredCache implements AutoCloseable {
      * order for S3 and POSIX), and remembers each listed version as if it had been {@link #stat stat}ed: reading a
      * listed object within {@code metadataTtl} asks the origin for its bytes only, so a dataset of a million objects
      * costs the listing's pages, not a request per object — as long as the cache remembers that many versions
-     * ({@link Builder#metadataCapacity(int)}; beyond it, the oldest-confirmed are dropped and asked for again). A
+     * ({@link Builder#metadataCapacity(int)}; beyond it, some are dropped and asked for again). A
      * loader that keeps the listing itself and reads pinned to it lists through {@link LoaderSupport#list(String)}
      * instead. Close the stream.
      *
@@ -773,9 +773,10 @@ public final class TieredCache implements AutoCloseable {
         /**
          * Sets how many objects' versions are remembered (from reads, {@link TieredCache#stat stat}s and
          * {@link TieredCache#list list}ings), each for the metadata TTL. Beyond the bound, expired versions are dropped
-         * first, then the oldest-confirmed, and the next read of each of those asks the origin again (one stat
-         * request); the first time this happens a warning is logged. Default 1 048 576; each remembered version costs
-         * about 150 bytes of heap plus its key and version strings. Datasets listed by Granary's loader
+         * first, then arbitrary others, and the next read of each of those asks the origin again (one stat request);
+         * the first time this happens a warning is logged. Default 1 048 576; each remembered version costs about
+         * 120 bytes of heap plus its version string (and its key, unless the application holds that anyway). Datasets
+         * listed by Granary's loader
          * ({@code Dataset.ofObjects}) keep their versions themselves and read pinned to them, so they do not count
          * against this bound; raise it for an application that reads more distinct objects than this by key within
          * a TTL.
