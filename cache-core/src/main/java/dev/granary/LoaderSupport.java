@@ -6,10 +6,10 @@ import java.io.IOException;
 
 /**
  * The controls a data loader needs beyond {@link TieredCache}'s small facade: reads of byte extents cached as units of
- * their own (samples inside tar shards), reads pinned to one version of an object, and the {@link EpochDriver} by
- * which a loader tells the cache its epochs. Applications that read objects do not need it; Granary's
- * {@code DataLoader} and {@code WebDataset} use it, as may a third-party loader. Obtained from
- * {@link TieredCache#loaderSupport()}, like Caffeine's {@code cache.policy()}.
+ * their own (samples inside tar shards), reads pinned to one version of an object, listings the loader keeps itself,
+ * and the {@link EpochDriver} by which a loader tells the cache its epochs. Applications that read objects do not
+ * need it; Granary's {@code DataLoader}, {@code Dataset} and {@code WebDataset} use it, as may a third-party loader.
+ * Obtained from {@link TieredCache#loaderSupport()}, like Caffeine's {@code cache.policy()}.
  *
  * <h2>Why extents</h2>
  * A random sample read inside a large shard must not be amplified into a page fetch: the unit of a miss is the
@@ -107,6 +107,24 @@ public final class LoaderSupport {
      */
     public ObjectInfo writeObject(String key, byte[] bytes) throws IOException {
         return cache.writeObject(key, bytes);
+    }
+
+    /**
+     * Lists the objects whose keys start with {@code prefix}, as {@link TieredCache#list(String)} does, but without
+     * remembering their versions in the cache's metadata: for a loader that keeps the listing itself and reads every
+     * object pinned to its listed version ({@link #readExtent(ObjectInfo, long, int)}), so that a listing of millions
+     * of objects neither fills the cache's metadata (bounded by {@code metadataCapacity}, about 120 bytes of heap an
+     * object and its version string) nor churns it. Counted as metadata requests like any listing. Close the stream.
+     *
+     * @param prefix a key prefix, possibly empty
+     * @return the objects with their sizes and versions, lazily, in the origin's order (UTF-8 byte order of the keys)
+     * @throws IllegalArgumentException if the prefix is null, absolute, or has a {@code ..} segment
+     * @throws IOException              if the listing cannot be started; later failures surface as
+     *                                  {@link java.io.UncheckedIOException} from the stream
+     * @throws IllegalStateException    if the cache is closed
+     */
+    public java.util.stream.Stream<ObjectInfo> list(String prefix) throws IOException {
+        return cache.list(prefix, false);
     }
 
     /**

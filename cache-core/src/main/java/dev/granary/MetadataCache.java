@@ -18,7 +18,7 @@ import java.util.function.LongSupplier;
  * outage; when none is known the error propagates.
  *
  * <p>Memory is bounded: past {@code capacity} entries, expired ones are dropped first, then arbitrary ones (they are
- * simply asked for again).
+ * simply asked for again); the first time, a warning says so.
  *
  * <p>Thread safety: all methods are safe from any thread.
  */
@@ -56,6 +56,7 @@ final class MetadataCache {
     private final ConcurrentHashMap<String, CompletableFuture<Known>> inflight = new ConcurrentHashMap<>();
     private final LongAdder staleServes = new LongAdder();
     private final AtomicBoolean outageLogged = new AtomicBoolean();
+    private final AtomicBoolean capacityLogged = new AtomicBoolean();
 
     MetadataCache(OriginFetcher fetcher, long ttlNanos, int capacity, LongSupplier ticker, long timeoutNanos) {
         this.timeoutNanos = timeoutNanos;
@@ -147,6 +148,13 @@ final class MetadataCache {
     }
 
     private void shrink() {
+        if (capacityLogged.compareAndSet(false, true)) {
+            LOG.log(System.Logger.Level.WARNING, "the versions of more than " + capacity + " objects of "
+                    + fetcher.originUri() + " are known: dropping the expired, then arbitrary others, so the next"
+                    + " read of each asks the origin again (a stat). Raise TieredCache.Builder.metadataCapacity"
+                    + " if the application reads that many objects by key within the metadata TTL (listed loader"
+                    + " datasets do not need it); this is logged once");
+        }
         long now = ticker.getAsLong();
         entries.values().removeIf(e -> now - e.confirmedAt >= ttlNanos);
         int target = capacity - capacity / 10;

@@ -297,7 +297,10 @@ public final class TieredCache implements AutoCloseable {
      * Lists the objects whose keys start with {@code prefix}, through the origin, lazily and in its order (UTF-8 byte
      * order for S3 and POSIX), and remembers each listed version as if it had been {@link #stat stat}ed: reading a
      * listed object within {@code metadataTtl} asks the origin for its bytes only, so a dataset of a million objects
-     * costs the listing's pages, not a request per object. Close the stream.
+     * costs the listing's pages, not a request per object — as long as the cache remembers that many versions
+     * ({@link Builder#metadataCapacity(int)}; beyond it, some are dropped and asked for again). A
+     * loader that keeps the listing itself and reads pinned to it lists through {@link LoaderSupport#list(String)}
+     * instead. Close the stream.
      *
      * @param prefix a key prefix, possibly empty; not a directory name ({@code "train"} also matches
      *               {@code "training/x"})
@@ -308,6 +311,11 @@ public final class TieredCache implements AutoCloseable {
      * @throws IllegalStateException    if the cache is closed
      */
     public java.util.stream.Stream<ObjectInfo> list(String prefix) throws IOException {
+        return list(prefix, true);
+    }
+
+    /** {@link #list(String)}, remembering the versions listed or not ({@link LoaderSupport#list(String)}). */
+    java.util.stream.Stream<ObjectInfo> list(String prefix, boolean remember) throws IOException {
         ensureOpen();
         if (prefix == null) {
             throw new IllegalArgumentException("prefix: null (expected: a key prefix, possibly empty)");
@@ -315,7 +323,8 @@ public final class TieredCache implements AutoCloseable {
         if (!prefix.isEmpty()) {
             Checks.key(prefix);
         }
-        return fetcher.list(prefix).peek(metadata::observe);
+        java.util.stream.Stream<ObjectInfo> listed = fetcher.list(prefix);
+        return remember ? listed.peek(metadata::observe) : listed;
     }
 
     /**
@@ -777,8 +786,15 @@ public final class TieredCache implements AutoCloseable {
         }
 
         /**
-         * Sets how many objects' versions are remembered; beyond, the oldest-confirmed are asked for again. Default
-         * 1 048 576.
+         * Sets how many objects' versions are remembered (from reads, {@link TieredCache#stat stat}s and
+         * {@link TieredCache#list list}ings), each for the metadata TTL. Beyond the bound, expired versions are dropped
+         * first, then arbitrary others, and the next read of each of those asks the origin again (one stat request);
+         * the first time this happens a warning is logged. Default 1 048 576; each remembered version costs about
+         * 120 bytes of heap plus its version string (and its key, unless the application holds that anyway). Datasets
+         * listed by Granary's loader
+         * ({@code Dataset.ofObjects}) keep their versions themselves and read pinned to them, so they do not count
+         * against this bound; raise it for an application that reads more distinct objects than this by key within
+         * a TTL.
          *
          * @param objects the bound, {@code >= 1}
          * @return this builder

@@ -25,8 +25,12 @@ public abstract sealed class Dataset permits ObjectDataset, WebDataset {
     /**
      * One sample per object whose key starts with {@code prefix}, in UTF-8 byte order of the keys (whatever order the
      * origin lists in). The objects' sizes and versions come from the listing, so a dataset of a million objects costs
-     * the listing's pages, not a request per object; reading a sample within the cache's metadata TTL asks the origin
-     * for its bytes only.
+     * the listing's pages, not a request per object, and every sample is read pinned to its listed version: the
+     * origin is asked for its bytes only, however many objects there are and however long ago the listing was (the
+     * cache's {@code metadataTtl} and {@code metadataCapacity} do not apply). An object changed since the listing
+     * fails its sample with {@link dev.granary.ObjectChangedException}, a deleted one with
+     * {@link dev.granary.NoSuchObjectException}, both naming the key; build the dataset again to take changes in.
+     * The dataset keeps a few tens of bytes of heap per object (front-coded keys, compact sizes and versions).
      *
      * @param cache  the cache to read through
      * @param prefix a key prefix such as {@code "train/"}; empty for every object
@@ -40,7 +44,8 @@ public abstract sealed class Dataset permits ObjectDataset, WebDataset {
 
     /**
      * One sample per key, in the given order. Nothing is asked of the origin now: a key that does not exist fails the
-     * batch that reads it.
+     * batch that reads it. Each read asks for the object's current version as {@link TieredCache#read(String)} does
+     * (a stat once per {@code metadataTtl}); the dataset keeps the keys front-coded, not the caller's strings.
      *
      * @param cache the cache to read through
      * @param keys  object keys, each once
