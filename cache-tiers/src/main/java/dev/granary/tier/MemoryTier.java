@@ -329,6 +329,21 @@ public final class MemoryTier implements Tier {
         }
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>The memory tier's copy runs its own allocator's bookkeeping without memory, so slab cuts and the 512-byte
+     * block rounding count exactly; the policy's {@code admit} is asked, nothing is recorded in it.
+     */
+    @Override
+    public dev.granary.spi.TierSimulation simulation() {
+        MemoryTierSimulation sim = new MemoryTierSimulation(allocator.phantomCopy(), policy, workload);
+        for (Slot slot : index.values()) {
+            sim.add(slot.key(), slot.block, slot.stamp);
+        }
+        return sim;
+    }
+
     @Override
     public TierStats stats() {
         return counters.snapshot(name, allocator.used(), capacity);
