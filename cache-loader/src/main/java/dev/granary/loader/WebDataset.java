@@ -242,6 +242,34 @@ public final class WebDataset extends Dataset {
         return List.of(fieldNames[index]);
     }
 
+    // Package-private accessors (I12_CONTRACT rule 2): the dry run (DataLoader.plan) and shard streaming read the
+    // index through these, never through the arrays.
+
+    /** {@return the number of shards} */
+    int shardCount() {
+        return shards.size();
+    }
+
+    /** {@return the version shard {@code shard} was indexed at: every read of it is pinned to it} */
+    ObjectInfo shardInfo(int shard) {
+        return versions[shard];
+    }
+
+    /** {@return the shard (its position in {@link #shards()}) holding sample {@code sample}} */
+    int shardOf(int sample) {
+        return shardOf[sample];
+    }
+
+    /** {@return the first byte of sample {@code sample}'s extent in its shard} */
+    long sampleStart(int sample) {
+        return start[sample];
+    }
+
+    /** {@return the length of sample {@code sample}'s extent: what one read of it fetches} */
+    int sampleLength(int sample) {
+        return length[sample];
+    }
+
     /** Where a sample's bytes are, for messages: {@code shard@offset}. */
     @Override
     String source(int index) {
