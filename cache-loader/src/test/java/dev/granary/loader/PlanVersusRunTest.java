@@ -132,7 +132,7 @@ class PlanVersusRunTest {
     // ------------------------------------------------------------------------------------------- the check
 
     /** Builds a shuffled loader, plans {@code epochs} epochs, runs them, and compares every figure. */
-    List<Measured> check(String scenario, Dataset dataset, int epochs) {
+    static List<Measured> check(String scenario, Dataset dataset, int epochs) {
         try (DataLoader<Long> loader = loader(dataset)) {
             LoaderPlan plan = loader.plan(epochs);
             List<Measured> measured = measure(loader, 0, epochs);
