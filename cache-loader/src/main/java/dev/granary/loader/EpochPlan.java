@@ -11,6 +11,8 @@ import java.util.Map;
  * or one sample's extent of a shard — the unit the cache's own {@link dev.granary.TierStats} count hits and misses in,
  * so the figures compare directly with {@code cache.stats()} taken around the epoch.
  *
+ * <p>Immutable and thread-safe.
+ *
  * @param epoch            the epoch number
  * @param samples          the samples the epoch reads (this rank's; after a resume, those not yet handed out)
  * @param reads            the lookups the epoch makes in the cache

@@ -17,6 +17,8 @@ import java.util.List;
  * }
  * }
  *
+ * <p>Immutable and thread-safe; a snapshot of a prediction, not updated as epochs run.
+ *
  * @param tiers  the cache's tiers, by name, in lookup order
  * @param epochs one prediction per epoch, in the order they would run
  */

@@ -67,7 +67,7 @@ class PlanOverS3Test {
     private TieredCache cache(S3ProxyServer server, Path disk) {
         S3Origin origin = S3Origin.builder().bucket(BUCKET).endpoint(server.endpoint()).pathStyle(true)
                 .credentials(S3ProxyServer.credentials()).retryBackoff(Duration.ofMillis(2)).build();
-        MemoryTier memory = MemoryTier.builder().capacity(PlanVersusRunTest.MEMORY).slabSize(256 << 10).build();
+        MemoryTier memory = MemoryTier.builder().capacity(PlanVersusRunTest.MEMORY).slabSize(1 << 20).build();
         leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
         return leaks.watch(TieredCache.builder(origin).tier(memory).tier(DiskTier.builder().directory(disk)
                 .capacity(PlanVersusRunTest.DISK).segmentSize(PlanVersusRunTest.SEGMENT).build()).pageSize(64 << 10)

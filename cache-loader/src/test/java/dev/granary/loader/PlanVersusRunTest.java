@@ -36,9 +36,14 @@ import org.junit.jupiter.api.io.TempDir;
 class PlanVersusRunTest {
 
     static final double TOLERANCE = 0.05;
-    static final long MEMORY = 1L << 20;
-    static final long DISK = 4L << 20;
-    /** Eight pages of 64 KiB: how the loader's concurrent fills reorder a segment's records barely changes its packing. */
+    static final long MEMORY = 4L << 20;
+    static final long DISK = 8L << 20;
+    /**
+     * Sixteen segments of eight 64 KiB pages each: the loader's concurrent fills complete in another order than the
+     * epoch's, which changes how the last segments pack by up to about a segment's worth of pages (architecture.md);
+     * against sixteen segments that stays well within the bound. Likewise the tiers hold hundreds of pages, so the
+     * window of reads that completes out of order where a tier fills is a small part of them.
+     */
     static final long SEGMENT = 512 << 10;
 
     @TempDir
@@ -222,7 +227,7 @@ class PlanVersusRunTest {
     }
 
     TieredCache cache(Origin origin, Path disk) {
-        MemoryTier memory = MemoryTier.builder().capacity(MEMORY).slabSize(256 << 10).build();
+        MemoryTier memory = MemoryTier.builder().capacity(MEMORY).slabSize(1 << 20).build();
         leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
         TieredCache.Builder b = TieredCache.builder(origin).tier(memory).pageSize(64 << 10)
                 .leakDetection(LeakDetection.PARANOID);

@@ -11,6 +11,8 @@ import dev.granary.spi.Tier;
 import dev.granary.spi.Workload;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -337,8 +339,10 @@ public final class MemoryTier implements Tier {
      */
     @Override
     public dev.granary.spi.TierSimulation simulation() {
-        MemoryTierSimulation sim = new MemoryTierSimulation(allocator.phantomCopy(), policy, workload);
-        for (Slot slot : index.values()) {
+        List<Slot> slots = new ArrayList<>(index.size());
+        SlabAllocator phantom = allocator.phantomCopy(() -> slots.addAll(index.values()));
+        MemoryTierSimulation sim = new MemoryTierSimulation(phantom, policy, workload);
+        for (Slot slot : slots) {
             sim.add(slot.key(), slot.block, slot.stamp);
         }
         return sim;

@@ -84,11 +84,16 @@ final class SlabAllocator {
      * {@return a copy of this allocator's bookkeeping that reserves no memory} For a tier's dry run
      * ({@link MemoryTier#simulation()}): the copy runs this class's own best fit, slab cuts and coalescing on the same
      * free runs, so what it says fits is what would fit; {@link #segment} must not be called on it.
+     *
+     * @param underLock runs while no allocation or free can happen, so that what it copies of the tier's index (whose
+     *                  blocks are allocated before, and freed after, they are in it) agrees with the free runs: a page
+     *                  copied is never one whose block the copy holds as free
      */
-    SlabAllocator phantomCopy() {
+    SlabAllocator phantomCopy(Runnable underLock) {
         SlabAllocator copy = new SlabAllocator(capacity, slabBytes, slab -> {}, true);
         lock.lock();
         try {
+            underLock.run();
             copy.freeByStart.putAll(freeByStart);
             copy.freeBySize.addAll(freeBySize);
             copy.slabCount = slabs.length;
