@@ -32,6 +32,9 @@ class PlanOverS3Test {
     private static final String BUCKET = "plan-" + Long.toHexString(System.nanoTime()) + "-" + ProcessHandle.current()
             .pid();
 
+    /** Half the disk of {@link PlanVersusRunTest}, so the upload and the epochs over S3 stay short. */
+    private static final long DISK = 8L << 20;
+
     @TempDir
     Path dir;
 
@@ -42,7 +45,7 @@ class PlanOverS3Test {
     void objectsAndShardsOverS3() throws IOException {
         S3ProxyServer server = S3ProxyServer.shared();
         Path files = dir.resolve("files");
-        long bytes = 2 * (PlanVersusRunTest.MEMORY + PlanVersusRunTest.DISK);
+        long bytes = 2 * (PlanVersusRunTest.MEMORY + DISK);
         PlanVersusRunTest.writeObjects(files, bytes, 31);
         List<String> shards = PlanVersusRunTest.writeShards(files, bytes, 32);
         try (S3Client client = server.client()) {
@@ -70,7 +73,7 @@ class PlanOverS3Test {
         MemoryTier memory = MemoryTier.builder().capacity(PlanVersusRunTest.MEMORY).slabSize(1 << 20).build();
         leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
         return leaks.watch(TieredCache.builder(origin).tier(memory).tier(DiskTier.builder().directory(disk)
-                .capacity(PlanVersusRunTest.DISK).segmentSize(PlanVersusRunTest.SEGMENT).build()).pageSize(64 << 10)
+                .capacity(DISK).segmentSize(PlanVersusRunTest.SEGMENT).build()).pageSize(64 << 10)
                 .leakDetection(LeakDetection.PARANOID).build());
     }
 }
