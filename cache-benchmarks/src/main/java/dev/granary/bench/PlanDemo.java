@@ -106,7 +106,7 @@ public final class PlanDemo {
 
     /** Plans, runs, prints both; {@return the largest relative error} */
     private static double planAndRun(String title, Dataset dataset, int epochs, double price) {
-        try (DataLoader<Long> loader = DataLoader.builder(dataset, sample -> (long) sample.size()).batchSize(32)
+        try (DataLoader<Long> loader = DataLoader.builder(dataset, sample -> sample.size()).batchSize(32)
                 .shuffle(42).workers(2).readAhead(256).build()) {
             long t0 = System.nanoTime();
             LoaderPlan plan = loader.plan(epochs);

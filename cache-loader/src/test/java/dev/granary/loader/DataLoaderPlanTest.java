@@ -66,7 +66,7 @@ class DataLoaderPlanTest {
             IllegalStateException closed = assertThrows(IllegalStateException.class, () -> loader.plan(1));
             assertTrue(closed.getMessage().contains("is closed (expected: an open loader)"), closed.getMessage());
 
-            try (DataLoader<Long> undriven = DataLoader.builder(dataset, s -> (long) s.size()).driveCache(false)
+            try (DataLoader<Long> undriven = DataLoader.builder(dataset, s -> s.size()).driveCache(false)
                     .build()) {
                 IllegalStateException refused = assertThrows(IllegalStateException.class, () -> undriven.plan(2));
                 assertTrue(refused.getMessage().contains("does not drive its cache (driveCache(false))"),

@@ -147,7 +147,7 @@ class PlanVersusRunTest {
     }
 
     static DataLoader<Long> loader(Dataset dataset) {
-        return DataLoader.builder(dataset, sample -> (long) sample.size()).batchSize(16).prefetch(4).workers(2)
+        return DataLoader.builder(dataset, sample -> sample.size()).batchSize(16).prefetch(4).workers(2)
                 .shuffle(7).build();
     }
 
@@ -263,18 +263,17 @@ class PlanVersusRunTest {
         } catch (IOException e) {
             throw new java.io.UncheckedIOException(e);
         }
-        try (ShardWriter writer = ShardWriter.builder(root).pattern("shards/%05d.tar").maxCount(60).build()) {
-            for (int i = 0; total < bytes; i++) {
-                byte[] image = new byte[1024 + random.nextInt(6 * 1024)];
-                random.nextBytes(image);
-                Map<String, byte[]> fields = new LinkedHashMap<>();
-                fields.put("jpg", image);
-                fields.put("cls", Integer.toString(i % 10).getBytes(java.nio.charset.StandardCharsets.UTF_8));
-                writer.write(String.format("s%06d", i), fields);
-                total += image.length + 2048;
-            }
-            writer.close();
-            return writer.shards();
+        ShardWriter writer = ShardWriter.builder(root).pattern("shards/%05d.tar").maxCount(60).build();
+        for (int i = 0; total < bytes; i++) {
+            byte[] image = new byte[1024 + random.nextInt(6 * 1024)];
+            random.nextBytes(image);
+            Map<String, byte[]> fields = new LinkedHashMap<>();
+            fields.put("jpg", image);
+            fields.put("cls", Integer.toString(i % 10).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            writer.write(String.format("s%06d", i), fields);
+            total += image.length + 2048;
         }
+        writer.close(); // completes the last shard, which shards() then lists
+        return writer.shards();
     }
 }
