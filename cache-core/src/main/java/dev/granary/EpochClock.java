@@ -93,16 +93,8 @@ final class EpochClock {
 
     /** Tells the tiers the new workload (see the class comment for the rule). */
     private void publish() {
-        boolean anyInEpoch = false;
-        long keepFrom = Long.MAX_VALUE;
-        for (EpochDriver d : drivers) {
-            anyInEpoch |= d.inEpoch;
-            if (d.currentStart >= 0) {
-                keepFrom = Math.min(keepFrom, Math.max(0, d.previousStart));
-            }
-        }
-        Workload workload = new Workload(clock, keepFrom == Long.MAX_VALUE ? 0 : keepFrom, anyInEpoch);
-        driven = anyInEpoch;
+        Workload workload = workload(clock, states());
+        driven = workload.driven();
         if (cacheClosed) {
             return;
         }
@@ -110,6 +102,62 @@ final class EpochClock {
             tier.workload(workload);
         }
     }
+
+    /** One driver's part in the rule, copied: the real drivers' and a dry run's ({@link CacheSimulation}) alike. */
+    record DriverState(long previousStart, long currentStart, boolean inEpoch) {}
+
+    /**
+     * The rule of the class comment: the workload the tiers are told, given the clock and every open driver's state.
+     * Shared by the cache and its dry runs, so that a prediction applies the very rule the cache applies.
+     */
+    static Workload workload(long clock, List<DriverState> drivers) {
+        boolean anyInEpoch = false;
+        long keepFrom = Long.MAX_VALUE;
+        for (DriverState d : drivers) {
+            anyInEpoch |= d.inEpoch();
+            if (d.currentStart() >= 0) {
+                keepFrom = Math.min(keepFrom, Math.max(0, d.previousStart()));
+            }
+        }
+        return new Workload(clock, keepFrom == Long.MAX_VALUE ? 0 : keepFrom, anyInEpoch);
+    }
+
+    private List<DriverState> states() {
+        List<DriverState> states = new ArrayList<>(drivers.size());
+        for (EpochDriver d : drivers) {
+            states.add(new DriverState(d.previousStart, d.currentStart, d.inEpoch));
+        }
+        return states;
+    }
+
+    /**
+     * What a dry run starts from, taken atomically with respect to epoch starts and ends: the clock, every open
+     * driver's state (the one of {@code mine} first), and the tiers' simulations, copied while no workload changes.
+     *
+     * @param mine the loader's own driver
+     * @throws IllegalStateException if {@code mine} or the cache is closed
+     */
+    synchronized Snapshot snapshot(EpochDriver mine, java.util.function.Supplier<List<dev.granary.spi.TierSimulation>>
+            tierSimulations) {
+        ensureOpen(mine);
+        ensureCacheOpen();
+        if (!drivers.contains(mine)) {
+            throw new IllegalArgumentException("driver: " + mine + " (expected: a driver of the cache over "
+                    + originUri + ")");
+        }
+        List<DriverState> others = new ArrayList<>();
+        for (EpochDriver d : drivers) {
+            if (d != mine) {
+                others.add(new DriverState(d.previousStart, d.currentStart, d.inEpoch));
+            }
+        }
+        return new Snapshot(clock, new DriverState(mine.previousStart, mine.currentStart, mine.inEpoch),
+                List.copyOf(others), tierSimulations.get());
+    }
+
+    /** What {@link #snapshot} copied. */
+    record Snapshot(long clock, DriverState mine, List<DriverState> others,
+            List<dev.granary.spi.TierSimulation> tiers) {}
 
     private void ensureOpen(EpochDriver driver) {
         if (driver.closed) {

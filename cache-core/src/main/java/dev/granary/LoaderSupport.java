@@ -138,6 +138,24 @@ public final class LoaderSupport {
         return cache.newDriver();
     }
 
+    /**
+     * Starts a dry run of the cache under a loader's driver: a copy of what every tier holds and of the epoch clock,
+     * to which the loader feeds the pages its coming epochs will read, learning which tier would serve each and which
+     * the origin would — without reading anything and without changing the cache or its counters. See
+     * {@link CacheSimulation}.
+     *
+     * @param driver the loader's own driver, from {@link #driver()} of this cache
+     * @return a new simulation
+     * @throws IllegalArgumentException if the driver is null
+     * @throws IllegalStateException    if the cache or the driver is closed, or a tier offers no simulation
+     */
+    public CacheSimulation simulation(EpochDriver driver) {
+        if (driver == null) {
+            throw new IllegalArgumentException("driver: null (expected: the loader's EpochDriver from driver())");
+        }
+        return cache.simulation(driver);
+    }
+
     @Override
     public String toString() {
         return "LoaderSupport[" + cache + "]";

@@ -138,6 +138,23 @@ final class MetadataCache {
         return known;
     }
 
+    /**
+     * {@return what is known of a key without asking anyone, or null} For dry runs: {@code fresh} says whether a read
+     * now would trust it without a stat.
+     */
+    Peeked peek(String key) {
+        Known entry = entries.get(key);
+        return entry == null ? null : new Peeked(entry.info, ticker.getAsLong() - entry.confirmedAt < ttlNanos);
+    }
+
+    /** A version known to the cache, and whether it is still within the TTL. */
+    record Peeked(ObjectInfo info, boolean fresh) {}
+
+    /** {@return the TTL, in nanoseconds} */
+    long ttlNanos() {
+        return ttlNanos;
+    }
+
     /** Forgets what is known of a key, so the next read asks the origin. */
     void forget(String key) {
         entries.remove(key);

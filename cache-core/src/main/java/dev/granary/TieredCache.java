@@ -217,6 +217,27 @@ public final class TieredCache implements AutoCloseable {
         return epochs.newDriver();
     }
 
+    /** {@link LoaderSupport#simulation(EpochDriver)}: copies the tiers and the clock under the clock's monitor. */
+    CacheSimulation simulation(EpochDriver driver) {
+        ensureOpen();
+        List<String> names = new ArrayList<>(tiers.length);
+        for (Tier tier : tiers) {
+            names.add(tier.name());
+        }
+        EpochClock.Snapshot snapshot = epochs.snapshot(driver, () -> {
+            List<dev.granary.spi.TierSimulation> sims = new ArrayList<>(tiers.length);
+            for (Tier tier : tiers) {
+                sims.add(tier.simulation());
+            }
+            return sims;
+        });
+        return new CacheSimulation(this, names, snapshot);
+    }
+
+    MetadataCache metadata() {
+        return metadata;
+    }
+
     /**
      * Copies {@code dst.remaining()} bytes of an object, starting at {@code offset}, into {@code dst}, advancing its
      * position. Nothing is leased: this is the path for callers that want the bytes in their own buffer.

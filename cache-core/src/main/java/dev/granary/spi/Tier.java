@@ -136,6 +136,18 @@ public interface Tier extends AutoCloseable {
     default void workload(Workload workload) {}
 
     /**
+     * Starts a dry run of this tier: a copy of what it holds now and of the bookkeeping its admission decides by, for
+     * predicting what a loader's coming epochs will hit without reading anything (see {@link TierSimulation}). The
+     * copy costs a few tens of bytes per page held; it does not change this tier, its counters or its policy's state.
+     * Tiers that cannot be predicted return {@code null}, and a loader's dry run then refuses, naming the tier.
+     *
+     * @return a new simulation starting from this tier's current contents, or {@code null}
+     */
+    default TierSimulation simulation() {
+        return null;
+    }
+
+    /**
      * Drops every page of one object, in every version. Pages that readers hold stay valid until released.
      *
      * @param origin the origin's URI as a string

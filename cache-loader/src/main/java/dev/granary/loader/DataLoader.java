@@ -215,6 +215,96 @@ public final class DataLoader<T> implements AutoCloseable {
         }
     }
 
+    /**
+     * Predicts the next {@code epochs} epochs without reading any data: {@link #plan(long, int)} from the epoch the
+     * loader would start next — the one after an open epoch, the one a pending {@link #resume} continues (from its
+     * batch), else {@link #state()}'s.
+     *
+     * @param epochs how many epochs to predict, {@code >= 1}
+     * @return one prediction per epoch
+     * @throws IllegalArgumentException if {@code epochs < 1}
+     * @throws IllegalStateException    if the loader is closed, does not drive its cache, or the cache cannot be
+     *                                  predicted (see {@link #plan(long, int)})
+     */
+    public LoaderPlan plan(int epochs) {
+        long first;
+        synchronized (lock) {
+            ensureOpen();
+            first = resumeFrom != null ? resumeFrom.epoch() : current != null ? current.epoch + 1 : position.epoch();
+        }
+        return plan(first, epochs);
+    }
+
+    /**
+     * Predicts epochs {@code firstEpoch .. firstEpoch + epochs - 1}, run one after another with {@link #epoch(long)}
+     * from the cache's contents now, without reading any data: per epoch, the reads each tier would serve, the origin
+     * requests (data reads and metadata requests), the origin bytes and the hit ratio (see {@link EpochPlan}).
+     *
+     * <p>It runs this loader's own sampler (the same orders {@code epoch(e)} reads) against a copy of every tier
+     * ({@link dev.granary.spi.Tier#simulation()}): what each holds now — a disk tier reopened over an earlier run's
+     * pages included — its exact capacity with its per-page overhead (memory blocks and slabs, disk record headers and
+     * whole segments), and the admission rule the tiers apply while a loader drives them (a stable resident set: pages
+     * enter free room or replace dead ones). If a resume is pending for {@code firstEpoch}, that epoch starts at the
+     * resumed batch, as {@code epoch(firstEpoch)} would. Nothing is read and nothing changes: not the cache, its
+     * counters, its tiers' policies, nor an epoch that is running (whose remaining reads the plan does not include:
+     * plan between epochs for exact figures).
+     *
+     * <p>How close: the loader reads a window of samples concurrently, so where a tier fills up the samples it admits
+     * may differ by a window's worth; with samples of unequal sizes their number may then differ slightly. The plan
+     * assumes no other reader uses the cache meanwhile, that versions the cache trusts stay trusted (a metadata TTL
+     * shorter than an epoch adds up to one request per object read after it expired), and that no tier fails.
+     * {@code PlanVersusRunTest} holds predictions against measured runs.
+     *
+     * @param firstEpoch the first epoch, {@code >= 0}
+     * @param epochs     how many epochs, {@code >= 1}
+     * @return one prediction per epoch
+     * @throws IllegalArgumentException if {@code firstEpoch < 0} or {@code epochs < 1}
+     * @throws IllegalStateException    if the loader is closed; if it does not drive its cache
+     *                                  ({@code driveCache(false)}: its tiers' own policies then decide, which depend
+     *                                  on timing and are not predicted); if a tier offers no simulation; or if an
+     *                                  object's size is unknown to the dataset and the cache
+     */
+    public LoaderPlan plan(long firstEpoch, int epochs) {
+        if (firstEpoch < 0) {
+            throw new IllegalArgumentException("first epoch: " + firstEpoch + " (expected: >= 0)");
+        }
+        if (epochs < 1) {
+            throw new IllegalArgumentException("epochs to plan: " + epochs + " (expected: >= 1)");
+        }
+        if (firstEpoch > Long.MAX_VALUE - epochs) {
+            throw new IllegalArgumentException("first epoch: " + firstEpoch + " with " + epochs + " epochs"
+                    + " (expected: epoch numbers within a long)");
+        }
+        long firstBatch;
+        synchronized (lock) {
+            ensureOpen();
+            if (driver == null) {
+                throw new IllegalStateException("plan of " + this + ": the loader does not drive its cache"
+                        + " (driveCache(false)), so its tiers' own policies decide what stays, which depends on"
+                        + " timing and is not predicted (expected: a loader built with driveCache(true), the"
+                        + " default)");
+            }
+            firstBatch = resumeFrom != null && resumeFrom.epoch() == firstEpoch ? resumeFrom.nextBatch() : 0;
+        }
+        long end = batchesPerEpoch();
+        List<DryRun.EpochSpec> specs = new ArrayList<>(epochs);
+        for (int i = 0; i < epochs; i++) {
+            long epoch = firstEpoch + i;
+            specs.add(new DryRun.EpochSpec(epoch, () -> sampler.epoch(epoch), i == 0 ? Math.min(firstBatch, end) : 0,
+                    end, batchSize));
+        }
+        dev.granary.CacheSimulation sim;
+        try {
+            sim = dataset.cache().loaderSupport().simulation(driver);
+        } catch (IllegalStateException e) {
+            synchronized (lock) {
+                ensureOpen(); // closed meanwhile: say so, not that the driver is closed
+            }
+            throw e;
+        }
+        return new DryRun(sim, ReadUnits.perSample(dataset)).run(specs);
+    }
+
     /** {@return the number of batches in a whole epoch of this rank} */
     public long batchesPerEpoch() {
         int n = sampler.epochSize();

@@ -20,6 +20,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -700,6 +701,38 @@ public final class DiskTier implements Tier {
                 drop(page);
             }
         }
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>The disk tier's copy packs records into segments by the tier's own arithmetic (record headers, payload
+     * alignment, whole segments against the capacity) and evicts whole dead segments as the tier does under a loader;
+     * the region policy's {@code admit} is asked. A tier that stopped admitting after a failure of its medium is
+     * simulated as refusing every page.
+     */
+    @Override
+    public dev.granary.spi.TierSimulation simulation() {
+        DiskTierSimulation sim;
+        Map<Segment, DiskTierSimulation.Seg> copies = new java.util.IdentityHashMap<>();
+        allocation.lock();
+        try {
+            sim = new DiskTierSimulation(capacity, segmentSize, policy, admitting() && !closed, bytesOnDisk.get(),
+                    workload);
+            for (Segment segment : segments) {
+                copies.put(segment, sim.addSegment(segment.size, segment.headerEnd(), segment.payloadStart(),
+                        segment.stamp(), segment == active));
+            }
+        } finally {
+            allocation.unlock();
+        }
+        for (DiskPage page : index.values()) {
+            DiskTierSimulation.Seg seg = copies.get(page.segment);
+            if (seg != null) {
+                sim.addPage(page.key(), seg, page.stamp);
+            }
+        }
+        return sim;
     }
 
     @Override

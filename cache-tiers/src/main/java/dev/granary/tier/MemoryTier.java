@@ -11,6 +11,8 @@ import dev.granary.spi.Tier;
 import dev.granary.spi.Workload;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -327,6 +329,23 @@ public final class MemoryTier implements Tier {
                 }
             }
         }
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>The memory tier's copy runs its own allocator's bookkeeping without memory, so slab cuts and the 512-byte
+     * block rounding count exactly; the policy's {@code admit} is asked, nothing is recorded in it.
+     */
+    @Override
+    public dev.granary.spi.TierSimulation simulation() {
+        List<Slot> slots = new ArrayList<>(index.size());
+        SlabAllocator phantom = allocator.phantomCopy(() -> slots.addAll(index.values()));
+        MemoryTierSimulation sim = new MemoryTierSimulation(phantom, policy, workload);
+        for (Slot slot : slots) {
+            sim.add(slot.key(), slot.block, slot.stamp);
+        }
+        return sim;
     }
 
     @Override

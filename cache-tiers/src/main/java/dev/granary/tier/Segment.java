@@ -228,8 +228,8 @@ final class Segment implements RegionPolicy.Region {
      *     if it does not fit
      */
     long reserve(int headerLength, int payloadLength) {
-        long payload = (payloadStart - payloadLength) & -SegmentFormat.alignment(payloadLength);
-        if (payload < headerEnd + headerLength) {
+        long payload = payloadOffset(headerEnd, payloadStart, headerLength, payloadLength);
+        if (payload < 0) {
             return -1;
         }
         lastHeader = headerEnd;
@@ -237,6 +237,25 @@ final class Segment implements RegionPolicy.Region {
         headerEnd += headerLength;
         payloadStart = payload;
         return payload;
+    }
+
+    /**
+     * The append rule: where a record's payload goes given the cursors, or {@code -1} if header and payload do not
+     * both fit between them. Shared with the tier's dry run ({@link DiskTierSimulation}), so its packing is this one.
+     */
+    static long payloadOffset(long headerEnd, long payloadStart, int headerLength, int payloadLength) {
+        long payload = (payloadStart - payloadLength) & -SegmentFormat.alignment(payloadLength);
+        return payload < headerEnd + headerLength ? -1 : payload;
+    }
+
+    /** {@return the end of the record headers}; guarded by the tier's allocation lock */
+    long headerEnd() {
+        return headerEnd;
+    }
+
+    /** {@return the start of the payloads}; guarded by the tier's allocation lock */
+    long payloadStart() {
+        return payloadStart;
     }
 
     /** The header offset of the last successful {@link #reserve}; guarded by the tier's allocation lock. */

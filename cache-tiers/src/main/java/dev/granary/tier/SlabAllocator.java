@@ -48,6 +48,10 @@ final class SlabAllocator {
     /** Free runs: (length << 32 | start), for best fit. Guarded by lock. */
     private final TreeSet<Long> freeBySize = new TreeSet<>();
     private final SlabListener listener;
+    /** A dry run's copy ({@link #phantomCopy()}): the same bookkeeping, no memory reserved. */
+    private final boolean phantom;
+    /** Slabs reserved so far (for a phantom, which has no {@link #slabs}). Guarded by lock. */
+    private int slabCount;
     private long reserved;
     private volatile long used;
     private long liveAllocations;
@@ -64,11 +68,43 @@ final class SlabAllocator {
      * @param slabBytes the size of each reserved slab; the largest allocation possible
      */
     SlabAllocator(long capacity, long slabBytes, SlabListener listener) {
+        this(capacity, slabBytes, listener, false);
+    }
+
+    private SlabAllocator(long capacity, long slabBytes, SlabListener listener, boolean phantom) {
         this.capacity = capacity;
         long slab = Math.min(slabBytes, capacity);
         this.blocksPerSlab = (int) (slab >>> BLOCK_SHIFT);
         this.slabBytes = (long) blocksPerSlab << BLOCK_SHIFT;
         this.listener = listener;
+        this.phantom = phantom;
+    }
+
+    /**
+     * {@return a copy of this allocator's bookkeeping that reserves no memory} For a tier's dry run
+     * ({@link MemoryTier#simulation()}): the copy runs this class's own best fit, slab cuts and coalescing on the same
+     * free runs, so what it says fits is what would fit; {@link #segment} must not be called on it.
+     *
+     * @param underLock runs while no allocation or free can happen, so that what it copies of the tier's index (whose
+     *                  blocks are allocated before, and freed after, they are in it) agrees with the free runs: a page
+     *                  copied is never one whose block the copy holds as free
+     */
+    SlabAllocator phantomCopy(Runnable underLock) {
+        SlabAllocator copy = new SlabAllocator(capacity, slabBytes, slab -> {}, true);
+        lock.lock();
+        try {
+            underLock.run();
+            copy.freeByStart.putAll(freeByStart);
+            copy.freeBySize.addAll(freeBySize);
+            copy.slabCount = slabs.length;
+            copy.reserved = reserved;
+            copy.used = used;
+            copy.liveAllocations = liveAllocations;
+            copy.closed = closed;
+        } finally {
+            lock.unlock();
+        }
+        return copy;
     }
 
     static long blocks(long length) {
@@ -207,18 +243,24 @@ final class SlabAllocator {
         if ((size >>> BLOCK_SHIFT) < blocksNeeded) {
             return false;
         }
-        long bytes = slabBytes > size ? size : slabBytes;
-        MemorySegment slab = NativeMemory.map(bytes, arena);
-        if (slab == null) {
-            slab = arena.allocate(bytes, 4096);
+        long first = (long) slabCount * blocksPerSlab;
+        MemorySegment slab = null;
+        if (!phantom) {
+            long bytes = slabBytes > size ? size : slabBytes;
+            slab = NativeMemory.map(bytes, arena);
+            if (slab == null) {
+                slab = arena.allocate(bytes, 4096);
+            }
+            MemorySegment[] grown = java.util.Arrays.copyOf(slabs, slabs.length + 1);
+            grown[slabs.length] = slab;
+            slabs = grown;
         }
-        MemorySegment[] grown = java.util.Arrays.copyOf(slabs, slabs.length + 1);
-        long first = (long) slabs.length * blocksPerSlab;
-        grown[slabs.length] = slab;
-        slabs = grown;
+        slabCount++;
         reserved += size;
         addFree(first, size >>> BLOCK_SHIFT);
-        listener.reserved(slab);
+        if (slab != null) {
+            listener.reserved(slab);
+        }
         return true;
     }
 

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: Apache-2.0
+package dev.granary;
+
+import dev.granary.spi.PageKey;
+import dev.granary.spi.TierSimulation;
+import dev.granary.spi.Workload;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * A dry run of a {@link TieredCache} under one loader's {@link EpochDriver}: what the loader's coming epochs would hit,
+ * tier by tier, and what they would read from the origin — without reading anything and without changing the cache.
+ * It starts from a copy of what every tier holds now ({@link dev.granary.spi.Tier#simulation()}) and of the cache's
+ * epoch clock, and applies the cache's own rules: the workload the {@link EpochClock} would publish as this driver
+ * starts and ends epochs (the very function the cache uses), lookups in tier order without promotion, and a fill
+ * offered to the tiers from the first until one takes it — which is what the cache does while a loader drives it.
+ * Other drivers of the cache are taken as they are now (their epochs neither start nor end during the dry run).
+ *
+ * {@snippet :
+ * CacheSimulation sim = cache.loaderSupport().simulation(driver);
+ * sim.startEpoch();
+ * for (PageKey page : pagesOfTheEpoch) {
+ *     int tier = sim.read(page);    // the tier that serves it, or -1: read from the origin
+ * }
+ * sim.endEpoch();
+ * }
+ *
+ * <p>Reads are simulated one after another; the real loader reads a window of samples concurrently, so at the edge of
+ * a full tier the samples admitted may differ by a window's worth — not their number. Obtain one from
+ * {@link LoaderSupport#simulation(EpochDriver)}.
+ *
+ * <p>Not thread-safe: one caller at a time. Holds no resource of the cache; drop it when done.
+ */
+public final class CacheSimulation {
+
+    private final TieredCache cache;
+    private final List<TierSimulation> tiers;
+    private final List<String> names;
+    private final List<EpochClock.DriverState> others;
+    private long clock;
+    private long previousStart;
+    private long currentStart;
+    private boolean inEpoch;
+    private Workload workload;
+
+    CacheSimulation(TieredCache cache, List<String> names, EpochClock.Snapshot snapshot) {
+        this.cache = cache;
+        this.names = List.copyOf(names);
+        List<TierSimulation> sims = snapshot.tiers();
+        for (int i = 0; i < sims.size(); i++) {
+            if (sims.get(i) == null) {
+                throw new IllegalStateException("tier '" + names.get(i) + "' of " + cache.originUri() + " offers no"
+                        + " simulation (expected: tiers that implement Tier.simulation(), such as MemoryTier and"
+                        + " DiskTier)");
+            }
+        }
+        this.tiers = new ArrayList<>(sims);
+        this.others = snapshot.others();
+        this.clock = snapshot.clock();
+        this.previousStart = snapshot.mine().previousStart();
+        this.currentStart = snapshot.mine().currentStart();
+        this.inEpoch = snapshot.mine().inEpoch();
+        this.workload = publish();
+    }
+
+    /** {@return the tiers' names, in lookup order: the indexes {@link #read} returns} */
+    public List<String> tierNames() {
+        return names;
+    }
+
+    /** Starts the driver's next epoch, as {@link EpochDriver#startEpoch()} after ending an open one would. */
+    public void startEpoch() {
+        inEpoch = false;
+        clock++;
+        previousStart = currentStart;
+        currentStart = clock;
+        inEpoch = true;
+        workload = publish();
+    }
+
+    /** Ends the driver's epoch, as {@link EpochDriver#endEpoch()}. Does nothing outside an epoch. */
+    public void endEpoch() {
+        if (inEpoch) {
+            inEpoch = false;
+            workload = publish();
+        }
+    }
+
+    /** {@return the workload the tiers would be told now} */
+    public Workload workload() {
+        return workload;
+    }
+
+    /**
+     * Reads one page (or extent) as the cache would: looked up in the tiers in order, the first that holds it serves
+     * it (no copy up while a loader drives); if none does, it is read from the origin and offered to the tiers from the
+     * first until one takes it.
+     *
+     * @param key the page, as {@link #pageKey} or {@link #extentKey} makes it
+     * @return the index of the tier that serves it, or {@code -1} if the origin is read
+     * @throws IllegalArgumentException if the key is null
+     */
+    public int read(PageKey key) {
+        if (key == null) {
+            throw new IllegalArgumentException("page key: null (expected: a key from pageKey or extentKey)");
+        }
+        for (int i = 0; i < tiers.size(); i++) {
+            if (tiers.get(i).get(key)) {
+                return i;
+            }
+        }
+        for (TierSimulation tier : tiers) {
+            if (tier.put(key)) {
+                break;
+            }
+        }
+        return -1;
+    }
+
+    /**
+     * {@return the version the cache knows of an object, without asking the origin} Empty if it knows none (a read
+     * would ask the origin first, one metadata request).
+     *
+     * @param key the object key
+     */
+    public Optional<ObjectInfo> knownObject(String key) {
+        MetadataCache.Peeked peeked = cache.metadata().peek(key);
+        return peeked == null ? Optional.empty() : Optional.of(peeked.info());
+    }
+
+    /**
+     * {@return whether a read of the object now would trust the known version without a metadata request}
+     *
+     * @param key the object key
+     */
+    public boolean versionFresh(String key) {
+        MetadataCache.Peeked peeked = cache.metadata().peek(key);
+        return peeked != null && peeked.fresh();
+    }
+
+    /** {@return how long a confirmed version is trusted ({@link TieredCache.Builder#metadataTtl})} */
+    public Duration metadataTtl() {
+        return Duration.ofNanos(cache.metadata().ttlNanos());
+    }
+
+    /** {@return the cache's page size: the unit {@link TieredCache#read(String)} caches objects in} */
+    public int pageSize() {
+        return cache.pageSize();
+    }
+
+    /**
+     * {@return the key of page {@code index} of an object, as {@link TieredCache#read} cuts it}
+     *
+     * @param object the object's key, size and version
+     * @param index  the page index, {@code 0 <= index < ceil(size / pageSize)}
+     * @throws IllegalArgumentException if the index is out of range
+     */
+    public PageKey pageKey(ObjectInfo object, long index) {
+        long offset = index * cache.pageSize();
+        if (index < 0 || offset >= object.size()) {
+            throw new IllegalArgumentException("page index of '" + object.key() + "': " + index + " (expected: 0.."
+                    + (pages(object) - 1) + " for " + object.size() + " bytes)");
+        }
+        return new PageKey(cache.originUri().toString(), object.key(), object.version(), offset,
+                (int) Math.min(cache.pageSize(), object.size() - offset));
+    }
+
+    /** {@return the number of pages {@link TieredCache#read} cuts an object into (0 for an empty one)} */
+    public long pages(ObjectInfo object) {
+        return (object.size() + cache.pageSize() - 1) / cache.pageSize();
+    }
+
+    /**
+     * {@return the key of an extent cached as one unit ({@link LoaderSupport#readExtent})}
+     *
+     * @param object the object's key, size and version
+     * @param offset the first byte
+     * @param length the number of bytes
+     */
+    public PageKey extentKey(ObjectInfo object, long offset, int length) {
+        return new PageKey(cache.originUri().toString(), object.key(), object.version(), offset, length);
+    }
+
+    private Workload publish() {
+        List<EpochClock.DriverState> states = new ArrayList<>(others.size() + 1);
+        states.add(new EpochClock.DriverState(previousStart, currentStart, inEpoch));
+        states.addAll(others);
+        Workload w = EpochClock.workload(clock, states);
+        for (TierSimulation tier : tiers) {
+            tier.workload(w);
+        }
+        return w;
+    }
+
+    @Override
+    public String toString() {
+        return "CacheSimulation[" + cache.originUri() + ", tiers=" + names + ", " + workload + "]";
+    }
+}

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+package dev.granary.loader;
+
+import dev.granary.CacheSimulation;
+import dev.granary.ObjectInfo;
+import dev.granary.spi.PageKey;
+import java.util.Optional;
+
+/**
+ * What an epoch asks its cache for, in order, as units the cache looks up and fills one by one: the one function that
+ * {@link DataLoader#plan} feeds the cache's dry run with. Today every sample is its own read — an object is read whole
+ * through {@code cache.read(key)} (its version looked up first, then its pages of the cache's page size), a
+ * {@link WebDataset} sample is one extent of its shard, pinned to the version the shard was indexed at — so the units
+ * of an epoch are its samples' units in the epoch's order. An epoch that reads shards in large parts instead (shard
+ * streaming) is another implementation of this one method; nothing else in the plan changes.
+ *
+ * <p>Implementations are stateless and thread-safe.
+ */
+@FunctionalInterface
+interface ReadUnits {
+
+    /**
+     * Emits the units an epoch reads.
+     *
+     * @param epoch the epoch number
+     * @param order the epoch's order for this rank ({@link Sampler#epoch(long)})
+     * @param from  the first position of {@code order} the epoch reads (after a resume, not 0)
+     * @param to    the position just past the last one it reads (a dropped last batch is not read)
+     * @param sim   the cache's dry run: how the cache cuts reads into page keys, and what it knows of versions
+     * @param sink  receives the units, in order
+     */
+    void epoch(long epoch, int[] order, int from, int to, CacheSimulation sim, Sink sink);
+
+    /** Receives an epoch's units. */
+    interface Sink {
+
+        /**
+         * A read asks the cache for an object's current version first ({@code cache.read(key)}): a metadata request
+         * to the origin unless the cache trusts a version it knows.
+         *
+         * @param key the object key
+         */
+        void versionLookup(String key);
+
+        /**
+         * The cache looks a page or extent up in its tiers, and reads it from the origin if none holds it.
+         *
+         * @param key the page's identity
+         */
+        void unit(PageKey key);
+    }
+
+    /** {@return the units of a dataset read sample by sample, as {@link Dataset#read} reads them} */
+    static ReadUnits perSample(Dataset dataset) {
+        return switch (dataset) {
+            case WebDataset shards -> (epoch, order, from, to, sim, sink) -> {
+                for (int p = from; p < to; p++) {
+                    int sample = order[p];
+                    int length = shards.sampleLength(sample);
+                    if (length > 0) { // an empty extent is served without a lookup
+                        ObjectInfo shard = shards.shardInfo(shards.shardOf(sample));
+                        sink.unit(sim.extentKey(shard, shards.sampleStart(sample), length));
+                    }
+                }
+            };
+            case ObjectDataset objects -> (epoch, order, from, to, sim, sink) -> {
+                for (int p = from; p < to; p++) {
+                    int sample = order[p];
+                    String key = objects.key(sample);
+                    sink.versionLookup(key);
+                    ObjectInfo info = objectInfo(objects, sample, sim);
+                    long pages = sim.pages(info);
+                    for (long page = 0; page < pages; page++) {
+                        sink.unit(sim.pageKey(info, page));
+                    }
+                }
+            };
+        };
+    }
+
+    /** A version no origin reports: the pages of an object whose version the cache does not know yet. */
+    String UNKNOWN_VERSION = "\u0000not yet known";
+
+    /**
+     * The version and size a read of the object would use: the ones the cache knows (a listing or an earlier stat);
+     * else the listed size under a version that matches nothing cached — the read's stat will learn the real one, and
+     * its pages are fetched then, which is what the placeholder predicts.
+     *
+     * @throws IllegalStateException if neither the dataset nor the cache knows the object's size
+     */
+    private static ObjectInfo objectInfo(ObjectDataset objects, int sample, CacheSimulation sim) {
+        String key = objects.key(sample);
+        Optional<ObjectInfo> known = sim.knownObject(key);
+        if (known.isPresent()) {
+            return known.get();
+        }
+        long size = objects.byteSize(sample);
+        if (size < 0) {
+            throw new IllegalStateException("plan: sample " + sample + " ('" + key + "') has no known size: the"
+                    + " dataset was made with Dataset.ofKeys and the cache has not asked the origin about it (expected:"
+                    + " Dataset.ofObjects, whose listing gives every size, or a plan after an epoch has read it)");
+        }
+        return new ObjectInfo(key, size, UNKNOWN_VERSION);
+    }
+}

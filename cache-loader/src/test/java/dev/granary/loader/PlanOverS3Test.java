@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+package dev.granary.loader;
+
+import dev.granary.LeakDetection;
+import dev.granary.TieredCache;
+import dev.granary.origin.s3.S3Origin;
+import dev.granary.origin.s3.testkit.S3ProxyServer;
+import dev.granary.testkit.LeakCheck;
+import dev.granary.tier.DiskTier;
+import dev.granary.tier.MemoryTier;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.services.s3.S3Client;
+
+/**
+ * {@link DataLoader#plan} against measured runs over a real S3 server (S3Proxy, shared by the test JVM), memory and
+ * disk tiers, data twice the cache: objects listed under a prefix (ETags as versions), and WebDataset shards whose
+ * indexing left header extents in the cache before the plan was made. Same 5 % bound as {@link PlanVersusRunTest}.
+ */
+@Timeout(180)
+class PlanOverS3Test {
+
+    private static final String BUCKET = "plan-" + Long.toHexString(System.nanoTime()) + "-" + ProcessHandle.current()
+            .pid();
+
+    /** Half the disk of {@link PlanVersusRunTest}, so the upload and the epochs over S3 stay short. */
+    private static final long DISK = 8L << 20;
+
+    @TempDir
+    Path dir;
+
+    @RegisterExtension
+    final LeakCheck leaks = new LeakCheck();
+
+    @Test
+    void objectsAndShardsOverS3() throws IOException {
+        S3ProxyServer server = S3ProxyServer.shared();
+        Path files = dir.resolve("files");
+        long bytes = 2 * (PlanVersusRunTest.MEMORY + DISK);
+        PlanVersusRunTest.writeObjects(files, bytes, 31);
+        List<String> shards = PlanVersusRunTest.writeShards(files, bytes, 32);
+        try (S3Client client = server.client()) {
+            client.createBucket(b -> b.bucket(BUCKET));
+            try (Stream<Path> all = Files.walk(files)) {
+                for (Path file : all.filter(Files::isRegularFile).toList()) {
+                    String key = files.relativize(file).toString();
+                    client.putObject(b -> b.bucket(BUCKET).key(key), RequestBody.fromFile(file));
+                }
+            }
+        }
+        try (TieredCache cache = cache(server, dir.resolve("disk-objects"))) {
+            PlanVersusRunTest.check("objects over S3, memory + disk, data 2x cache", Dataset.ofObjects(cache,
+                    "train/"), 3);
+        }
+        try (TieredCache cache = cache(server, dir.resolve("disk-shards"))) {
+            PlanVersusRunTest.check("webdataset over S3, memory + disk, data 2x cache", WebDataset.of(cache, shards),
+                    3);
+        }
+    }
+
+    private TieredCache cache(S3ProxyServer server, Path disk) {
+        S3Origin origin = S3Origin.builder().bucket(BUCKET).endpoint(server.endpoint()).pathStyle(true)
+                .credentials(S3ProxyServer.credentials()).retryBackoff(Duration.ofMillis(2)).build();
+        MemoryTier memory = MemoryTier.builder().capacity(PlanVersusRunTest.MEMORY).slabSize(1 << 20).build();
+        leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
+        return leaks.watch(TieredCache.builder(origin).tier(memory).tier(DiskTier.builder().directory(disk)
+                .capacity(DISK).segmentSize(PlanVersusRunTest.SEGMENT).build()).pageSize(64 << 10)
+                .leakDetection(LeakDetection.PARANOID).build());
+    }
+}
