@@ -9,13 +9,15 @@ package dev.granary.loader;
  * keeps it; {@code SamplerTest} pins it with known vectors, decision 0006). With {@code mix} = SplitMix64's
  * finalizer, {@code γ = 0x9E3779B97F4A7C15} and {@code combine(h, v) = mix(h + γ × (v + 1))}:
  * <ul>
- *   <li><b>{@code n >= 2^16}: a balanced Feistel network with cycle-walking.</b> {@code h = ⌈⌈log2 n⌉ / 2⌉} bits per
- *       half, so the network's domain {@code 2^(2h)} is below {@code 4n}; round key {@code k_i = combine(key, i)} for
- *       {@code i = 0 … 5}; {@code x = L × 2^h + R}; round {@code i} maps {@code (L, R)} to
- *       {@code (R, L ^ (mix(k_i + γ × (R + 1)) & (2^h − 1)))} (the round function is output {@code R + 1} of a
- *       SplitMix64 stream seeded with {@code k_i}); a result {@code >= n} is encrypted again until it falls below
- *       {@code n} (cycle-walking keeps it a bijection of {@code [0, n)}; fewer than 4 passes on average). O(1)
- *       memory, about 6 to 24 {@code mix} calls per index.</li>
+ *   <li><b>{@code n >= 2^16}: a Feistel network with cycle-walking.</b> With {@code bits = ⌈log2 n⌉}, a value is
+ *       {@code x = L × 2^b + R}, {@code L} its {@code a = ⌈bits / 2⌉} high bits and {@code R} its
+ *       {@code b = ⌊bits / 2⌋} low bits, so the network's domain {@code 2^bits} is below {@code 2n}. Step
+ *       {@code i = 0 … 7} has key {@code k_i = combine(key, i)} and round function
+ *       {@code F_i(v) = mix(k_i + γ × (v + 1))} (output {@code v + 1} of a SplitMix64 stream seeded with
+ *       {@code k_i}); an even step sets {@code L ^= F_i(R) & (2^a − 1)}, an odd one {@code R ^= F_i(L) & (2^b − 1)}:
+ *       8 steps are 4 Luby–Rackoff rounds. A result {@code >= n} is encrypted again until it falls below {@code n}
+ *       (cycle-walking keeps it a bijection of {@code [0, n)}; fewer than 2 passes on average). O(1) memory, about
+ *       8 to 16 {@code mix} calls per index.</li>
  *   <li><b>{@code n < 2^16}: a Fisher–Yates shuffle</b> of {@code 0 … n − 1} from the state {@code key}: each draw
  *       adds {@code γ} to the state and takes {@code mix(state) >>> 32}; {@code i} runs from {@code n − 1} down to
  *       {@code 1} and swaps with {@code j} uniform in {@code [0, i]} by Lemire's multiply-shift with rejection. A
@@ -28,13 +30,14 @@ package dev.granary.loader;
 final class KeyedPermutation {
 
     static final long GAMMA = 0x9E3779B97F4A7C15L;
-    static final int ROUNDS = 6;
+    static final int ROUNDS = 8;
     /** Domains below this are shuffled into a table; at and above it, evaluated by the Feistel network. */
     static final int TABLE_LIMIT = 1 << 16;
 
     private final long n;
-    private final int half;
-    private final long mask;
+    private final int lowBits;
+    private final long highMask;
+    private final long lowMask;
     private final long[] keys;
     private final int[] table;
 
@@ -50,15 +53,17 @@ final class KeyedPermutation {
         this.n = n;
         if (n < TABLE_LIMIT) {
             table = fisherYates((int) n, key);
-            half = 0;
-            mask = 0;
+            lowBits = 0;
+            highMask = 0;
+            lowMask = 0;
             keys = null;
             return;
         }
         table = null;
         int bits = 64 - Long.numberOfLeadingZeros(n - 1);
-        this.half = (bits + 1) / 2;
-        this.mask = (1L << half) - 1;
+        this.lowBits = bits / 2;
+        this.highMask = (1L << (bits - lowBits)) - 1;
+        this.lowMask = (1L << lowBits) - 1;
         this.keys = new long[ROUNDS];
         for (int i = 0; i < ROUNDS; i++) {
             keys[i] = combine(key, i);
@@ -95,15 +100,13 @@ final class KeyedPermutation {
     }
 
     private long encrypt(long x) {
-        long l = x >>> half;
-        long r = x & mask;
-        for (int i = 0; i < ROUNDS; i++) {
-            long f = mix(keys[i] + GAMMA * (r + 1)) & mask;
-            long t = l ^ f;
-            l = r;
-            r = t;
+        long l = x >>> lowBits;
+        long r = x & lowMask;
+        for (int i = 0; i < ROUNDS; i += 2) {
+            l ^= mix(keys[i] + GAMMA * (r + 1)) & highMask;
+            r ^= mix(keys[i + 1] + GAMMA * (l + 1)) & lowMask;
         }
-        return (l << half) | r;
+        return (l << lowBits) | r;
     }
 
     private static int[] fisherYates(int n, long state) {

@@ -10,11 +10,14 @@ package dev.granary.loader;
  * Immutable and thread-safe.
  *
  * <h2>The algorithm</h2>
- * Every permutation is a {@code KeyedPermutation}: a balanced Feistel network with cycle-walking, a keyed bijection
- * on {@code [0, m)} evaluated index by index ({@code mix} = SplitMix64's finalizer, {@code γ = 0x9E3779B97F4A7C15},
- * {@code combine(h, v) = mix(h + γ(v + 1))}; round keys {@code combine(key, i)}, 6 rounds over halves of
- * {@code h = max(8, ⌈log2 m / 2⌉)} bits, round function = low {@code h} bits of {@code mix(k_i + γ(R + 1))}, values
- * {@code >= m} re-encrypted until below {@code m}). The key of permutation {@code tag} in epoch {@code e} for part
+ * Every permutation is a {@code KeyedPermutation}, a keyed bijection on {@code [0, m)} ({@code mix} = SplitMix64's
+ * finalizer, {@code γ = 0x9E3779B97F4A7C15}, {@code combine(h, v) = mix(h + γ(v + 1))}): for {@code m >= 2^16} a
+ * Feistel network evaluated index by index — {@code x} split into its {@code a = ⌈bits/2⌉} high and
+ * {@code b = ⌊bits/2⌋} low bits, {@code bits = ⌈log2 m⌉}; 8 steps {@code i} with {@code k_i = combine(key, i)}, even
+ * steps {@code L ^= mix(k_i + γ(R + 1)) mod 2^a}, odd steps {@code R ^= mix(k_i + γ(L + 1)) mod 2^b}; a value
+ * {@code >= m} is re-encrypted until below {@code m} (cycle-walking); for {@code m < 2^16} a Fisher–Yates shuffle into a
+ * table, drawing {@code mix(state += γ) >>> 32} from {@code state = key} with Lemire's unbiased bounded draw
+ * ({@code KeyedPermutation} has the details). The key of permutation {@code tag} in epoch {@code e} for part
  * {@code id} is {@code combine(combine(combine(seed, tag), e), id)}; tags: 1 the epoch's sample order, 2 the epoch's
  * shard order, 3 a block's sample shuffle (further combined with the block number), 4 the stable order STABLE
  * partitions ({@code e = 0, id = 0}: fixed for the run), 5 a node's sample order under STABLE. A whole-dataset order has
