@@ -21,7 +21,7 @@ final class EpochOrder implements Sampler {
 
     private final int n;
     private final Shuffle shuffle;
-    /** Shard {@code s} holds samples {@code [firstSample[s], firstSample[s + 1])}; null for a dataset without shards. */
+    /** Shard {@code s} holds {@code [firstSample[s], firstSample[s + 1])}; null for a dataset without shards. */
     private final int[] firstSample;
     private final boolean sharded;
     private final Partitioning partitioning;

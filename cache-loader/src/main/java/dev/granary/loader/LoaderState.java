@@ -12,8 +12,9 @@ import java.util.Map;
  * checkpoint: it is {@link Serializable}, and {@link #encode()} / {@link #decode(String)} give a one-line text form.
  *
  * <h2>Text format</h2>
- * Version 2 ({@code granary-loader-state/2 epoch=… nextBatch=… datasetSize=… batchSize=… dropLast=… shuffle=none|samples|shard-blocks
- * seed=… blockShards=… partitioning=per-epoch|stable rank=… worldSize=… ranksPerNode=… canonicalPartitions=…}) records
+ * Version 2 ({@code granary-loader-state/2 epoch=… nextBatch=… datasetSize=… batchSize=… dropLast=…
+ * shuffle=none|samples|shard-blocks seed=… blockShards=… partitioning=per-epoch|stable rank=… worldSize=…
+ * ranksPerNode=… canonicalPartitions=…}) records
  * the shuffle kind, block size and partitioning. {@link #decode(String)} still reads version 1 (before shard blocks
  * and partitions) <em>at an epoch boundary</em> ({@code nextBatch=0}): as a per-sample shuffle (or none) split per
  * epoch, which is all version 1 could express. It refuses a version-1 state in the middle of an epoch: version 1 was

@@ -15,13 +15,13 @@ package dev.granary.loader;
  * Feistel network evaluated index by index — {@code x} split into its {@code a = ⌈bits/2⌉} high and
  * {@code b = ⌊bits/2⌋} low bits, {@code bits = ⌈log2 m⌉}; 8 steps {@code i} with {@code k_i = combine(key, i)}, even
  * steps {@code L ^= mix(k_i + γ(R + 1)) mod 2^a}, odd steps {@code R ^= mix(k_i + γ(L + 1)) mod 2^b}; a value
- * {@code >= m} is re-encrypted until below {@code m} (cycle-walking); for {@code m < 2^16} a Fisher–Yates shuffle into a
- * table, drawing {@code mix(state += γ) >>> 32} from {@code state = key} with Lemire's unbiased bounded draw
+ * {@code >= m} is re-encrypted until below {@code m} (cycle-walking); for {@code m < 2^16} a Fisher–Yates shuffle into
+ * a table, drawing {@code mix(state += γ) >>> 32} from {@code state = key} with Lemire's unbiased bounded draw
  * ({@code KeyedPermutation} has the details). The key of permutation {@code tag} in epoch {@code e} for part
  * {@code id} is {@code combine(combine(combine(seed, tag), e), id)}; tags: 1 the epoch's sample order, 2 the epoch's
  * shard order, 3 a block's sample shuffle (further combined with the block number), 4 the stable order STABLE
- * partitions ({@code e = 0, id = 0}: fixed for the run), 5 a node's sample order under STABLE. A whole-dataset order has
- * {@code id = 0}; a STABLE node's has {@code id = firstPartition × 2^32 + endPartition}.
+ * partitions ({@code e = 0, id = 0}: fixed for the run), 5 a node's sample order under STABLE. A whole-dataset order
+ * has {@code id = 0}; a STABLE node's has {@code id = firstPartition × 2^32 + endPartition}.
  * <ul>
  *   <li>{@link Shuffle#samples(long)}: position {@code p} of epoch {@code e} holds sample {@code π(p)}.</li>
  *   <li>{@link Shuffle#shardBlocks(long, int)}: position {@code i} of the shard order holds shard {@code τ(i)};
@@ -96,8 +96,8 @@ public sealed interface Sampler permits EpochOrder {
     }
 
     /**
-     * {@return a sampler over a dataset of shards}: shard {@code s} holds {@code shardSizes[s]} consecutive samples, the
-     * first shard's first (as {@link WebDataset} numbers them)
+     * {@return a sampler over a dataset of shards}: shard {@code s} holds {@code shardSizes[s]} consecutive samples,
+     * the first shard's first (as {@link WebDataset} numbers them)
      *
      * @throws IllegalArgumentException if a size is negative, the sizes add up past {@code Integer.MAX_VALUE}, or the
      *                                  shuffle is null

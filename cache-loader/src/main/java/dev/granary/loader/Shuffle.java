@@ -95,7 +95,7 @@ public final class Shuffle implements Serializable {
         return kind != Kind.NONE;
     }
 
-    /** {@return the text form used by {@link LoaderState#encode()}: {@code none}, {@code samples}, {@code shard-blocks}} */
+    /** {@return the kind's name in {@link LoaderState#encode()}: {@code none}, {@code samples}, {@code shard-blocks}} */
     String kindName() {
         return switch (kind) {
             case NONE -> "none";

@@ -42,7 +42,8 @@ class LoaderOrderTest {
         try (ShardWriter writer = ShardWriter.builder(java.nio.file.Files.createDirectories(root.resolve("shards")))
                 .pattern("s-%04d.tar").maxCount(13).build()) {
             for (int i = 0; i < SAMPLES; i++) {
-                writer.write(String.format("k%05d", i), Map.of("txt", ("sample " + i).getBytes(StandardCharsets.UTF_8)));
+                writer.write(String.format("k%05d", i),
+                        Map.of("txt", ("sample " + i).getBytes(StandardCharsets.UTF_8)));
             }
             writer.close();
             shards = writer.shards().stream().map(s -> "shards/" + s).toList();

@@ -456,7 +456,8 @@ class SamplerTest {
 
     @Test
     void stablePartsStayPutAcrossEpochsAndAreReshuffledWithin() {
-        for (Sampler base : List.of(Sampler.shuffled(10_007, 1), Sampler.ofShards(shardSizes(200, 9), Shuffle.shardBlocks(1, 4)),
+        for (Sampler base : List.of(Sampler.shuffled(10_007, 1),
+                Sampler.ofShards(shardSizes(200, 9), Shuffle.shardBlocks(1, 4)),
                 Sampler.ofShards(shardSizes(200, 9), Shuffle.samples(1)))) {
             for (int rank = 0; rank < 8; rank++) {
                 Sampler s = base.shard(rank, 8, Partitioning.STABLE, 2, 960);

@@ -14,8 +14,8 @@ import java.util.StringJoiner;
 /**
  * Per-node cache hit ratios of a data-parallel job: {@code W} nodes, each with a cache of its own of {@code C} items —
  * the shipped code, a {@link GranarySubject} per node (real {@code TieredCache} over a real {@code MemoryTier} of
- * {@code C/3} items' bytes and a real {@code DiskTier} of the rest, driven by an {@code EpochDriver}) — each read in the
- * order the shipped {@link Sampler} gives that node: {@code Sampler.of(N, shuffle)} (one object per sample) or
+ * {@code C/3} items' bytes and a real {@code DiskTier} of the rest, driven by an {@code EpochDriver}) — each read in
+ * the order the shipped {@link Sampler} gives that node: {@code Sampler.of(N, shuffle)} (one object per sample) or
  * {@code Sampler.ofShards(sizes, shuffle)} (shards of {@code --shard-size} samples), then
  * {@code shard(rank, W·g, partitioning, g, P)} for each of the node's {@code g} ranks, their orders interleaved as
  * the ranks would read them at the same pace.
@@ -24,16 +24,18 @@ import java.util.StringJoiner;
  * {@code --block}, split PER_EPOCH or STABLE), it prints the steady-state hit ratio over all nodes (hits / accesses in
  * epochs {@code 1 … E − 1}), the worst node's, the tiers' measured capacity {@code C'} in items (record and segment
  * headers, whole segments: see {@link GranarySubject}), the ideal {@code min(1, C'·W/N)} — a node's cache holds at most
- * {@code C'} of the {@code N/W} samples it reads — and the ratio of the two. Accesses include the padding that equalises
- * the ranks' steps (a node's repeats of its own samples).
+ * {@code C'} of the {@code N/W} samples it reads — and the ratio of the two. Accesses include the padding that
+ * equalises the ranks' steps (a node's repeats of its own samples).
  *
  * <pre>
  * ./mvnw -q -o -DskipTests -pl cache-benchmarks -am package exec:exec@simulate-nodes
  * ./mvnw -q -o -DskipTests -pl cache-benchmarks -am package exec:exec@simulate-nodes -Dnodes.args="--items=20000 --nodes=1,2,8,32"
  * </pre>
  * Options ({@code --name=value}): {@code items} (20 000), {@code epochs} (4, at least 2), {@code seed} (1),
- * {@code nodes} ({@code 1,2,8,32}), {@code fractions} ({@code 0.5}: each {@code C·W/N}; {@code 0.5,1} doubles the run, ~10 minutes on a loaded 2-core machine), {@code shard-size} (20),
- * {@code block} (4 shards), {@code ranks-per-node} (1), {@code partitions} (960). Exit status 0, or 2 for bad arguments.
+ * {@code nodes} ({@code 1,2,8,32}), {@code fractions} ({@code 0.5}: each {@code C·W/N}; {@code 0.5,1} doubles the
+ * run, ~10 minutes on a loaded 2-core machine), {@code shard-size} (20),
+ * {@code block} (4 shards), {@code ranks-per-node} (1), {@code partitions} (960). Exit status 0, or 2 for bad
+ * arguments.
  */
 public final class NodeCacheSimulator {
 
