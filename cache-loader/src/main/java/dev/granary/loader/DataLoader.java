@@ -54,10 +54,42 @@ import java.util.concurrent.atomic.AtomicInteger;
  * the second epoch on where LRU and W-TinyLFU do not (see docs/decisions/0005-epoch-aware-caching.md).
  *
  * <h2>Order and resumption</h2>
- * Epoch {@code e} visits this rank's samples in {@code Sampler.shuffled(n, seed).shard(rank, worldSize).epoch(e)} (or
- * sequentially), the same on every machine. {@link #state()} is the position just after the last batch handed to the
+ * Epoch {@code e} visits this rank's samples in {@code Sampler.of(dataset, shuffle).shard(rank, worldSize,
+ * partitioning, ranksPerNode, canonicalPartitions).epoch(e)}, the same on every machine; a rank computes only its own
+ * part ({@link Sampler} gives the algorithm). {@link #state()} is the position just after the last batch handed to the
  * trainer; {@link #resume(LoaderState)}, in this JVM or a new one, makes the next {@link #epoch(long)} call yield
  * exactly the batches not handed out yet.
+ *
+ * <h2>Shuffles</h2>
+ * {@link Shuffle#samples(long)} ({@code shuffle(seed)}) permutes all samples every epoch.
+ * {@link Shuffle#shardBlocks(long, int)} permutes the shards of a {@link WebDataset}, cuts them into blocks of {@code k} and shuffles samples within a
+ * block, so that an epoch reads {@code k} shards at a time and they can be read whole: use it when the dataset does
+ * not fit the cache and the origin charges per request or is slow per request; the price is mixing limited to
+ * {@code k} shards' samples at a time (docs/benchmarks.md, "Shuffle quality": choose {@code k} so a block holds a few
+ * thousand samples from shards written in random order).
+ *
+ * <h2>Ranks, nodes and partitions</h2>
+ * {@link Builder#shard(int, int, Partitioning)}: with {@link Partitioning#PER_EPOCH} (the default, PyTorch's
+ * {@code DistributedSampler}) every epoch is dealt afresh, so a rank finds about {@code 1/W} of last epoch's samples in
+ * its node's cache. With {@link Partitioning#STABLE} each node keeps one part of the dataset for the whole run — a
+ * seeded random partition, whole shards for a {@link WebDataset} — and reshuffles within it every epoch, so a node
+ * cache that holds its part serves every read from the second epoch on. {@link Builder#ranksPerNode(int)} makes the
+ * ranks of one machine share its part (they split it afresh each epoch), for a cache per machine. The parts are unions
+ * of {@link Builder#canonicalPartitions(int)} fixed partitions ({@value Sampler#DEFAULT_CANONICAL_PARTITIONS} by
+ * default), so a job restarted on another number of nodes moves whole partitions, and a state at an epoch boundary
+ * resumes on any number of ranks. Every rank yields the same number of samples per epoch: shorter parts are padded by
+ * repeating their start ({@link Sampler} says by how much).
+ *
+ * <p>Why a stable partition is sound for data-parallel SGD: the partition is drawn at random, so each node's part is a
+ * uniform random subset of the dataset (without replacement), and each step's gradient is the average over all ranks'
+ * batches, i.e. over a batch that draws from every part; each epoch still visits every sample once, in a new order
+ * within each part. What changes is only which samples can share a rank's batch — a constraint on the joint order,
+ * not on the samples' distribution (MosaicML Streaming's canonical nodes and TensorFlow's per-worker file sharding
+ * make the same trade). It is not sound when a part is not representative: a tiny dataset (a part of a few hundred
+ * samples is a noisy sample of the whole), strongly clustered shards (a shard of one class or one source, with few
+ * shards per node, gives nodes different distributions; write shards in random order or use more, smaller shards),
+ * few canonical partitions (so few nodes that their parts differ visibly), or anything relying on per-rank statistics
+ * such as batch norm without synchronisation. Then use PER_EPOCH (docs/decisions/0006-epoch-orders.md).
  *
  * <p>Thread-safe: one epoch at a time is open; starting a new one closes the previous. Close the loader to stop its
  * worker threads (idle workers also exit by themselves after a few seconds).
@@ -77,8 +109,6 @@ public final class DataLoader<T> implements AutoCloseable {
     private final StagingPool staging;
     private final EpochRun.Owner<T> owner = new Positions();
     private final boolean dropLast;
-    private final boolean shuffled;
-    private final long seed;
     private final ThreadPoolExecutor workers;
     private final EpochDriver driver;
     private final CacheStats baseline;
@@ -98,10 +128,7 @@ public final class DataLoader<T> implements AutoCloseable {
                 b.maxBytesInFlight, b.skipFailed, b.collator, b.streamShards, b.partSize);
         this.counters = new LoaderCounters(b.prefetch);
         this.dropLast = b.dropLast;
-        this.shuffled = b.shuffled;
-        this.seed = b.seed;
-        Sampler s = shuffled ? Sampler.shuffled(dataset.size(), seed) : Sampler.sequential(dataset.size());
-        this.sampler = b.worldSize == 1 ? s : s.shard(b.rank, b.worldSize);
+        this.sampler = b.sampler();
         AtomicInteger n = new AtomicInteger();
         this.workers = new ThreadPoolExecutor(b.workers, b.workers, 5, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
                 r -> {
@@ -340,8 +367,14 @@ public final class DataLoader<T> implements AutoCloseable {
      * {@code state.epoch()}, and yields the batches from {@code state.nextBatch()} on — exactly the ones the loader
      * that took the state had not handed out, in the same order.
      *
+     * <p>At an epoch boundary ({@code state.nextBatch() == 0}) the rank, world size and ranks per node may differ
+     * from the loader's that took the state: an elastic restart on another number of ranks sees every sample of that
+     * epoch once, like any epoch, and under {@link Partitioning#STABLE} each node's part is still a union of the same
+     * canonical partitions. Within an epoch they must be equal.
+     *
      * @param state a state from {@link #state()} of a loader with the same dataset size, batch size, drop-last,
-     *              shuffle, seed, rank and world size
+     *              shuffle, partitioning, canonical partitions, and (within an epoch) rank, world size and ranks per
+     *              node
      * @throws IllegalArgumentException if the state is null or from a differently configured loader, or its batch is
      *                                  past the epoch's end
      * @throws IllegalStateException    if the loader is closed
@@ -351,7 +384,10 @@ public final class DataLoader<T> implements AutoCloseable {
             throw new IllegalArgumentException("state: null (expected: a LoaderState from loader.state())");
         }
         LoaderState mine = state(state.epoch(), state.nextBatch());
-        if (!mine.equals(state)) {
+        boolean elastic = state.nextBatch() == 0 && mine.equals(new LoaderState(state.epoch(), 0,
+                state.datasetSize(), state.batchSize(), state.dropLast(), state.shuffle(), state.partitioning(),
+                sampler.rank(), sampler.worldSize(), sampler.ranksPerNode(), state.canonicalPartitions()));
+        if (!mine.equals(state) && !elastic) {
             throw new IllegalArgumentException("state: " + state.encode() + " (expected: a state of a loader"
                     + " configured like this one: " + mine.encode() + ")");
         }
@@ -470,8 +506,9 @@ public final class DataLoader<T> implements AutoCloseable {
     }
 
     private LoaderState state(long epoch, long nextBatch) {
-        return new LoaderState(epoch, nextBatch, dataset.size(), batchSize, dropLast, shuffled, shuffled ? seed : 0,
-                sampler.rank(), sampler.worldSize());
+        return new LoaderState(epoch, nextBatch, dataset.size(), batchSize, dropLast, sampler.shuffle(),
+                sampler.partitioning(), sampler.rank(), sampler.worldSize(), sampler.ranksPerNode(),
+                sampler.canonicalPartitions());
     }
 
     private void ensureOpen() {
@@ -482,8 +519,8 @@ public final class DataLoader<T> implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "DataLoader[" + dataset + ", batch " + batchSize + ", " + (shuffled ? "shuffle " + seed : "sequential")
-                + ", rank " + sampler.rank() + "/" + sampler.worldSize() + "]";
+        return "DataLoader[" + dataset + ", batch " + batchSize + ", " + sampler.shuffle() + ", rank "
+                + sampler.rank() + "/" + sampler.worldSize() + " " + sampler.partitioning() + "]";
     }
 
     /**
@@ -496,10 +533,12 @@ public final class DataLoader<T> implements AutoCloseable {
         private final Dataset dataset;
         private final Decoder<T> decoder;
         private int batchSize = 32;
-        private boolean shuffled;
-        private long seed;
+        private Shuffle shuffle = Shuffle.none();
         private int rank;
         private int worldSize = 1;
+        private Partitioning partitioning = Partitioning.PER_EPOCH;
+        private int ranksPerNode = 1;
+        private int canonicalPartitions = Sampler.DEFAULT_CANONICAL_PARTITIONS;
         private int workers = Math.max(1, Runtime.getRuntime().availableProcessors());
         private int prefetch = 4;
         private int readAhead;
@@ -534,21 +573,36 @@ public final class DataLoader<T> implements AutoCloseable {
         }
 
         /**
-         * Shuffles every epoch: epoch {@code e} uses the permutation {@link Sampler#shuffled(int, long)} derives from
-         * {@code (seed, e)}. Default: sequential.
+         * Shuffles every epoch with the global per-sample shuffle: {@code shuffle(Shuffle.samples(seed))}. Default: no
+         * shuffle.
          *
          * @param seed any value
          * @return this builder
          */
         public Builder<T> shuffle(long seed) {
-            this.shuffled = true;
-            this.seed = seed;
+            return shuffle(Shuffle.samples(seed));
+        }
+
+        /**
+         * Sets how every epoch is ordered: {@link Shuffle#samples(long)}, {@link Shuffle#shardBlocks(long, int)} (a
+         * {@link WebDataset} only; checked by {@link #build()}) or {@link Shuffle#none()}. Default: none.
+         *
+         * @param shuffle the order
+         * @return this builder
+         * @throws IllegalArgumentException if null
+         */
+        public Builder<T> shuffle(Shuffle shuffle) {
+            if (shuffle == null) {
+                throw new IllegalArgumentException("shuffle: null (expected: Shuffle.none(), Shuffle.samples(seed)"
+                        + " or Shuffle.shardBlocks(seed, k))");
+            }
+            this.shuffle = shuffle;
             return this;
         }
 
         /**
-         * Makes this loader rank {@code rank} of {@code worldSize}: it yields its disjoint part of every epoch (see
-         * {@link Sampler} for the padding rule). Default: rank 0 of 1.
+         * Makes this loader rank {@code rank} of {@code worldSize}, the epochs split afresh every epoch:
+         * {@code shard(rank, worldSize, Partitioning.PER_EPOCH)}. Default: rank 0 of 1.
          *
          * @param rank      {@code 0 <= rank < worldSize}
          * @param worldSize {@code >= 1}
@@ -556,16 +610,74 @@ public final class DataLoader<T> implements AutoCloseable {
          * @throws IllegalArgumentException if out of range
          */
         public Builder<T> shard(int rank, int worldSize) {
-            if (worldSize < 1) {
-                throw new IllegalArgumentException("world size: " + worldSize + " (expected: >= 1)");
-            }
-            if (rank < 0 || rank >= worldSize) {
-                throw new IllegalArgumentException("rank: " + rank + " (expected: 0 <= rank < world size "
-                        + worldSize + ")");
-            }
+            return shard(rank, worldSize, Partitioning.PER_EPOCH);
+        }
+
+        /**
+         * Makes this loader rank {@code rank} of {@code worldSize}: it yields its part of every epoch, split as
+         * {@code partitioning} says (see the {@link DataLoader} class comment, "Ranks, nodes and partitions", and
+         * {@link Sampler} for the exact rule and the padding). Default: rank 0 of 1, {@link Partitioning#PER_EPOCH}.
+         *
+         * @param rank         {@code 0 <= rank < worldSize}
+         * @param worldSize    {@code >= 1}
+         * @param partitioning {@link Partitioning#PER_EPOCH} or {@link Partitioning#STABLE}
+         * @return this builder
+         * @throws IllegalArgumentException if out of range or null
+         */
+        public Builder<T> shard(int rank, int worldSize, Partitioning partitioning) {
+            EpochOrder.checkShard(rank, worldSize, partitioning, 1, canonicalPartitions);
             this.rank = rank;
             this.worldSize = worldSize;
+            this.partitioning = partitioning;
             return this;
+        }
+
+        /**
+         * Sets how many consecutive ranks share one node (ranks {@code n g … n g + g − 1} are node {@code n}): under
+         * {@link Partitioning#STABLE} they share the node's part, which they split afresh every epoch, so that a cache
+         * of the node's (one {@code TieredCache} per machine, or a shared disk tier) holds one part, not {@code g}.
+         * Under PER_EPOCH it matters only for shard blocks (a node's ranks read the same blocks). Must divide the world
+         * size (checked by {@link #build()}). Default 1.
+         *
+         * @param ranks {@code >= 1}
+         * @return this builder
+         * @throws IllegalArgumentException if less than 1
+         */
+        public Builder<T> ranksPerNode(int ranks) {
+            if (ranks < 1) {
+                throw new IllegalArgumentException("ranks per node: " + ranks + " (expected: >= 1)");
+            }
+            this.ranksPerNode = ranks;
+            return this;
+        }
+
+        /**
+         * Sets the number {@code P} of canonical partitions {@link Partitioning#STABLE} cuts the dataset into; a node
+         * owns {@code P / nodes} of them. Keep it fixed for the life of a job: a restart on another number of nodes
+         * then moves whole partitions. Default {@value Sampler#DEFAULT_CANONICAL_PARTITIONS} (exactly equal parts for 1–6,
+         * 8, 10, 12, 16, 20, 24, 32, 48, 64, … nodes; other counts get parts differing by up to {@code N / P} samples,
+         * the shorter ones padded).
+         *
+         * @param partitions in {@code [1, 2^24]}, at least the number of nodes
+         * @return this builder
+         * @throws IllegalArgumentException if out of range
+         */
+        public Builder<T> canonicalPartitions(int partitions) {
+            if (partitions < 1 || partitions > EpochOrder.MAX_CANONICAL_PARTITIONS) {
+                throw new IllegalArgumentException("canonical partitions: " + partitions + " (expected: 1.."
+                        + EpochOrder.MAX_CANONICAL_PARTITIONS + ")");
+            }
+            this.canonicalPartitions = partitions;
+            return this;
+        }
+
+        /** The sampler of the loader being built; validates the order's settings against the dataset. */
+        private Sampler sampler() {
+            Sampler s = Sampler.of(dataset, shuffle);
+            if (worldSize == 1 && partitioning == Partitioning.PER_EPOCH && ranksPerNode == 1) {
+                return s;
+            }
+            return s.shard(rank, worldSize, partitioning, ranksPerNode, canonicalPartitions);
         }
 
         /**
@@ -741,7 +853,10 @@ public final class DataLoader<T> implements AutoCloseable {
          * Builds the loader.
          *
          * @return a new loader
-         * @throws IllegalArgumentException if the dataset has fewer samples than the world size has ranks
+         * @throws IllegalArgumentException if the dataset has fewer samples than the world size has ranks, the shuffle
+         *                                  needs shards the dataset has not, the ranks per node do not divide the world
+         *                                  size, or STABLE has more nodes than canonical partitions or a node without
+         *                                  samples
          */
         public DataLoader<T> build() {
             if (pinnedStaging && collator == null) {
@@ -752,6 +867,7 @@ public final class DataLoader<T> implements AutoCloseable {
                 throw new IllegalArgumentException("world size: " + worldSize + " for a dataset of " + dataset.size()
                         + " samples (expected: at most one rank per sample)");
             }
+            sampler(); // refuses a bad combination here, before the loader starts threads
             return new DataLoader<>(this);
         }
     }

@@ -57,7 +57,8 @@ import java.util.StringJoiner;
  * <h2>What it does not model</h2>
  * Items of different sizes (real samples vary, so a tier holds a varying count and byte-weighted and count-weighted
  * ratios differ); concurrency (many readers, prefetching and asynchronous fills reorder accesses and let the same
- * item miss twice in flight); sharding across ranks and partial or restarted epochs; time and bandwidth (a hit in
+ * item miss twice in flight); sharding across ranks ({@link NodeCacheSimulator} does: a cache per node under each
+ * partitioning) and partial or restarted epochs; time and bandwidth (a hit in
  * memory and one on disk count the same here, and which tier hits is what throughput depends on). It counts hits,
  * nothing else; only the Granary rows pay real tiers' per-page overheads.
  *
