@@ -329,7 +329,7 @@ public final class DataLoader<T> implements AutoCloseable {
             }
             throw e;
         }
-        return new DryRun(sim, ReadUnits.perSample(dataset)).run(specs);
+        return new DryRun(sim, ReadUnits.of(settings)).run(specs);
     }
 
     /** {@return the number of batches in a whole epoch of this rank} */

@@ -8,11 +8,17 @@ import java.util.Optional;
 
 /**
  * What an epoch asks its cache for, in order, as units the cache looks up and fills one by one: the one function that
- * {@link DataLoader#plan} feeds the cache's dry run with. Today every sample is its own read — an object is read whole
- * through {@code cache.read(key)} (its version looked up first, then its pages of the cache's page size), a
- * {@link WebDataset} sample is one extent of its shard, pinned to the version the shard was indexed at — so the units
- * of an epoch are its samples' units in the epoch's order. An epoch that reads shards in large parts instead (shard
- * streaming) is another implementation of this one method; nothing else in the plan changes.
+ * {@link DataLoader#plan} feeds the cache's dry run with. It follows the loader's own read path:
+ * <ul>
+ *   <li>a {@link WebDataset} epoch whose order lets it stream ({@link StreamPlan#decide}, the very function
+ *       {@link EpochRun} asks) reads its shards' parts, each one extent, in order of first use;</li>
+ *   <li>otherwise a {@link WebDataset} sample is one extent of its shard, pinned to the version the shard was indexed
+ *       at;</li>
+ *   <li>a listed object ({@link Dataset#ofObjects}) is one extent {@code [0, size)} pinned to its listed version, with
+ *       no version lookup;</li>
+ *   <li>an object of {@link Dataset#ofKeys} is read through {@code cache.read(key)}: its version looked up first, then
+ *       its pages of the cache's page size.</li>
+ * </ul>
  *
  * <p>Implementations are stateless and thread-safe.
  */
@@ -50,6 +56,33 @@ interface ReadUnits {
         void unit(PageKey key);
     }
 
+    /**
+     * {@return the units the loader with these settings reads}: shard parts for an epoch that streams (when
+     * {@code settings.streamShards()}), else sample by sample as {@link Dataset#read} reads
+     */
+    static ReadUnits of(LoaderSettings<?> settings) {
+        ReadUnits perSample = perSample(settings.dataset());
+        if (!settings.streamShards() || !(settings.dataset() instanceof WebDataset shards)) {
+            return perSample;
+        }
+        return (epoch, order, from, to, sim, sink) -> {
+            if (from == to) {
+                return;
+            }
+            StreamPlan plan = StreamPlan.decide(shards, order, from, to, settings.partSize(),
+                    settings.maxBytesInFlight());
+            if (!plan.streams()) {
+                perSample.epoch(epoch, order, from, to, sim, sink);
+                return;
+            }
+            for (int i = 0; i < plan.partCount(); i++) {
+                ObjectInfo shard = shards.shardInfo(plan.shard(i));
+                int length = ShardParts.length(plan.number(i), shard.size(), plan.partSize());
+                sink.unit(sim.extentKey(shard, ShardParts.start(plan.number(i), plan.partSize()), length));
+            }
+        };
+    }
+
     /** {@return the units of a dataset read sample by sample, as {@link Dataset#read} reads them} */
     static ReadUnits perSample(Dataset dataset) {
         return switch (dataset) {
@@ -66,6 +99,13 @@ interface ReadUnits {
             case ObjectDataset objects -> (epoch, order, from, to, sim, sink) -> {
                 for (int p = from; p < to; p++) {
                     int sample = order[p];
+                    ObjectInfo listed = objects.object(sample);
+                    if (listed != null) { // pinned to the listing: one extent, no stat (ObjectDataset.read)
+                        if (listed.size() > 0) {
+                            sink.unit(sim.extentKey(listed, 0, (int) listed.size()));
+                        }
+                        continue;
+                    }
                     String key = objects.key(sample);
                     sink.versionLookup(key);
                     ObjectInfo info = objectInfo(objects, sample, sim);

@@ -725,29 +725,6 @@ public final class WebDataset extends Dataset {
         return cache;
     }
 
-    /** {@return the number of shards} */
-    int shardCount() {
-        return shards.size();
-    }
-
-    /**
-     * {@return the first sample of shard {@code shard}}: shard {@code s} holds samples
-     * {@code [firstSample(s), firstSample(s + 1))}; {@code firstSample(shardCount())} is {@link #size()}
-     */
-    int firstSample(int shard) {
-        int lo = 0;
-        int hi = shardOf.length;
-        while (lo < hi) { // the first sample whose shard is at least `shard`
-            int mid = (lo + hi) >>> 1;
-            if (shardOf[mid] < shard) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        return lo;
-    }
-
     /** {@return the shards, in the order given} */
     public List<String> shards() {
         return shards;

@@ -364,7 +364,7 @@ class ShardStreamTest {
         assertTrue(StreamPlan.decide(dataset, shuffled, 0, n, PART, 2 * total).streams());
 
         // A rank taking every 4th sample would read 4 times the bytes it uses.
-        int[] strided = Samplers.strided(identity(n), 1, 4, (n + 3) / 4);
+        int[] strided = java.util.stream.IntStream.range(0, (n + 3) / 4).map(k -> (1 + 4 * k) % n).toArray();
         StreamPlan rank = StreamPlan.decide(dataset, strided, 0, strided.length, PART, 256L << 20);
         assertFalse(rank.streams());
         assertTrue(rank.reason().contains("per-sample reads move fewer bytes"), rank.reason());
