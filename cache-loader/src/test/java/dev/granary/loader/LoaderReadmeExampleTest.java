@@ -62,8 +62,8 @@ class LoaderReadmeExampleTest {
 
             try (DataLoader<Example> loader = DataLoader.builder(shards, sample -> decode(sample.fields()))
                     .batchSize(64)
-                    .shuffle(42L)
-                    .shard(rank, worldSize)
+                    .shuffle(Shuffle.shardBlocks(42L, 8))
+                    .shard(rank, worldSize, Partitioning.STABLE)
                     .workers(8)
                     .prefetch(4)
                     .build()) {
@@ -76,6 +76,11 @@ class LoaderReadmeExampleTest {
                     LoaderState checkpoint = loader.state();
                     checkpoints.add(checkpoint);
                 }
+                LoaderPlan plan = loader.plan(3);              // the next three epochs, predicted
+                EpochPlan e = plan.epochs().get(1);
+                double dollars = e.requestCost(0.0004);
+                assertEquals(0, e.originRequests(), "the memory tier holds both shards: " + e);
+                assertEquals(0.0, dollars);
             }
             // --- end ---
         }
