@@ -84,8 +84,10 @@ class FashionMnistTrainingTest {
         net.init();
         List<LoaderStats> epochs = new ArrayList<>();
         List<Long> wallNanos = new ArrayList<>();
+        WebDataset trainSet = WebDataset.of(cache, trainShards);
+        long indexingReads = cache.stats().origin().reads();
         try (GranaryDataSetIterator train = GranaryDataSetIterator
-                .builder(WebDataset.of(cache, trainShards), FashionMnistTraining.ENCODER)
+                .builder(trainSet, FashionMnistTraining.ENCODER)
                 .features(FashionMnist.PIXELS).labels(10)
                 .batchSize(BATCH).shuffle(42L).workers(2).prefetch(4)
                 .preProcessor(new ImagePreProcessingScaler(0, 1))
@@ -109,7 +111,9 @@ class FashionMnistTrainingTest {
         }
         assertEquals(60_000, epochs.get(0).samples());
         assertEquals(60_000, epochs.get(1).samples());
-        assertTrue(epochs.get(0).originReads() > 0, "epoch 1 read from S3: " + epochs.get(0));
+        // The shards have no index files: indexing reads them in 8 MiB parts, which stay in the cache and which
+        // epoch 1 streams, so S3 is read once — while indexing or in epoch 1.
+        assertTrue(indexingReads + epochs.get(0).originReads() > 0, "read from S3: " + epochs.get(0));
         assertEquals(0, epochs.get(1).originReads(), "epoch 2 asked nothing of S3");
         assertEquals(1.0, epochs.get(1).hitRatio(0), "epoch 2: every read a memory-tier hit");
 
