@@ -74,7 +74,7 @@ final class ShardIndexFile {
         }
     }
 
-    /** A damaged index: what is wrong, in the form "<what>: <value> (expected: <constraint>)". */
+    /** A damaged index: what is wrong, in the form {@code "<what>: <value> (expected: <constraint>)"}. */
     static final class Damaged extends Exception {
         private static final long serialVersionUID = 1L;
 
