@@ -5,7 +5,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /** {@code --name=value} options of the benchmark mains: integers, each with a default; unknown names are errors. */
-final class Options {
+public final class Options {
 
     private Options() {}
 
@@ -14,7 +14,7 @@ final class Options {
      *
      * @throws IllegalArgumentException naming the argument and the expectation
      */
-    static Map<String, Long> parse(String[] args, Map<String, String> defaults) {
+    public static Map<String, Long> parse(String[] args, Map<String, String> defaults) {
         Map<String, Long> values = new LinkedHashMap<>();
         defaults.forEach((name, value) -> values.put(name, number(name, value)));
         for (String arg : args) {

@@ -35,7 +35,7 @@ public final class SamplerCostBenchmark {
      */
     public static void main(String[] args) {
         Locale.setDefault(Locale.ROOT);
-        Map<String, Long> o = OrderOptions.parse(args, Map.of("samples", "5000000", "ranks", "8", "shard-size", "1000",
+        Map<String, Long> o = dev.granary.bench.Options.parse(args, Map.of("samples", "5000000", "ranks", "8", "shard-size", "1000",
                 "block", "8", "repeats", "3"));
         int n = Math.toIntExact(o.get("samples"));
         int world = Math.toIntExact(o.get("ranks"));

@@ -45,7 +45,7 @@ public final class ShuffleQualityBenchmark {
      */
     public static void main(String[] args) {
         Locale.setDefault(Locale.ROOT);
-        Map<String, Long> o = OrderOptions.parse(args, Map.of("samples", "1000000", "shard-size", "1000", "batch",
+        Map<String, Long> o = dev.granary.bench.Options.parse(args, Map.of("samples", "1000000", "shard-size", "1000", "batch",
                 "256", "epochs", "2"));
         int n = Math.toIntExact(o.get("samples"));
         int shardSize = Math.toIntExact(o.get("shard-size"));
