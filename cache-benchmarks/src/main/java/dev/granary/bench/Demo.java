@@ -50,8 +50,9 @@ import java.util.stream.Stream;
  * </pre>
  * Options {@code --name=value}: shards (32), samples-per-shard (128), sample-size (16384 bytes, mean), files (1024),
  * file-size (16384, mean), latency-ms (20), mbps (25, per connection), concurrency (16), batch (32), compute-ms (20),
- * epochs (3), memory-mb (48), disk-mb (128), workers (2), seed (1), index-files (1). Exit status 2 for bad
- * arguments.
+ * epochs (3), memory-mb (48), disk-mb (128), workers (2), seed (1), index-files (1), stream-shards (1: training
+ * epochs read whole shards in parts when their order allows; 0: one ranged read per sample). Exit status 2 for
+ * bad arguments.
  */
 public final class Demo {
 
@@ -61,7 +62,8 @@ public final class Demo {
             Map.entry("file-size", "16384"), Map.entry("latency-ms", "20"), Map.entry("mbps", "25"),
             Map.entry("concurrency", "16"), Map.entry("batch", "32"), Map.entry("compute-ms", "20"),
             Map.entry("epochs", "3"), Map.entry("memory-mb", "48"), Map.entry("disk-mb", "128"),
-            Map.entry("workers", "2"), Map.entry("seed", "1"), Map.entry("index-files", "1")));
+            Map.entry("workers", "2"), Map.entry("seed", "1"), Map.entry("index-files", "1"),
+            Map.entry("stream-shards", "1")));
 
     private Demo() {}
 
@@ -138,7 +140,7 @@ public final class Demo {
                             }
                             return sample.index();
                         }).batchSize(o.get("batch").intValue()).shuffle(42).workers(o.get("workers").intValue())
-                        .prefetch(8).build();
+                        .streamShards(o.get("stream-shards") != 0).prefetch(8).build();
                         DataLoader<Integer> validate = DataLoader.builder(files, sample -> {
                             if (!LoaderWorld.verifyFile(sample.bytes())) {
                                 mismatches.incrementAndGet();

@@ -12,6 +12,8 @@ import dev.granary.loader.Decoder;
 import dev.granary.loader.Epoch;
 import dev.granary.loader.LoaderState;
 import dev.granary.loader.LoaderStats;
+import dev.granary.loader.Partitioning;
+import dev.granary.loader.Shuffle;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -200,7 +202,7 @@ public final class GranaryDataset implements ai.djl.training.dataset.Dataset, Au
         }
         // The iterator took this batch from the loader to see whether one follows; DJL has not had it yet.
         return new LoaderState(fetched.epoch(), fetched.index(), s.datasetSize(), s.batchSize(), s.dropLast(),
-                s.shuffled(), s.seed(), s.rank(), s.worldSize());
+                s.shuffle(), s.partitioning(), s.rank(), s.worldSize(), s.ranksPerNode(), s.canonicalPartitions());
     }
 
     /**
@@ -322,6 +324,20 @@ public final class GranaryDataset implements ai.djl.training.dataset.Dataset, Au
         }
 
         /**
+         * Sets how every epoch is ordered: {@code Shuffle.samples(seed)} (as {@link #shuffle(long)}),
+         * {@code Shuffle.shardBlocks(seed, k)} — shards permuted, samples shuffled within blocks of {@code k} shards,
+         * each shard read whole in large parts (a {@code WebDataset} only) — or {@code Shuffle.none()}.
+         *
+         * @param shuffle the order
+         * @return this builder
+         * @throws IllegalArgumentException if null
+         */
+        public Builder<T> shuffle(Shuffle shuffle) {
+            options.shuffle(shuffle);
+            return this;
+        }
+
+        /**
          * Makes this dataset rank {@code rank} of {@code worldSize}: it yields its disjoint part of every epoch (one
          * rank per process: per GPU, or per node). Default: rank 0 of 1.
          *
@@ -332,6 +348,35 @@ public final class GranaryDataset implements ai.djl.training.dataset.Dataset, Au
          */
         public Builder<T> shard(int rank, int worldSize) {
             options.shard(rank, worldSize);
+            return this;
+        }
+
+        /**
+         * Makes this dataset rank {@code rank} of {@code worldSize}, split as {@code partitioning} says:
+         * {@code Partitioning.STABLE} keeps each rank's (each node's) part across epochs, reshuffled within it, so a
+         * node's cache keeps hitting; {@code Partitioning.PER_EPOCH} is {@link #shard(int, int)}.
+         *
+         * @param rank         {@code 0 <= rank < worldSize}
+         * @param worldSize    {@code >= 1}
+         * @param partitioning how epochs are split between ranks
+         * @return this builder
+         * @throws IllegalArgumentException if out of range or null
+         */
+        public Builder<T> shard(int rank, int worldSize, Partitioning partitioning) {
+            options.shard(rank, worldSize, partitioning);
+            return this;
+        }
+
+        /**
+         * Sets how many consecutive ranks share one node and its cache (under {@code Partitioning.STABLE} they share
+         * the node's part). Must divide the world size. Default 1.
+         *
+         * @param ranks {@code >= 1}
+         * @return this builder
+         * @throws IllegalArgumentException if less than 1
+         */
+        public Builder<T> ranksPerNode(int ranks) {
+            options.ranksPerNode(ranks);
             return this;
         }
 

@@ -16,7 +16,9 @@ import ai.djl.training.dataset.Batch;
 import dev.granary.TieredCache;
 import dev.granary.loader.Dataset;
 import dev.granary.loader.LoaderState;
+import dev.granary.loader.Partitioning;
 import dev.granary.loader.Sampler;
+import dev.granary.loader.Shuffle;
 import dev.granary.testkit.LeakCheck;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -240,6 +242,53 @@ class GranaryDatasetTest {
                 IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                         () -> other.resume(LoaderState.decode(checkpoint)));
                 assertTrue(e.getMessage().contains("seed=7") && e.getMessage().contains("expected"), e.getMessage());
+            }
+        }
+    }
+
+    @Test
+    void aStablePartitionResumesWithItsOrderAndPartitioningInTheState() throws IOException {
+        try (TieredCache cache = DjlFixture.cache(leaks, root)) {
+            Dataset samples = Dataset.ofObjects(cache, "train/");
+            List<int[]> reference = new ArrayList<>();
+            try (GranaryDataset dataset = DjlFixture.builder(samples).batchSize(BATCH)
+                    .shuffle(Shuffle.samples(SEED)).shard(1, 2, Partitioning.STABLE).build()) {
+                for (int e = 0; e < 2; e++) {
+                    for (Batch batch : dataset.getData(manager)) {
+                        reference.add(check(batch).indices());
+                    }
+                }
+            }
+            String checkpoint;
+            try (GranaryDataset dataset = DjlFixture.builder(samples).batchSize(BATCH)
+                    .shuffle(Shuffle.samples(SEED)).shard(1, 2, Partitioning.STABLE).build()) {
+                Iterator<Batch> it = dataset.getData(manager).iterator();
+                assertArrayEquals(reference.get(0), check(it.next()).indices());
+                assertTrue(it.hasNext()); // the loader's batch 1 is taken; the state must still say batch 1
+                LoaderState state = dataset.state();
+                assertEquals(Partitioning.STABLE, state.partitioning());
+                assertEquals(Shuffle.samples(SEED), state.shuffle());
+                assertEquals(1, state.nextBatch());
+                checkpoint = state.encode();
+            }
+            try (GranaryDataset dataset = DjlFixture.builder(samples).batchSize(BATCH)
+                    .shuffle(Shuffle.samples(SEED)).shard(1, 2, Partitioning.STABLE).build()) {
+                dataset.resume(LoaderState.decode(checkpoint));
+                List<int[]> rest = new ArrayList<>();
+                for (int e = 0; e < 2; e++) {
+                    for (Batch batch : dataset.getData(manager)) {
+                        rest.add(check(batch).indices());
+                    }
+                }
+                assertEquals(reference.size() - 1, rest.size());
+                for (int b = 0; b < rest.size(); b++) {
+                    assertArrayEquals(reference.get(b + 1), rest.get(b), "batch " + (b + 1) + " of the reference");
+                }
+            }
+            try (GranaryDataset perEpoch = DjlFixture.builder(samples).batchSize(BATCH)
+                    .shuffle(Shuffle.samples(SEED)).shard(1, 2).build()) {
+                assertThrows(IllegalArgumentException.class, () -> perEpoch.resume(LoaderState.decode(checkpoint)),
+                        "a state of a STABLE partition does not resume a PER_EPOCH dataset");
             }
         }
     }

@@ -8,8 +8,10 @@ import dev.granary.loader.Dataset;
 import dev.granary.loader.Epoch;
 import dev.granary.loader.LoaderState;
 import dev.granary.loader.LoaderStats;
+import dev.granary.loader.Partitioning;
 import dev.granary.loader.Sample;
 import dev.granary.loader.SampleException;
+import dev.granary.loader.Shuffle;
 import java.io.NotSerializableException;
 import java.io.ObjectInputStream;
 import java.io.ObjectOutputStream;
@@ -577,6 +579,20 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
         }
 
         /**
+         * Sets how every epoch is ordered: {@code Shuffle.samples(seed)} (as {@link #shuffle(long)}),
+         * {@code Shuffle.shardBlocks(seed, k)} — shards permuted, samples shuffled within blocks of {@code k} shards,
+         * each shard read whole in large parts (a {@code WebDataset} only) — or {@code Shuffle.none()}.
+         *
+         * @param shuffle the order
+         * @return this builder
+         * @throws IllegalArgumentException if null
+         */
+        public Builder shuffle(Shuffle shuffle) {
+            options.shuffle(shuffle);
+            return this;
+        }
+
+        /**
          * Makes this iterator rank {@code rank} of {@code worldSize}: it yields its disjoint part of every epoch, of
          * {@code ceil(N / worldSize)} samples (padded by repeating at most {@code worldSize - 1} samples, so every rank
          * runs the same number of steps). Default: rank 0 of 1.
@@ -588,6 +604,35 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
          */
         public Builder shard(int rank, int worldSize) {
             options.shard(rank, worldSize);
+            return this;
+        }
+
+        /**
+         * Makes this iterator rank {@code rank} of {@code worldSize}, split as {@code partitioning} says:
+         * {@code Partitioning.STABLE} keeps each rank's (each node's) part across epochs, reshuffled within it, so a
+         * node's cache keeps hitting; {@code Partitioning.PER_EPOCH} is {@link #shard(int, int)}.
+         *
+         * @param rank         {@code 0 <= rank < worldSize}
+         * @param worldSize    {@code >= 1}
+         * @param partitioning how epochs are split between ranks
+         * @return this builder
+         * @throws IllegalArgumentException if out of range or null
+         */
+        public Builder shard(int rank, int worldSize, Partitioning partitioning) {
+            options.shard(rank, worldSize, partitioning);
+            return this;
+        }
+
+        /**
+         * Sets how many consecutive ranks share one node and its cache (under {@code Partitioning.STABLE} they share
+         * the node's part). Must divide the world size. Default 1.
+         *
+         * @param ranks {@code >= 1}
+         * @return this builder
+         * @throws IllegalArgumentException if less than 1
+         */
+        public Builder ranksPerNode(int ranks) {
+            options.ranksPerNode(ranks);
             return this;
         }
 

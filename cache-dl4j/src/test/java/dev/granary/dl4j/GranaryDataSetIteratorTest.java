@@ -14,8 +14,10 @@ import dev.granary.TieredCache;
 import dev.granary.loader.Dataset;
 import dev.granary.loader.LoaderState;
 import dev.granary.loader.LoaderStats;
+import dev.granary.loader.Partitioning;
 import dev.granary.loader.SampleException;
 import dev.granary.loader.Sampler;
+import dev.granary.loader.Shuffle;
 import dev.granary.testkit.LeakCheck;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -199,6 +201,29 @@ class GranaryDataSetIteratorTest {
             assertEquals(N, total);
             assertEquals(N, seen.size(), "epoch " + e + ": the ranks' parts are disjoint and cover the dataset");
         }
+    }
+
+    @Test
+    void shardBlocksAndStablePartsAreSetOnTheIteratorsBuilder() {
+        int world = 2;
+        Shuffle blocks = Shuffle.shardBlocks(9, 2);
+        Set<Integer> seen = new HashSet<>();
+        for (int rank = 0; rank < world; rank++) {
+            try (GranaryDataSetIterator it = builder().shuffle(blocks).shard(rank, world, Partitioning.STABLE)
+                    .build()) {
+                List<Integer> first = drainEpoch(it);
+                it.reset();
+                List<Integer> second = drainEpoch(it);
+                Sampler sampler = Sampler.of(dataset, blocks).shard(rank, world, Partitioning.STABLE);
+                assertEquals(boxed(sampler.epoch(0)), first);
+                assertEquals(boxed(sampler.epoch(1)), second);
+                assertEquals(new HashSet<>(first), new HashSet<>(second), "a stable part keeps its samples");
+                assertEquals(Partitioning.STABLE, it.state().partitioning());
+                assertEquals(blocks, it.state().shuffle());
+                seen.addAll(first);
+            }
+        }
+        assertEquals(N, seen.size(), "the ranks' stable parts cover the dataset");
     }
 
     @Test

@@ -42,11 +42,12 @@ import java.util.concurrent.atomic.AtomicInteger;
  * Over a {@link WebDataset}, an epoch whose order keeps few shards open at once — sequential, or shuffled within
  * blocks of a few shards — reads each shard in large parts ({@link Builder#shardPartSize(int)}, 8 MiB by default)
  * ahead of the trainer, in parallel, and serves its samples as slices of them: one origin request per part instead of
- * one per sample, each part cached as one unit. The parts held (read ahead, or with samples not yet decoded) count
- * against {@link Builder#maxBytesInFlight(long)}; an order whose parts cannot fit there — a global per-sample shuffle
- * needs the whole dataset — reads each sample as its own extent, and the loader logs why once. Memory for streaming
- * an order of blocks of {@code k} shards: {@code k × shard size} at least, twice that for the next block to load while
- * the trainer consumes this one. See {@link Builder#streamShards(boolean)}.
+ * one per sample, each part cached as one unit. The parts held (read ahead, or with samples not yet decoded) are
+ * cached pages leased by the epoch; they count against {@link Builder#maxBytesInFlight(long)} if set, else against the
+ * larger of 256 MiB and a quarter of the cache's capacity. An order whose parts cannot fit there — a global
+ * per-sample shuffle needs the whole dataset — reads each sample as its own extent, and the loader logs why once.
+ * Memory for streaming an order of blocks of {@code k} shards: {@code k × shard size} at least, twice that for the
+ * next block to load while the trainer consumes this one. See {@link Builder#streamShards(boolean)}.
  *
  * <h2>Caching</h2>
  * By default the loader drives its cache through an {@link EpochDriver}: while an epoch runs, the cache's tiers keep a
@@ -99,6 +100,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class DataLoader<T> implements AutoCloseable {
 
     private static final System.Logger LOG = System.getLogger(DataLoader.class.getName());
+    /** The bound on bytes read and not yet decoded when the builder did not set one. */
+    static final long DEFAULT_MAX_BYTES_IN_FLIGHT = 256L << 20;
+    /** The share of the cache's capacity an epoch may hold in shard parts when the builder set no bound. */
+    static final int STREAM_SHARE_DIVISOR = 4;
     private static final Cleaner CLEANER = Cleaner.create();
 
     private final LoaderSettings<T> settings;
@@ -124,8 +129,11 @@ public final class DataLoader<T> implements AutoCloseable {
         this.dataset = b.dataset;
         this.batchSize = b.batchSize;
         int readAhead = b.readAhead > 0 ? b.readAhead : (int) Math.min(1024, (long) b.batchSize * b.prefetch);
+        long maxBytesInFlight = b.maxBytesInFlight > 0 ? b.maxBytesInFlight : DEFAULT_MAX_BYTES_IN_FLIGHT;
+        long streamBudget = b.maxBytesInFlight > 0 ? b.maxBytesInFlight
+                : defaultStreamBudget(b.dataset.cache().stats());
         this.settings = new LoaderSettings<>(b.dataset, b.decoder, b.batchSize, b.prefetch, readAhead,
-                b.maxBytesInFlight, b.skipFailed, b.collator, b.streamShards, b.partSize);
+                maxBytesInFlight, streamBudget, b.skipFailed, b.collator, b.streamShards, b.partSize);
         this.counters = new LoaderCounters(b.prefetch);
         this.dropLast = b.dropLast;
         this.sampler = b.sampler();
@@ -144,6 +152,29 @@ public final class DataLoader<T> implements AutoCloseable {
         this.position = state(0, 0);
         // A loader dropped without close() must not keep pinning the cache's resident set nor its threads.
         this.resources = CLEANER.register(this, new Resources(workers, driver, staging));
+    }
+
+    /** {@return what epochs of this loader read with (tests: the resolved defaults)} */
+    LoaderSettings<T> settings() {
+        return settings;
+    }
+
+    /**
+     * The bytes of shard parts an epoch may hold when the builder set no {@code maxBytesInFlight}: held parts are pages
+     * in the cache's tiers, so a quarter of the cache — leaving the rest to what the epoch caches — or 256 MiB if
+     * that is larger (a stream needs a few parts whatever the cache).
+     */
+    static long defaultStreamBudget(CacheStats stats) {
+        long capacity = 0;
+        for (TierStats tier : stats.tiers()) {
+            capacity = saturatedAdd(capacity, tier.capacityBytes());
+        }
+        return Math.max(DEFAULT_MAX_BYTES_IN_FLIGHT, capacity / STREAM_SHARE_DIVISOR);
+    }
+
+    private static long saturatedAdd(long a, long b) {
+        long sum = a + b;
+        return ((a ^ sum) & (b ^ sum)) < 0 ? Long.MAX_VALUE : sum;
     }
 
     /** What a loader holds beyond the heap: released by close(), or by the cleaner for a forgotten loader. */
@@ -542,7 +573,8 @@ public final class DataLoader<T> implements AutoCloseable {
         private int workers = Math.max(1, Runtime.getRuntime().availableProcessors());
         private int prefetch = 4;
         private int readAhead;
-        private long maxBytesInFlight = 256L << 20;
+        /** 0 until set: then {@link #DEFAULT_MAX_BYTES_IN_FLIGHT}, and the stream budget from the cache's size. */
+        private long maxBytesInFlight;
         private boolean dropLast;
         private boolean skipFailed;
         private boolean drive = true;
@@ -731,7 +763,9 @@ public final class DataLoader<T> implements AutoCloseable {
          * Bounds the bytes of samples read and not yet decoded. Default 256 MiB. A single sample larger than the bound
          * is still read, alone. When an epoch reads its shards in parts, the bound covers the parts held — read ahead,
          * or holding samples not yet decoded — so it also decides which orders can stream: the parts an order needs
-         * at once must fit (see the class comment).
+         * at once must fit (see the class comment). Unset, the parts held may reach the larger of 256 MiB and a
+         * quarter of the cache's capacity (the sum of its tiers'), because held parts are cached pages: a loader
+         * over a cache of 4 GiB streams shard blocks of up to 1 GiB without configuration.
          *
          * @param bytes {@code >= 1}
          * @return this builder

@@ -29,8 +29,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>Shards in parts: when {@link StreamPlan} says the epoch's order allows it (a {@link WebDataset} read in an order
  * that keeps few shards open at once), a {@link ShardStream} reads the shards' large parts ahead in order of first use
  * and a sample's read is {@link ShardStream#take(int)} — a slice of its part — instead of a ranged read of its own.
- * The parts held then are the bytes in flight, bounded by the stream against {@code maxBytesInFlight} (plus the parts
- * of the earliest sample not yet served).
+ * The parts held then are the bytes in flight, bounded by the stream against the settings' {@code streamBudget}
+ * (plus the parts of the earliest sample not yet served).
  */
 final class EpochRun<T> {
 
@@ -107,7 +107,7 @@ final class EpochRun<T> {
             return null;
         }
         StreamPlan plan = StreamPlan.decide(shards, order, from, to, settings.partSize(),
-                settings.maxBytesInFlight());
+                settings.streamBudget());
         if (!plan.streams()) {
             // Once per loader at INFO (the order is a configuration choice, the same every epoch), then DEBUG.
             System.Logger.Level level = counters.firstFallback() ? System.Logger.Level.INFO
@@ -118,9 +118,9 @@ final class EpochRun<T> {
         }
         LOG.log(System.Logger.Level.DEBUG, () -> "loader over " + shards + ": epoch " + epoch + " streams its shards: "
                 + plan.reason());
-        long parallelism = Math.max(1, Math.min(settings.readAhead(), settings.maxBytesInFlight()
+        long parallelism = Math.max(1, Math.min(settings.readAhead(), settings.streamBudget()
                 / settings.partSize()));
-        return new ShardStream(shards, plan, order, (int) parallelism, settings.maxBytesInFlight(),
+        return new ShardStream(shards, plan, order, (int) parallelism, settings.streamBudget(),
                 Long.toString(epoch));
     }
 

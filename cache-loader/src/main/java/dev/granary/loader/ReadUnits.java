@@ -70,7 +70,7 @@ interface ReadUnits {
                 return;
             }
             StreamPlan plan = StreamPlan.decide(shards, order, from, to, settings.partSize(),
-                    settings.maxBytesInFlight());
+                    settings.streamBudget());
             if (!plan.streams()) {
                 perSample.epoch(epoch, order, from, to, sim, sink);
                 return;

@@ -19,6 +19,7 @@ import dev.granary.testkit.Await;
 import dev.granary.testkit.FaultyOrigin;
 import dev.granary.testkit.Gate;
 import dev.granary.testkit.LeakCheck;
+import dev.granary.tier.DiskTier;
 import dev.granary.tier.MemoryTier;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -239,7 +240,8 @@ class ShardStreamTest {
     };
 
     private static LoaderSettings<Item> settings(WebDataset dataset, long budget) {
-        return new LoaderSettings<>(dataset, ShardStreamTest::copy, BATCH, 3, 32, budget, false, null, true, PART);
+        return new LoaderSettings<>(dataset, ShardStreamTest::copy, BATCH, 3, 32, budget, budget, false, null, true,
+                PART);
     }
 
     // ------------------------------------------------------------------------------------------------ reading
@@ -385,6 +387,30 @@ class ShardStreamTest {
                 PART - 1, 1L << 30));
         assertThrows(IllegalArgumentException.class, () -> StreamPlan.decide(dataset, new int[] {n}, 0, 1, PART,
                 1L << 30));
+    }
+
+    @Test
+    void anUnsetBoundLetsStreamsHoldAQuarterOfTheCache() throws IOException {
+        WebDataset small = WebDataset.of(cache(PosixOrigin.of(root), 64L << 20), shardKeys);
+        try (DataLoader<Item> loader = builder(small).build()) {
+            assertEquals(256L << 20, loader.settings().maxBytesInFlight());
+            assertEquals(256L << 20, loader.settings().streamBudget(), "a small cache: the 256 MiB floor");
+        }
+        Path disk = Files.createDirectories(root.resolve("disk"));
+        DiskTier big = DiskTier.builder().directory(disk).capacity(8L << 30).build(); // files grow as pages come
+        try (TieredCache cache = TieredCache.builder(PosixOrigin.of(root)).tier(big).build()) {
+            WebDataset shards = WebDataset.of(cache, shardKeys);
+            try (DataLoader<Item> loader = builder(shards).build()) {
+                assertEquals(256L << 20, loader.settings().maxBytesInFlight(), "per-sample reads keep 256 MiB");
+                assertEquals(2L << 30, loader.settings().streamBudget(), "a quarter of the 8 GiB cache");
+                // An order of blocks of 8 shards of 200 MiB (1.6 GiB) streams here without configuration.
+                assertTrue(8 * (200L << 20) <= loader.settings().streamBudget());
+            }
+            try (DataLoader<Item> loader = builder(shards).maxBytesInFlight(4L << 20).build()) {
+                assertEquals(4L << 20, loader.settings().maxBytesInFlight());
+                assertEquals(4L << 20, loader.settings().streamBudget(), "a bound the user set covers both");
+            }
+        }
     }
 
     @Test
