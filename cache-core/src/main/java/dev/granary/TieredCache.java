@@ -13,6 +13,7 @@ import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.function.LongSupplier;
 
 /**
@@ -47,6 +48,8 @@ import java.util.function.LongSupplier;
  */
 public final class TieredCache implements AutoCloseable {
 
+    private static final System.Logger LOG = System.getLogger(TieredCache.class.getName());
+
     private final Origin origin;
     private final String originId;
     private final URI originUri;
@@ -60,6 +63,7 @@ public final class TieredCache implements AutoCloseable {
     /** The loaders' epochs: while one runs, fills go to one tier only and hits are not promoted. */
     private final EpochClock epochs;
     private final LoaderSupport loaderSupport;
+    private final boolean carryOnClose;
     private volatile boolean closed;
 
     private TieredCache(Builder b) {
@@ -82,6 +86,7 @@ public final class TieredCache implements AutoCloseable {
         this.leases = new LeaseTracker(b.leakDetection);
         this.epochs = new EpochClock(tiers, originUri);
         this.loaderSupport = new LoaderSupport(this);
+        this.carryOnClose = b.carryOnClose;
     }
 
     /**
@@ -401,9 +406,11 @@ public final class TieredCache implements AutoCloseable {
     }
 
     /**
-     * Closes the cache: stops origin reads in progress (their readers fail), closes the tiers and the origin. Leases
-     * handed out before stay valid until closed; if any are still open, a warning names them (all of them under
-     * {@link LeakDetection#PARANOID}, the sampled ones otherwise). Idempotent.
+     * Closes the cache: stops origin reads in progress (their readers fail), carries the pages held only in memory into
+     * the free room of a durable tier below (a disk tier), so that the next process on the same directory starts warm
+     * (see {@link Builder#carryOnClose(boolean)}), and closes the tiers and the origin. Leases handed out before stay
+     * valid until closed; if any are still open, a warning names them (all of them under {@link LeakDetection#PARANOID},
+     * the sampled ones otherwise). Idempotent.
      */
     @Override
     public void close() throws IOException {
@@ -414,10 +421,81 @@ public final class TieredCache implements AutoCloseable {
         leases.warnIfOpen(originUri);
         epochs.cacheClosed();
         fetcher.close();
+        if (carryOnClose) {
+            carryDown();
+        }
         for (Tier tier : tiers) {
             tier.close();
         }
         origin.close();
+    }
+
+    /**
+     * Writes the pages of every tier that is not durable into the free room of the durable tiers below it — the pages
+     * exclusive tiering and a loader's epochs kept in memory only. Never evicts: a durable tier takes a page only while
+     * its used bytes leave room for it, so what it held for the next process stays. Runs at close, once no read can
+     * start; a failing or refusing tier is skipped for the page.
+     */
+    private void carryDown() {
+        long t0 = System.nanoTime();
+        long[] carried = new long[2];
+        for (int i = 0; i < tiers.length - 1; i++) {
+            Tier upper = tiers[i];
+            if (upper.durable()) {
+                continue;
+            }
+            List<Tier> below = new ArrayList<>();
+            for (int j = i + 1; j < tiers.length; j++) {
+                if (tiers[j].durable()) {
+                    below.add(tiers[j]);
+                }
+            }
+            if (below.isEmpty()) {
+                continue;
+            }
+            try {
+                upper.forEachPage(page -> {
+                    if (carry(page, below)) {
+                        carried[0]++;
+                        carried[1] += page.length();
+                    }
+                });
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "cache over " + originUri + ": carrying the pages of tier '"
+                        + upper.name() + "' to disk at close failed after " + carried[0] + " pages; the rest are not"
+                        + " kept: " + e, e);
+            }
+        }
+        if (carried[0] > 0) {
+            LOG.log(System.Logger.Level.INFO, () -> String.format(Locale.ROOT, "cache over %s: carried %d"
+                    + " pages (%.1f MiB) held only in memory into durable tiers at close, in %.2f s", originUri,
+                    carried[0], carried[1] / 1048576.0, (System.nanoTime() - t0) / 1e9));
+        }
+    }
+
+    /** Puts one page into the first durable tier that holds it already or has room for it; true if it moved now. */
+    private static boolean carry(Page page, List<Tier> durable) {
+        for (Tier tier : durable) {
+            Page there = tier.peek(page.key());
+            if (there != null) {
+                there.release();
+                return false;
+            }
+        }
+        for (Tier tier : durable) {
+            TierStats stats = tier.stats();
+            if (stats.capacityBytes() - stats.usedBytes() < page.length()) {
+                continue;
+            }
+            try {
+                if (tier.put(page)) {
+                    return true;
+                }
+            } catch (RuntimeException e) {
+                // A page whose own memory faults, or a tier that fails: the page is simply not kept.
+            }
+        }
+        return false;
     }
 
     // ---------------------------------------------------------------------------------------------- the read path
@@ -716,6 +794,7 @@ public final class TieredCache implements AutoCloseable {
         private int metadataCapacity = 1 << 20;
         private LeakDetection leakDetection = LeakDetection.SAMPLED;
         private LongSupplier ticker = System::nanoTime;
+        private boolean carryOnClose = true;
         private boolean built;
 
         private Builder(Origin origin) {
@@ -740,6 +819,22 @@ public final class TieredCache implements AutoCloseable {
                 }
             }
             tiers.add(tier);
+            return this;
+        }
+
+        /**
+         * Sets whether {@link TieredCache#close()} writes the pages held only in tiers that are not durable (memory)
+         * into the free room of durable tiers below (disk), so that the next process on the same directory starts
+         * warm. Under exclusive tiering, and while a {@code DataLoader} drives the cache, a page lives in one tier
+         * only: without this, pages kept in memory are lost at exit. It never evicts from the durable tier; it costs
+         * the time to write what memory alone held (logged at INFO). A process killed without close keeps only what
+         * was already on disk. Default {@code true}.
+         *
+         * @param carry whether to carry memory-only pages to disk at close
+         * @return this builder
+         */
+        public Builder carryOnClose(boolean carry) {
+            this.carryOnClose = carry;
             return this;
         }
 

@@ -148,6 +148,25 @@ public interface Tier extends AutoCloseable {
     }
 
     /**
+     * {@return whether this tier's pages outlive the process (a disk tier): at close, the cache carries pages held
+     * only in tiers that are not durable into durable tiers below, so the next process starts warm} Default
+     * {@code false}.
+     */
+    default boolean durable() {
+        return false;
+    }
+
+    /**
+     * Visits the pages this tier holds, each retained for the duration of the call (the action must not keep it
+     * without {@linkplain Page#tryRetain() retaining} it): the cache uses it at close to carry pages into a durable
+     * tier. Pages added or dropped meanwhile may or may not be visited. Tiers that cannot enumerate their pages visit
+     * none (the default).
+     *
+     * @param action called once per page, on the calling thread
+     */
+    default void forEachPage(java.util.function.Consumer<Page> action) {}
+
+    /**
      * Drops every page of one object, in every version. Pages that readers hold stay valid until released.
      *
      * @param origin the origin's URI as a string

@@ -694,6 +694,12 @@ public final class DiskTier implements Tier {
 
     // ------------------------------------------------------------------------------------------------ the rest
 
+    /** {@return {@code true}: the pages stay in the directory for the next process} */
+    @Override
+    public boolean durable() {
+        return true;
+    }
+
     @Override
     public void invalidate(String origin, String key) {
         for (DiskPage page : index.values()) {

@@ -17,6 +17,7 @@ import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 
 /**
  * The off-heap memory tier (L1/L2): pages in FFM slabs outside the Java heap, served to readers as zero-copy views.
@@ -315,6 +316,19 @@ public final class MemoryTier implements Tier {
     @Override
     public void evictionListener(java.util.function.Consumer<Page> listener) {
         this.evictionListener = listener;
+    }
+
+    @Override
+    public void forEachPage(Consumer<Page> action) {
+        for (Slot slot : index.values()) {
+            if (slot.tryRetain()) {
+                try {
+                    action.accept(slot);
+                } finally {
+                    slot.release();
+                }
+            }
+        }
     }
 
     @Override
