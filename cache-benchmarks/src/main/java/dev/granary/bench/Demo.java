@@ -147,9 +147,9 @@ public final class Demo {
                             }
                             return sample.index();
                         }).batchSize(64).workers(o.get("workers").intValue()).prefetch(8).build()) {
-                    System.out.printf(Locale.ROOT, "%-5s %-5s %8s %9s %8s %8s %8s %9s %9s %9s%n", "epoch", "set",
-                            "samples", "samples/s", "MB/s", "mem hit", "disk hit", "origin rq", "origin MB",
-                            "data-wait");
+                    System.out.printf(Locale.ROOT, "%-5s %-5s %8s %9s %8s %8s %8s %9s %9s %9s %6s%n", "epoch",
+                            "set", "samples", "samples/s", "MB/s", "mem hit", "disk hit", "origin rq", "origin MB",
+                            "data-wait", "cpu s");
                     long computeNanos = TimeUnit.MILLISECONDS.toNanos(o.get("compute-ms"));
                     for (int epoch = 0; epoch < o.get("epochs"); epoch++) {
                         report(epoch, "train", train, computeNanos);
@@ -169,6 +169,7 @@ public final class Demo {
     /** Runs one epoch of a loader with a stand-in model and prints its line. */
     private static void report(int epoch, String set, DataLoader<Integer> loader, long computeNanos) {
         LoaderStats before = loader.stats();
+        long cpu0 = processCpuNanos();
         long start = System.nanoTime();
         try (Epoch<Integer> batches = loader.epoch(epoch)) {
             for (Batch<Integer> batch : batches) {
@@ -179,9 +180,16 @@ public final class Demo {
         }
         double seconds = (System.nanoTime() - start) / 1e9;
         LoaderStats s = loader.stats().minus(before);
-        System.out.printf(Locale.ROOT, "%-5d %-5s %8d %9.0f %8.1f %8.2f %8.2f %9d %9.1f %8.1f%%%n", epoch + 1, set,
-                s.samples(), s.samples() / seconds, s.bytes() / MB / seconds, s.hitRatio(0), s.hitRatio(1),
-                s.originReads(), s.originBytes() / MB, 100.0 * s.dataWaitNanos() / 1e9 / seconds);
+        double cpu = (processCpuNanos() - cpu0) / 1e9;
+        System.out.printf(Locale.ROOT, "%-5d %-5s %8d %9.0f %8.1f %8.2f %8.2f %9d %9.1f %8.1f%% %6.1f%n", epoch + 1,
+                set, s.samples(), s.samples() / seconds, s.bytes() / MB / seconds, s.hitRatio(0), s.hitRatio(1),
+                s.originReads(), s.originBytes() / MB, 100.0 * s.dataWaitNanos() / 1e9 / seconds, cpu);
+    }
+
+    /** CPU time of this process (the cache, the loader, the proxy in front of S3; not the S3 server's own JVM). */
+    private static long processCpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory
+                .getOperatingSystemMXBean()).getProcessCpuTime();
     }
 
     /** The stand-in model: a GPU step of fixed length; the trainer thread waits for it, the CPU is free. */
