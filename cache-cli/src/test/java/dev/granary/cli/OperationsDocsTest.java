@@ -92,7 +92,9 @@ class OperationsDocsTest {
         assertEquals("/mnt/nvme0", at(docs.get(1), "spec", "local", "path"));
         assertEquals("kubernetes.io/hostname", at(docs.get(1), "spec", "nodeAffinity", "required",
                 "nodeSelectorTerms", "0", "matchExpressions", "0", "key"));
-        assertEquals(at(docs.get(0), "metadata", "name"), at(docs.get(2), "spec", "storageClassName"));
+        String storageClass = at(docs.get(0), "metadata", "name");
+        String claimed = at(docs.get(2), "spec", "storageClassName");
+        assertEquals(storageClass, claimed);
     }
 
     @Test
