@@ -88,6 +88,10 @@ final class PrestageCommand implements Callable<Integer> {
         if (!List.of("auto", "bar", "lines", "none").contains(mode)) {
             throw new IllegalArgumentException("progress: '" + progress + "' (expected: auto, bar, lines or none)");
         }
+        if (keysFrom != null && !prefix.isEmpty()) {
+            throw new IllegalArgumentException("--prefix '" + prefix + "' with --keys-from " + keysFrom
+                    + " (expected: one of them: a prefix to list, or a file of keys)");
+        }
         List<String> keys = keysFrom == null ? null : readKeys(keysFrom);
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();

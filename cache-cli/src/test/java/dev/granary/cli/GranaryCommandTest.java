@@ -184,6 +184,17 @@ class GranaryCommandTest {
         assertOneLineError(Cli.run("prestage", root.resolve("missing").toUri().toString(), "--disk",
                 root.resolve("d").toString(), "--capacity", "1G"), 3, "expected: an existing directory");
 
+        // A directory a newer Granary wrote: inspect refuses to read it, clear removes it (starting over).
+        Path newer = Files.createDirectories(root.resolve("newer/segments"));
+        Files.writeString(newer.getParent().resolve("FORMAT"), "granary-disk-tier\nformat 99\n");
+        assertOneLineError(Cli.run("inspect", newer.getParent().toString()), 3, "holds format 99");
+        assertEquals(0, Cli.run("clear", newer.getParent().toString()).exit());
+        assertFalse(Files.exists(newer.getParent()));
+
+        Path keys = Files.writeString(root.resolve("keys.txt"), "train/000.jpg\n");
+        assertOneLineError(Cli.run("prestage", origin(), "--keys-from", keys.toString(), "--prefix", "train/",
+                "--disk", root.resolve("d").toString(), "--capacity", "1G"), 3, "(expected: one of them");
+
         Cli.Result verbose = Cli.run("clear", foreign.toString(), "--verbose");
         assertEquals(3, verbose.exit());
         assertTrue(verbose.err().contains("\tat dev.granary."), "--verbose prints the stack trace: " + verbose.err());

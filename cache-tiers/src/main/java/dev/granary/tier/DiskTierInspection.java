@@ -149,8 +149,8 @@ public final class DiskTierInspection {
     }
 
     /**
-     * Removes a disk tier's directory: its files, then the directory itself. A directory holding files that are not
-     * Granary's is refused before anything is deleted.
+     * Removes a disk tier's directory, of any format: its files, then the directory itself. A directory holding files
+     * that are not Granary's is refused before anything is deleted; one a tier holds is refused by its lock.
      *
      * @param directory the directory
      * @return the bytes of segment files removed
@@ -159,13 +159,14 @@ public final class DiskTierInspection {
      * @throws IOException              if it cannot be read, or files remain after deletion
      */
     public static long clear(Path directory) throws IOException {
-        checkGranary(directory);
+        checkOwned(directory);
         long bytes = segmentFiles(directory).stream().mapToLong(DiskTierInspection::size).sum();
-        DiskTier tier = DiskTier.builder().directory(directory).capacity(capacityFor(directory))
-                .deleteOnClose(true).build();
-        String name = tier.name();
-        tier.close();
-        List<String> left = ScratchDirectory.deleteContents(directory, name); // already empty unless a race
+        // Any format, older or newer: clearing is how a directory a newer Granary wrote is started over. The lock
+        // keeps a running cache's directory from being deleted under it.
+        List<String> left;
+        try (DirectoryLock lock = DirectoryLock.acquire(directory)) {
+            left = ScratchDirectory.deleteContents(directory, "clear");
+        }
         if (!left.isEmpty()) {
             throw new IOException("disk tier directory " + directory + ": files that are not Granary's appeared: "
                     + left + " (expected: only Granary's files; the directory is kept)");
@@ -176,17 +177,8 @@ public final class DiskTierInspection {
 
     /** Refuses a directory that is not a Granary disk tier's before anything opens it; returns its format. */
     private static int checkGranary(Path directory) throws IOException {
-        if (!Files.isDirectory(directory, LinkOption.NOFOLLOW_LINKS)) {
-            throw new IllegalArgumentException("disk tier directory " + directory + ": "
-                    + (Files.exists(directory) ? "not a directory" : "does not exist")
-                    + " (expected: a directory a DiskTier wrote)");
-        }
+        checkOwned(directory);
         Path format = directory.resolve(DiskTier.FORMAT_FILE);
-        if (!Files.isRegularFile(format, LinkOption.NOFOLLOW_LINKS)) {
-            throw new IllegalArgumentException("disk tier directory " + directory + " is not a Granary disk tier (no "
-                    + DiskTier.FORMAT_FILE + " file) (expected: a directory a DiskTier wrote)");
-        }
-        DiskDirectory.prepare(directory); // refuses files that are not Granary's, names them
         List<String> lines = Files.readAllLines(format, StandardCharsets.UTF_8);
         int found = -1;
         if (lines.size() >= 2 && lines.get(1).startsWith("format ")) {
@@ -206,6 +198,21 @@ public final class DiskTierInspection {
                     + (found < SegmentFormat.FORMAT ? "ny cache would discard its segments)" : " newer Granary)"));
         }
         return found;
+    }
+
+    /** Refuses a path that is not a directory with a FORMAT file and only Granary's files in it. */
+    private static void checkOwned(Path directory) throws IOException {
+        if (!Files.isDirectory(directory, LinkOption.NOFOLLOW_LINKS)) {
+            throw new IllegalArgumentException("disk tier directory " + directory + ": "
+                    + (Files.exists(directory) ? "not a directory" : "does not exist")
+                    + " (expected: a directory a DiskTier wrote)");
+        }
+        Path format = directory.resolve(DiskTier.FORMAT_FILE);
+        if (!Files.isRegularFile(format, LinkOption.NOFOLLOW_LINKS)) {
+            throw new IllegalArgumentException("disk tier directory " + directory + " is not a Granary disk tier (no "
+                    + DiskTier.FORMAT_FILE + " file) (expected: a directory a DiskTier wrote)");
+        }
+        DiskDirectory.prepare(directory); // refuses files that are not Granary's, names them
     }
 
     private static DiskTier open(Path directory) throws IOException {
