@@ -354,6 +354,179 @@ public final class TieredCache implements AutoCloseable {
     }
 
     /**
+     * Pulls every object under a prefix into the staging tiers, so that later reads find them there: the operator's
+     * pre-stage before a training job (the {@code granary prestage} command runs it). The staging tiers are every tier
+     * below the first when there are several (a disk tier under memory: staging a dataset through memory would only
+     * churn it), else the only one. Pages are the cache's own ({@link Builder#pageSize(int)}), keyed by the version
+     * the listing reports: exactly what {@link #read(String)} and {@code Dataset.ofObjects} look up for objects up to a
+     * page in size, so a disk tier staged here and reopened by a later cache serves them without an origin data read.
+     * A WebDataset is staged by its prefix: the shards whole, and their {@code .gidx} index files beside them.
+     *
+     * <ul>
+     *   <li><b>Lazy and bounded:</b> the prefix is listed lazily, page by page of the origin's listing, while objects
+     *       are staged; memory stays bounded by the origin's concurrency limit in pages, whatever the dataset's size.
+     *       A second listing that only counts runs beside it, so {@link Progress#objectsTotal()} and
+     *       {@link Progress#bytesTotal()} become known early (one more listing: a LIST request per 1 000 objects on
+     *       S3).</li>
+     *   <li><b>Parallel:</b> pages are fetched concurrently, at most {@link dev.granary.spi.Origin#maxConcurrency()}
+     *       at a time, through the same single-flight fetcher as reads (a page a reader is fetching is not fetched
+     *       twice).</li>
+     *   <li><b>Resumable:</b> a page a staging tier holds already is not fetched again, so a prestage run again after
+     *       an interruption reads only what is missing ({@link PrestageResult#alreadyCached()}).</li>
+     *   <li><b>Progress:</b> {@code listener} gets a {@link Progress} about every 200 ms and once at the end, always on
+     *       the calling thread, never concurrently.</li>
+     *   <li><b>Cancellable:</b> call {@link Progress#cancel()} (from the listener, or from any thread on a snapshot it
+     *       kept), or interrupt the calling thread: no new page is started, pages in flight finish (each within the
+     *       read timeout), and the result says {@link PrestageResult#cancelled()}; after an interrupt the thread's
+     *       interrupt flag is set again.</li>
+     *   <li><b>Failures</b> of single objects (an object deleted since the listing, a page a full tier refused, an
+     *       origin error after its retries) do not stop the prestage: they are counted and named in
+     *       {@link PrestageResult#failed()}.</li>
+     * </ul>
+     *
+     * @param prefix   a key prefix, possibly empty (the whole origin)
+     * @param listener receives progress; {@code p -> {}} for none
+     * @return what was staged, found, and what failed
+     * @throws IllegalArgumentException if the prefix is null, absolute or has a {@code ..} segment, or the listener is
+     *                                  null
+     * @throws IOException              if the listing cannot be started (a missing bucket or directory)
+     * @throws IllegalStateException    if the cache is closed
+     * @throws RuntimeException         what the listener threw (the prestage is cancelled first)
+     */
+    public PrestageResult prestage(String prefix, java.util.function.Consumer<Progress> listener) throws IOException {
+        ensureOpen();
+        if (prefix == null) {
+            throw new IllegalArgumentException("prefix: null (expected: a key prefix, possibly empty)");
+        }
+        if (!prefix.isEmpty()) {
+            Checks.key(prefix);
+        }
+        checkListener(listener);
+        java.util.stream.Stream<ObjectInfo> listing = fetcher.list(prefix);
+        java.util.stream.Stream<ObjectInfo> counting;
+        try {
+            counting = fetcher.list(prefix);
+        } catch (IOException | RuntimeException e) {
+            listing.close();
+            throw e;
+        }
+        try (listing) {
+            Prestage run = new Prestage(this, stagingFrom(), listing.iterator(), "listing of '" + prefix + "'", -1,
+                    listener, prestageConcurrency(), readTimeoutNanos);
+            return run.run(counting);
+        }
+    }
+
+    /**
+     * Pulls the given objects into the staging tiers: {@link #prestage(String, java.util.function.Consumer)} for a
+     * list of keys, each asked for its current version first (a metadata request unless the cache knows it).
+     * {@link Progress#objectsTotal()} is the list's size from the start; {@link Progress#bytesTotal()} stays unknown.
+     *
+     * @param keys     object keys; read once, in order (copy a list that others change)
+     * @param listener receives progress; {@code p -> {}} for none
+     * @return what was staged, found, and what failed (a missing key is a failure, not an exception)
+     * @throws IllegalArgumentException if the list or the listener is null, or a key is invalid
+     * @throws IllegalStateException    if the cache is closed
+     * @throws RuntimeException         what the listener threw (the prestage is cancelled first)
+     */
+    public PrestageResult prestage(List<String> keys, java.util.function.Consumer<Progress> listener) {
+        ensureOpen();
+        if (keys == null) {
+            throw new IllegalArgumentException("keys: null (expected: a list of object keys)");
+        }
+        List<String> copy = List.copyOf(keys.stream().map(k -> k == null ? "" : k).toList());
+        for (String key : copy) {
+            Checks.key(key);
+        }
+        checkListener(listener);
+        return new Prestage(this, stagingFrom(), copy.iterator(), "keys", copy.size(), listener,
+                prestageConcurrency(), readTimeoutNanos).run(null);
+    }
+
+    private static void checkListener(java.util.function.Consumer<Progress> listener) {
+        if (listener == null) {
+            throw new IllegalArgumentException("progress listener: null (expected: a Consumer<Progress>, p -> {} for"
+                    + " none)");
+        }
+    }
+
+    /** The first staging tier: every tier below the first, or the only one. */
+    private int stagingFrom() {
+        return tiers.length > 1 ? 1 : 0;
+    }
+
+    private int prestageConcurrency() {
+        return Math.max(1, Math.min(origin.maxConcurrency(), 1024));
+    }
+
+    /** {@return whether a staging tier (from {@code from} down) holds the page}; neither counted nor promoted */
+    boolean staged(PageKey key, int from) {
+        for (int i = from; i < tiers.length; i++) {
+            Page page = tiers[i].peek(key);
+            if (page != null) {
+                page.release();
+                return true;
+            }
+        }
+        return false;
+    }
+
+    String stagingTierNames(int from) {
+        List<String> names = new ArrayList<>();
+        for (int i = from; i < tiers.length; i++) {
+            names.add("'" + tiers[i].name() + "'");
+        }
+        return String.join(", ", names);
+    }
+
+    /** Starts (or joins) the fill of a page into the staging tiers; the caller releases the flight's page. */
+    OriginFetcher.Flight stageFetch(ObjectInfo info, PageKey key, int from) {
+        ensureOpen();
+        return fetcher.fetch(key, k -> {
+            for (int i = from; i < tiers.length; i++) {
+                Page page = tiers[i].peek(k);
+                if (page != null) {
+                    return page;
+                }
+            }
+            return null;
+        }, k -> stageFill(info, k, from));
+    }
+
+    /**
+     * Fills a page into the staging tiers: copied from a tier above if one holds it (no origin read), else read from
+     * the origin into memory a staging tier allocates. Runs on the fill's virtual thread.
+     */
+    private Page stageFill(ObjectInfo info, PageKey key, int from) throws IOException {
+        Page page = null;
+        for (int i = 0; i < from && page == null; i++) {
+            page = tiers[i].peek(key);
+        }
+        if (page == null) {
+            for (int i = from; i < tiers.length && page == null; i++) {
+                page = tiers[i].allocate(key);
+            }
+            if (page == null) {
+                page = new HeapPage(key);
+            }
+            load(info, page);
+        }
+        try {
+            if (exclusive) {
+                offer(page, from);
+            } else {
+                for (int i = from; i < tiers.length; i++) {
+                    tiers[i].put(page);
+                }
+            }
+        } catch (RuntimeException e) {
+            page.release();
+            throw e;
+        }
+        return page;
+    }
+
+    /**
      * Drops every cached page of an object, in every tier and every version, and forgets its version, so the next
      * read asks the origin. Leases already handed out stay valid.
      *
@@ -725,7 +898,7 @@ public final class TieredCache implements AutoCloseable {
         }
     }
 
-    private PageKey pageKey(ObjectInfo info, long index) {
+    PageKey pageKey(ObjectInfo info, long index) {
         long offset = index * pageSize;
         int length = (int) Math.min(pageSize, info.size() - offset);
         return new PageKey(originId, info.key(), info.version(), offset, length);

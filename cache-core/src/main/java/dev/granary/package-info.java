@@ -5,6 +5,9 @@
  * <p>Start at {@link dev.granary.TieredCache}: build one over an {@link dev.granary.spi.Origin} with one or more
  * tiers, {@link dev.granary.TieredCache#read(String) read} through it, and close the {@link dev.granary.Lease} each
  * read returns. {@link dev.granary.TieredCache#stats()} gives an immutable {@link dev.granary.CacheStats} snapshot.
+ * {@link dev.granary.TieredCache#prestage(String, java.util.function.Consumer)} pulls a dataset into the lower tiers
+ * ahead of a job, reporting {@link dev.granary.Progress} and returning a {@link dev.granary.PrestageResult}; its engine
+ * is {@code Prestage}.
  *
  * <p>Errors: {@link IllegalArgumentException} for bad arguments (the message names the value and what was expected),
  * {@link IllegalStateException} for use after close, {@link dev.granary.NoSuchObjectException},

@@ -131,6 +131,9 @@ public final class DiskTier implements Tier {
     private volatile boolean closed;
     /** Guarded by {@link #allocation}. */
     private boolean closeDone;
+    /** Scratch mode ({@link Builder#deleteOnClose}); and whether this tier made the directory (then it may remove it). */
+    private final boolean deleteOnClose;
+    private final boolean createdDirectory;
 
     private DiskTier(Builder b, long segmentSize) throws IOException {
         this.name = b.name;
@@ -143,6 +146,8 @@ public final class DiskTier implements Tier {
         this.retryNanos = b.retryAfter.toNanos();
         this.randomAccess = b.randomAccess;
         this.lengthCheckNanos = b.lengthCheck.toNanos();
+        this.deleteOnClose = b.deleteOnClose;
+        this.createdDirectory = !Files.exists(directory, java.nio.file.LinkOption.NOFOLLOW_LINKS);
         DiskDirectory.prepare(directory);
         this.lock = DirectoryLock.acquire(directory);
         try {
@@ -787,7 +792,7 @@ public final class DiskTier implements Tier {
 
     /**
      * Closes the tier: pages leave the index and the directory is unlocked; the segment files stay for the next
-     * open, and each is unmapped once no reader holds a page of it. Idempotent.
+     * open (unless {@link Builder#deleteOnClose}), and each is unmapped once no reader holds a page of it. Idempotent.
      */
     @Override
     public void close() {
@@ -805,7 +810,12 @@ public final class DiskTier implements Tier {
             } finally {
                 allocation.unlock();
             }
+            // Scratch mode: Granary's files go while the directory is still locked, the directory itself after.
+            boolean emptied = deleteOnClose && ScratchDirectory.deleteContents(directory, name).isEmpty();
             lock.close();
+            if (emptied && createdDirectory) {
+                ScratchDirectory.deleteDirectory(directory, name);
+            }
         } finally {
             writers.writeLock().unlock();
         }
@@ -968,8 +978,25 @@ public final class DiskTier implements Tier {
         /** How often a segment's file length is re-checked on the hit path (see {@code ready}). */
         static final Duration LENGTH_CHECK = Duration.ofMillis(10);
         private Duration lengthCheck = LENGTH_CHECK;
+        private boolean deleteOnClose;
 
         private Builder() {}
+
+        /**
+         * Scratch mode: when the tier closes (with its cache), delete its files, and its directory if this tier created
+         * it — the operator's "clear the cache when the job completes". Only Granary's own files are deleted: a file
+         * someone else put in the directory is kept, with the directory (a warning names it); a directory that existed
+         * before the tier opened it (a mount point, one the operator made) is emptied of Granary's files but kept.
+         * A process killed before close leaves the directory as any other run does; the next tier opened with
+         * {@code deleteOnClose} on it removes it at its own close. Default {@code false}: pages persist across runs.
+         *
+         * @param delete whether to delete on close
+         * @return this builder
+         */
+        public Builder deleteOnClose(boolean delete) {
+            this.deleteOnClose = delete;
+            return this;
+        }
 
         /**
          * Sets the directory the tier keeps its files in: created ({@code 0700}) if missing; if it exists it must be

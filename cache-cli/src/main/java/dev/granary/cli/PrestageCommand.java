@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: Apache-2.0
+package dev.granary.cli;
+
+import dev.granary.PrestageResult;
+import dev.granary.Progress;
+import dev.granary.TieredCache;
+import dev.granary.spi.Origin;
+import dev.granary.tier.DiskTier;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import me.tongfei.progressbar.ProgressBar;
+import me.tongfei.progressbar.ProgressBarBuilder;
+import me.tongfei.progressbar.ProgressBarStyle;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code granary prestage}: {@link TieredCache#prestage} of an origin's prefix (or a list of keys) into a disk-tier
+ * directory, with a progress bar on a terminal and plain lines otherwise. Ctrl-C cancels cleanly: pages in flight
+ * finish, what was staged stays, and running the command again resumes.
+ */
+@Command(name = "prestage", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"Pull a dataset from its origin into a disk-tier directory before a job starts, so the job's"
+                + " first epoch reads local disk. Objects already staged are skipped: run it again to resume.",
+            "",
+            "  granary prestage s3://train-data/imagenet/ --disk /nvme/granary --capacity 500G --prefix train/"},
+        footer = {"", ExitCodes.HELP})
+final class PrestageCommand implements Callable<Integer> {
+
+    @Parameters(index = "0", paramLabel = "<origin-uri>",
+            description = "file:///dir, s3://bucket/prefix or gs://bucket/prefix.")
+    String origin;
+
+    @Option(names = "--disk", required = true, paramLabel = "<dir>",
+            description = "The disk tier's directory (created if missing; must be empty or Granary's).")
+    Path disk;
+
+    @Option(names = "--capacity", required = true, paramLabel = "<size>", converter = Sizes.class,
+            description = "The disk tier's capacity, such as 500G: the bound on its segment files.")
+    long capacity;
+
+    @Option(names = "--prefix", paramLabel = "<p>", defaultValue = "",
+            description = "Stage only keys starting with this (relative to the origin URI). Default: everything.")
+    String prefix;
+
+    @Option(names = "--keys-from", paramLabel = "<file>",
+            description = "Stage the keys listed in this file, one per line, instead of a prefix.")
+    Path keysFrom;
+
+    @Option(names = "--page-size", paramLabel = "<size>", converter = Sizes.class, defaultValue = "1M",
+            description = "The cache's page size; the training job's cache must use the same. Default: ${DEFAULT-VALUE}.")
+    long pageSize;
+
+    @Option(names = "--progress", paramLabel = "<mode>", defaultValue = "auto",
+            description = "auto (a bar on a terminal, else lines), bar, lines or none. Default: ${DEFAULT-VALUE}.")
+    String progress;
+
+    @Option(names = "--interval", paramLabel = "<seconds>", defaultValue = "5",
+            description = "Seconds between progress lines (lines mode). Default: ${DEFAULT-VALUE}.")
+    double interval;
+
+    @Mixin
+    Origins origins;
+
+    @Spec
+    picocli.CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException {
+        if (pageSize < 16 || pageSize > (1 << 30)) {
+            throw new IllegalArgumentException("page size: " + pageSize + " (expected: 16 bytes to 1G)");
+        }
+        String mode = progress.toLowerCase(Locale.ROOT);
+        if (!List.of("auto", "bar", "lines", "none").contains(mode)) {
+            throw new IllegalArgumentException("progress: '" + progress + "' (expected: auto, bar, lines or none)");
+        }
+        if (keysFrom != null && !prefix.isEmpty()) {
+            throw new IllegalArgumentException("--prefix '" + prefix + "' with --keys-from " + keysFrom
+                    + " (expected: one of them: a prefix to list, or a file of keys)");
+        }
+        List<String> keys = keysFrom == null ? null : readKeys(keysFrom);
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        Origin source = origins.open(origin);
+        DiskTier tier;
+        try {
+            tier = DiskTier.builder().directory(disk).capacity(capacity).build();
+        } catch (RuntimeException e) {
+            source.close();
+            throw e;
+        }
+        TieredCache cache;
+        try {
+            cache = TieredCache.builder(source).tier(tier).pageSize((int) pageSize).build();
+        } catch (RuntimeException e) {
+            tier.close();
+            source.close();
+            throw e;
+        }
+        AtomicReference<Progress> last = new AtomicReference<>();
+        CountDownLatch done = new CountDownLatch(1);
+        // Ctrl-C: cancel, and let the JVM exit only once the cache closed (what was staged stays consistent).
+        Thread hook = new Thread(() -> {
+            Progress p = last.get();
+            if (p != null) {
+                p.cancel();
+            }
+            try {
+                done.await(60, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "granary-prestage-cancel");
+        Runtime.getRuntime().addShutdownHook(hook);
+        PrestageResult result;
+        try (cache; Display display = display(mode, err)) {
+            Consumer<Progress> listener = p -> {
+                last.set(p);
+                display.show(p);
+            };
+            result = keys != null ? cache.prestage(keys, listener) : cache.prestage(prefix, listener);
+        } finally {
+            done.countDown();
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException e) {
+                // the JVM is shutting down (Ctrl-C): the hook is running
+            }
+        }
+        String what = cache.originUri() + (keys != null ? " (" + keys.size() + " keys from " + keysFrom + ")"
+                : prefix.isEmpty() ? "" : prefix);
+        out.printf(Locale.ROOT, "%s %d objects (%s) from %s into %s in %.1f s%n",
+                result.cancelled() ? "cancelled after staging" : "prestaged", result.objects(),
+                Sizes.format(result.bytes()), what, tier.directory(), result.elapsed().toMillis() / 1000.0);
+        double seconds = Math.max(1e-9, result.elapsed().toNanos() / 1e9);
+        out.printf(Locale.ROOT, "  fetched %s (%s/s), already cached %d objects, failed %d%n",
+                Sizes.format(result.bytesFetched()), Sizes.format((long) (result.bytesFetched() / seconds)),
+                result.alreadyCached(), result.failedCount());
+        int shown = 0;
+        for (PrestageResult.Failure f : result.failed()) {
+            if (shown++ == 20) {
+                out.println("  ... and " + (result.failedCount() - 20) + " more");
+                break;
+            }
+            out.println("  failed: " + f.key() + ": " + f.reason());
+        }
+        out.flush();
+        if (result.cancelled()) {
+            return ExitCodes.CANCELLED;
+        }
+        return result.failedCount() > 0 ? ExitCodes.PROBLEMS : ExitCodes.OK;
+    }
+
+    private static List<String> readKeys(Path file) throws IOException {
+        return Files.readAllLines(file, StandardCharsets.UTF_8).stream().map(String::strip)
+                .filter(s -> !s.isEmpty() && !s.startsWith("#")).toList();
+    }
+
+    private Display display(String mode, PrintWriter err) {
+        boolean terminal = System.console() != null && System.console().isTerminal();
+        return switch (mode) {
+            case "none" -> p -> {};
+            case "bar" -> new Bar();
+            case "lines" -> new Lines(err, interval);
+            default -> terminal ? new Bar() : new Lines(err, interval);
+        };
+    }
+
+    /** Shows progress; called on the prestaging thread only. */
+    private interface Display extends AutoCloseable {
+        void show(Progress p);
+
+        @Override
+        default void close() {}
+    }
+
+    /** A progress bar in MiB on the terminal (standard error), with rate and ETA. */
+    private static final class Bar implements Display {
+        private final ProgressBar bar = new ProgressBarBuilder().setTaskName("prestage").setUnit("MiB", 1 << 20)
+                .setStyle(ProgressBarStyle.COLORFUL_UNICODE_BLOCK).showSpeed().setInitialMax(-1)
+                .setUpdateIntervalMillis(200).build();
+
+        @Override
+        public void show(Progress p) {
+            if (p.bytesTotal() >= 0) {
+                bar.maxHint(p.bytesTotal());
+            }
+            bar.stepTo(p.bytesDone());
+            bar.setExtraMessage(p.objectsDone() + "/" + (p.objectsTotal() < 0 ? "?" : p.objectsTotal()) + " objects"
+                    + (p.failed() > 0 ? ", " + p.failed() + " failed" : ""));
+        }
+
+        @Override
+        public void close() {
+            bar.close();
+        }
+    }
+
+    /** Plain lines for logs (an init container, a Slurm prologue): one every {@code interval}, and the last. */
+    private static final class Lines implements Display {
+        private final PrintWriter err;
+        private final long intervalNanos;
+        private long next;
+        private Progress last;
+
+        Lines(PrintWriter err, double intervalSeconds) {
+            this.err = err;
+            this.intervalNanos = (long) (intervalSeconds * 1e9);
+            this.next = System.nanoTime() + intervalNanos;
+        }
+
+        @Override
+        public void show(Progress p) {
+            last = p;
+            if (System.nanoTime() - next >= 0) {
+                next = System.nanoTime() + intervalNanos;
+                print(p);
+            }
+        }
+
+        private void print(Progress p) {
+            String eta = p.eta().map(PrestageCommand::duration).orElse("?");
+            err.printf(Locale.ROOT, "prestage: %d/%s objects, %s/%s, %s/s, ETA %s%s%n", p.objectsDone(),
+                    p.objectsTotal() < 0 ? "?" : Long.toString(p.objectsTotal()), Sizes.format(p.bytesDone()),
+                    p.bytesTotal() < 0 ? "?" : Sizes.format(p.bytesTotal()), Sizes.format((long) p.bytesPerSecond()),
+                    eta, p.failed() > 0 ? ", " + p.failed() + " failed" : "");
+            err.flush();
+        }
+
+        @Override
+        public void close() {
+            if (last != null) {
+                print(last);
+            }
+        }
+    }
+
+    static String duration(Duration d) {
+        long s = d.toSeconds();
+        return s >= 3600 ? String.format(Locale.ROOT, "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60)
+                : String.format(Locale.ROOT, "%d:%02d", s / 60, s % 60);
+    }
+}
