@@ -699,10 +699,13 @@ public final class DiskTier implements Tier {
 
     // ------------------------------------------------------------------------------------------------ the rest
 
-    /** {@return {@code true}: the pages stay in the directory for the next process} */
+    /**
+     * {@return whether the pages stay in the directory for the next process: {@code true} unless in scratch mode
+     * ({@link Builder#deleteOnClose}), whose directory goes at close}
+     */
     @Override
     public boolean durable() {
-        return true;
+        return !deleteOnClose;
     }
 
     @Override
