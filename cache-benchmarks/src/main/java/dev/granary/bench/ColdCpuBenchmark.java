@@ -355,6 +355,7 @@ public final class ColdCpuBenchmark {
                         .credentials(S3ProxyServer.credentials()).maxConcurrency(c.readers).build();
                 long capacity = (long) c.objects * c.size + (64L << 20);
                 TieredCache.Builder builder = TieredCache.builder(origin)
+                        .metadataTtl(Duration.ofHours(1)) // a slow epoch on a loaded box must not turn into HEADs
                         .tier(MemoryTier.builder().capacity(capacity).build());
                 Path diskDir = null;
                 if (subject.equals("disk")) {
