@@ -30,7 +30,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
-import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
 import software.amazon.awssdk.core.ResponseInputStream;
 import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
 import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
@@ -55,7 +54,8 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  * <h2>Subjects</h2>
  * <ul>
  *   <li>{@code sdk}: the plain loop a user would write — one {@code S3Client} built as {@link S3Origin} builds its own
- *       (sync, Apache HTTP client, {@code readers + 16} connections, no retries, checksums {@code WHEN_REQUIRED}),
+ *       (sync, Apache HTTP client, {@code readers + 16} connections, the same timeouts, checksums
+ *       {@code WHEN_REQUIRED}; the SDK's default retries, where the origin retries by itself),
  *       {@code readers} platform threads, each taking the next key and reading the object whole ({@code GetObject})
  *       into its own reused {@code byte[]}. It lists the bucket first, as Granary does (below).</li>
  *   <li>{@code memory}: a fresh {@link TieredCache} with one {@link MemoryTier} holding the data set, over an
@@ -507,7 +507,6 @@ public final class ColdCpuBenchmark {
                         .connectionAcquisitionTimeout(Duration.ofSeconds(10)).tcpKeepAlive(true))
                 .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
                 .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
-                .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry()))
-                .build();
+                .build(); // the SDK's default retries, as a user's loop has them: S3Origin retries by itself
     }
 }
