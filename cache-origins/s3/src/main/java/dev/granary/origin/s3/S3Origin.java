@@ -29,10 +29,11 @@ import java.util.stream.StreamSupport;
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
-import software.amazon.awssdk.core.ResponseInputStream;
 import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
 import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
 import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.core.sync.ResponseTransformer;
+import software.amazon.awssdk.http.AbortableInputStream;
 import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.core.exception.SdkException;
 import software.amazon.awssdk.http.apache.ApacheHttpClient;
@@ -102,8 +103,7 @@ public final class S3Origin implements Origin {
      * Transfer buffers between the response stream and the destination memory, reused: a fresh 64 KiB array per read
      * (allocated outside the TLAB and zeroed) was 14 % of the origin's CPU in a cold loader epoch (JFR).
      */
-    private final java.util.concurrent.ConcurrentLinkedQueue<byte[]> chunks =
-            new java.util.concurrent.ConcurrentLinkedQueue<>();
+    private final java.util.concurrent.ArrayBlockingQueue<byte[]> chunks;
     private static final int CHUNK = 64 * 1024;
     /** Set once any request proved the bucket exists: from then on a {@code 404} on HEAD means a missing key. */
     private volatile boolean bucketSeen;
@@ -116,6 +116,7 @@ public final class S3Origin implements Origin {
         this.prefix = b.prefix;
         this.uri = URI.create("s3://" + b.bucket + "/" + b.prefix);
         this.maxConcurrency = b.maxConcurrency;
+        this.chunks = new java.util.concurrent.ArrayBlockingQueue<>(b.maxConcurrency);
         this.ifMatch = b.ifMatch;
         this.retry = new RetryLoop.Policy(b.maxAttempts, b.retryBudget, OriginLimits.backoff(b.retryBackoff));
     }
@@ -190,56 +191,23 @@ public final class S3Origin implements Origin {
                 get.ifMatch(object.version());
             }
             GetObjectRequest request = get.build();
-            ResponseInputStream<GetObjectResponse> body = null;
-            boolean complete = false;
+            Transfer transfer = new Transfer(object, dst, length, done, range);
             boolean throttling = false;
             Exception failed;
             String detail;
             try {
-                body = s3.getObject(request);
-                bucketSeen = true;
-                long expected = length - done;
-                String served = body.response().eTag();
-                if (served == null && !ifMatch) {
-                    throw new ProtocolException("GET of '" + object.key() + "' in " + uri + " returned no ETag, so"
-                            + " the version it served cannot be checked; build the origin with ifMatch(true)");
-                }
-                if (served != null && !served.equals(object.version())) {
-                    // A store that ignored If-Match served another version: refuse its bytes all the same.
-                    throw new ObjectChangedException(uri, object.key(), object.version(), served);
-                }
-                Long contentLength = body.response().contentLength();
-                if (contentLength != null && contentLength != expected) {
-                    throw new ProtocolException("GET of '" + object.key() + "' in " + uri + " " + range
-                            + " answered " + contentLength + " bytes (expected: " + expected + ")");
-                }
-                byte[] chunk = chunks.poll();
-                if (chunk == null) {
-                    chunk = new byte[CHUNK];
-                }
                 try {
-                    while (done < length) { // done advances per chunk: a break resumes after the last byte kept
-                        int n = body.read(chunk, 0, (int) Math.min(CHUNK, length - done));
-                        if (n < 0) {
-                            break;
-                        }
-                        MemorySegment.copy(chunk, 0, dst, ValueLayout.JAVA_BYTE, done, n);
-                        done += n;
-                    }
+                    s3.getObject(request, transfer);
                 } finally {
-                    if (chunks.size() < maxConcurrency) {
-                        chunks.offer(chunk);
-                    }
+                    done = transfer.done; // the bytes that reached dst stay, even if the SDK failed after them
                 }
-                if (done != length) {
-                    throw new IOException("GET of '" + object.key() + "' in " + uri + " ended after " + done
-                            + " of " + length + " bytes");
+                bucketSeen = true;
+                if (transfer.failure instanceof IOException io) {
+                    throw io;
                 }
-                if (body.read() != -1) {
-                    throw new ProtocolException("GET of '" + object.key() + "' in " + uri + " sent more than the "
-                            + length + " bytes asked for");
+                if (transfer.failure instanceof RuntimeException re) {
+                    throw re;
                 }
-                complete = true;
                 return;
             } catch (S3Exception e) {
                 switch (e.statusCode()) {
@@ -273,19 +241,92 @@ public final class S3Origin implements Origin {
                 }
                 failed = e;
                 detail = done + " of " + length + " bytes received: " + e;
-            } finally {
-                if (body != null) {
-                    if (!complete) {
-                        body.abort(); // don't drain a broken body to reuse its connection
-                    }
-                    try {
-                        body.close();
-                    } catch (IOException | RuntimeException ignored) {
-                        // aborted or already broken: the connection is discarded either way
-                    }
-                }
             }
             attempts.backOff(detail, failed, throttling);
+        }
+    }
+
+    /**
+     * One attempt's body, read inside the SDK call straight into the destination: no {@code ResponseInputStream}
+     * (which arms and cancels a timer task per response on the SDK's scheduler thread: per-request CPU the read
+     * does not need, as the socket timeout bounds every wait). Checks the served version and length first. Any
+     * failure is kept in {@link #failure}, not thrown through the SDK (which would wrap it), and aborts the body so a
+     * broken connection is not drained for reuse; {@link #done} says how far the bytes got, for a resumed retry.
+     * Used by one thread, once.
+     */
+    private final class Transfer implements ResponseTransformer<GetObjectResponse, Void> {
+        private final ObjectInfo object;
+        private final MemorySegment dst;
+        private final long length;
+        private final String range;
+        long done;
+        /** An {@link IOException} or a {@link RuntimeException}, as the read loop threw it. */
+        Exception failure;
+
+        Transfer(ObjectInfo object, MemorySegment dst, long length, long done, String range) {
+            this.object = object;
+            this.dst = dst;
+            this.length = length;
+            this.done = done;
+            this.range = range;
+        }
+
+        @Override
+        public Void transform(GetObjectResponse response, AbortableInputStream body) {
+            boolean complete = false;
+            try {
+                check(response);
+                byte[] chunk = chunks.poll();
+                if (chunk == null) {
+                    chunk = new byte[CHUNK];
+                }
+                try {
+                    while (done < length) { // done advances per chunk: a break resumes after the last byte kept
+                        int n = body.read(chunk, 0, (int) Math.min(CHUNK, length - done));
+                        if (n < 0) {
+                            break;
+                        }
+                        MemorySegment.copy(chunk, 0, dst, ValueLayout.JAVA_BYTE, done, n);
+                        done += n;
+                    }
+                } finally {
+                    chunks.offer(chunk); // bounded: a full pool drops it
+                }
+                if (done != length) {
+                    throw new IOException("GET of '" + object.key() + "' in " + uri + " ended after " + done
+                            + " of " + length + " bytes");
+                }
+                if (body.read() != -1) {
+                    throw new ProtocolException("GET of '" + object.key() + "' in " + uri + " sent more than the "
+                            + length + " bytes asked for");
+                }
+                complete = true;
+            } catch (IOException | RuntimeException e) {
+                failure = e;
+            } finally {
+                if (!complete) {
+                    body.abort(); // don't drain a broken body to reuse its connection
+                }
+            }
+            return null;
+        }
+
+        private void check(GetObjectResponse response) throws IOException {
+            long expected = length - done;
+            String served = response.eTag();
+            if (served == null && !ifMatch) {
+                throw new ProtocolException("GET of '" + object.key() + "' in " + uri + " returned no ETag, so"
+                        + " the version it served cannot be checked; build the origin with ifMatch(true)");
+            }
+            if (served != null && !served.equals(object.version())) {
+                // A store that ignored If-Match served another version: refuse its bytes all the same.
+                throw new ObjectChangedException(uri, object.key(), object.version(), served);
+            }
+            Long contentLength = response.contentLength();
+            if (contentLength != null && contentLength != expected) {
+                throw new ProtocolException("GET of '" + object.key() + "' in " + uri + " " + range
+                        + " answered " + contentLength + " bytes (expected: " + expected + ")");
+            }
         }
     }
 
