@@ -304,4 +304,45 @@ final class PageCache {
                     .toList();
         }
     }
+
+    /**
+     * Pages out the OS pages under {@code range} of a mapping of this process ({@code madvise(MADV_PAGEOUT)}, the range
+     * widened to whole OS pages) and counts those still in the page cache afterwards ({@code mincore} on the same
+     * mapping, which reports page-cache residency whether or not this mapping has the page faulted in).
+     *
+     * @param vector scratch of at least {@code range.byteSize() / page size + 2} bytes, for {@code mincore}
+     * @return the OS pages of the widened range still resident: 0 when the page-out worked
+     * @throws IOException if a call fails
+     */
+    static int pageOutRange(MemorySegment range, MemorySegment vector) throws IOException {
+        long start = range.address() & -(long) OS_PAGE;
+        long end = (range.address() + range.byteSize() + OS_PAGE - 1) & -(long) OS_PAGE;
+        long length = end - start;
+        long pages = length / OS_PAGE;
+        if (vector.byteSize() < pages) {
+            throw new IllegalArgumentException("vector: " + vector.byteSize() + " bytes (expected: >= " + pages + ")");
+        }
+        MemorySegment aligned = MemorySegment.ofAddress(start).reinterpret(length);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CAPTURE);
+            int rc = (int) MADVISE.invokeExact(state, aligned, length, MADV_PAGEOUT);
+            if (rc != 0) {
+                throw new IOException("madvise(MADV_PAGEOUT) of " + length + " bytes failed, errno "
+                        + (int) ERRNO.get(state, 0L) + " (expected: Linux 5.4 or later)");
+            }
+            rc = (int) MINCORE.invokeExact(state, aligned, length, vector);
+            if (rc != 0) {
+                throw new IOException("mincore of " + length + " bytes failed, errno " + (int) ERRNO.get(state, 0L));
+            }
+        } catch (IOException | RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IOException("page-out of " + length + " bytes failed", t);
+        }
+        int resident = 0;
+        for (long i = 0; i < pages; i++) {
+            resident += vector.get(ValueLayout.JAVA_BYTE, i) & 1;
+        }
+        return resident;
+    }
 }
