@@ -204,7 +204,8 @@ public final class MlperfBenchmark {
                 credentials = S3ProxyServer.credentials();
             }
             int k = o.get("concurrency").intValue();
-            try (S3Client shared = client(endpoint, strings.get("region"), credentials, k + 4)) {
+            // Room for the origin's metadata requests beside its k reads.
+            try (S3Client shared = client(endpoint, strings.get("region"), credentials, 2 * k + 16)) {
                 List<String> keys = new ArrayList<>();
                 for (int i = 0; i < o.get("objects"); i++) {
                     keys.add(String.format(Locale.ROOT, "%s%08d.bin", strings.get("prefix"), i));
@@ -245,7 +246,10 @@ public final class MlperfBenchmark {
     private static S3Client client(URI endpoint, String region, AwsCredentialsProvider credentials, int connections) {
         var builder = S3Client.builder().region(Region.of(region)).credentialsProvider(credentials)
                 .forcePathStyle(endpoint != null)
-                .httpClientBuilder(ApacheHttpClient.builder().maxConnections(connections).tcpKeepAlive(true))
+                .httpClientBuilder(ApacheHttpClient.builder().maxConnections(connections).tcpKeepAlive(true)
+                        // A loaded machine can keep every connection busy for seconds: wait, do not fail.
+                        .connectionAcquisitionTimeout(Duration.ofSeconds(120))
+                        .socketTimeout(Duration.ofSeconds(60)))
                 .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
                 .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
                 .overrideConfiguration(c -> c.retryStrategy(AwsRetryStrategy.doNotRetry()));
