@@ -41,7 +41,9 @@ import software.amazon.awssdk.services.s3.S3Client;
  *   <li><b>hit</b> — {@code epochs} shuffled epochs through memory + disk tiers holding {@code cache-percent} of
  *       the dataset (a third in memory), driven by the loader, and the same undriven (the tiers' own W-TinyLFU and
  *       segment LRU): the steady-state byte hit ratio (epochs 3…) divided by the ceiling {@code (C_mem + C_disk)/N}.
- *       </li>
+ *       The driven cache then runs two more epochs, timed: the disk tier's segments resident in the page cache, then
+ *       paged out with the tier open ({@code DiskResidency.pageOut}, residency printed): the hit ratio does not depend
+ *       on the page cache, an epoch's MB/s does.</li>
  *   <li><b>stall</b> — a warm cache holding the whole dataset and a stand-in model of {@code compute-ms} per batch
  *       of {@code stall-batch}: the trainer's data-wait as a share of the epoch's wall time.</li>
  * </ol>
@@ -301,6 +303,29 @@ public final class LoaderBenchmark {
                     }
                     LoaderStats s = loader.stats().minus(before);
                     ratios[e] = (double) (hitBytes(cache) - hit0) / s.bytes();
+                }
+                if (drive) {
+                    // The hit ratio does not depend on the page cache; the epoch's speed does. Two more epochs, the
+                    // disk tier's segments resident, then paged out with the tier open (verified with mincore).
+                    for (boolean resident : new boolean[] {true, false}) {
+                        String state = resident ? String.format(Locale.ROOT, "disk resident %.1f %%",
+                                100 * dev.granary.tier.DiskResidency.warm(diskDir))
+                                : dev.granary.tier.DiskResidency.pageOut(diskDir);
+                        long hit0 = hitBytes(cache);
+                        LoaderStats before = loader.stats();
+                        long start = System.nanoTime();
+                        try (Epoch<Integer> epoch = loader.epoch(ratios.length + (resident ? 0 : 1))) {
+                            for (Batch<Integer> batch : epoch) {
+                                batch.size();
+                            }
+                        }
+                        double wall = (System.nanoTime() - start) / 1e9;
+                        LoaderStats s = loader.stats().minus(before);
+                        System.out.printf(Locale.ROOT, "driven, extra epoch with the disk tier %s: %.0f MB/s, hit"
+                                + " ratio %.3f (%s; misses go to the origin at %d ms)%n", resident ? "resident"
+                                : "paged out", s.bytes() / MB / wall, (double) (hitBytes(cache) - hit0) / s.bytes(),
+                                state, o.get("hit-latency-ms"));
+                    }
                 }
             }
         }

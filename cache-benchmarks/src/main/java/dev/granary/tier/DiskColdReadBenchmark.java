@@ -54,6 +54,14 @@ import java.util.concurrent.TimeUnit;
  * pages that were resident after the drop ({@code resident}), and, for {@code granary}, after the reopen and how
  * many of the pass's pages were in the page cache when it started ({@code all+some/K}, whole pages + partly).
  *
+ * <p><b>Resident and paged out, tier open.</b> After its cold pass the tier, still open, reads the same pages twice
+ * more: once as they are (resident: in the page cache and mapped), once after they were evicted from the page cache
+ * while the tier keeps them mapped — {@code madvise(MADV_PAGEOUT)} over this process's mappings of the segment files
+ * (found in {@code /proc/self/maps}), then {@code POSIX_FADV_DONTNEED} — verified with {@code mincore} (printed:
+ * the segments' resident fraction and the pass's pages still cached). That is the state of a long-running trainer
+ * whose disk-tier pages the kernel reclaimed: no reopen, no first-read CRC check, the cold-page probe only. The table
+ * gives both beside the cold figure, and paged-out / O_DIRECT.
+ *
  * <p>The reopen itself warms pages: the recovery scan reads the record headers through the mapping before the tier
  * advises {@code MADV_RANDOM}, so the kernel reads around the first fault, up to the device's {@code read_ahead_kb}
  * per segment (8 MiB on some VMs: 12.5% of a 64 MiB segment), which puts about a tenth of the payloads in the cache.
@@ -95,10 +103,17 @@ public final class DiskColdReadBenchmark {
     /** One pass's outcome. */
     private record Pass(double mbPerSecond, String detail) {}
 
-    /** One (page size, QD) round. */
-    private record Round(int pageSize, int qd, int round, Pass granary, Pass odirect) {
+    /**
+     * One (page size, QD) round: the tier's passes over the same pages (cold after a reopen, then resident, then
+     * paged out with the tier open) and the ceiling's.
+     */
+    private record Round(int pageSize, int qd, int round, Pass granary, Pass resident, Pass pagedOut, Pass odirect) {
         double ratio() {
             return granary.mbPerSecond / odirect.mbPerSecond;
+        }
+
+        double pagedOutRatio() {
+            return pagedOut.mbPerSecond / odirect.mbPerSecond;
         }
     }
 
@@ -146,13 +161,16 @@ public final class DiskColdReadBenchmark {
                 for (int qd : qds) {
                     for (int round = 1; round <= rounds; round++) {
                         int[] pages = choose(count, k, 31L * pageSize + 7L * qd + round);
-                        Pass g = granaryPass(data, pages, qd, randomAccess);
+                        Pass[] g = granaryPass(data, pages, qd, randomAccess);
                         Pass o = odirectPass(data, pages, qd);
-                        Round r = new Round(pageSize, qd, round, g, o);
+                        Round r = new Round(pageSize, qd, round, g[0], g[1], g[2], o);
                         results.add(r);
                         System.out.printf("  QD %d round %d: granary %8.1f MB/s [%s]  odirect %8.1f MB/s [%s]"
-                                        + "  granary/odirect %.2f%n", qd, round, g.mbPerSecond, g.detail,
+                                        + "  granary/odirect %.2f%n", qd, round, g[0].mbPerSecond, g[0].detail,
                                 o.mbPerSecond, o.detail, r.ratio());
+                        System.out.printf("  QD %d round %d: same pages, tier open: resident %8.1f MB/s [%s];"
+                                        + " paged out %8.1f MB/s [%s]%n", qd, round, g[1].mbPerSecond, g[1].detail,
+                                g[2].mbPerSecond, g[2].detail);
                     }
                 }
             } finally {
@@ -181,7 +199,14 @@ public final class DiskColdReadBenchmark {
         }
     }
 
-    private static Pass granaryPass(DiskBenchData data, int[] pages, int qd, boolean randomAccess) throws Exception {
+    /**
+     * {@return three passes over the same pages: cold after a reopen; then resident (the cold pass left them in the
+     * page cache and mapped); then paged out while the tier stays open ({@code MADV_PAGEOUT} through its mappings,
+     * {@code FADV_DONTNEED} for the rest, verified with {@code mincore}), the state of a long-running process whose
+     * pages the kernel reclaimed}
+     */
+    private static Pass[] granaryPass(DiskBenchData data, int[] pages, int qd, boolean randomAccess)
+            throws Exception {
         List<Path> files = data.allFiles();
         PageCache.drop(files);
         PageCache.Residency dropped = PageCache.residency(files);
@@ -194,35 +219,54 @@ public final class DiskColdReadBenchmark {
             }
             PageCache.Residency reopened = PageCache.residency(files);
             String preloaded = preloaded(tier, data, pages);
-            TierStats before = tier.stats();
             byte[][] scratch = new byte[qd][data.pageSize];
-            double seconds = run(pages, qd, (thread, from, to) -> {
-                long sink = 0;
-                byte[] s = scratch[thread];
-                for (int j = from; j < to; j++) {
-                    Page page = tier.get(data.keys[pages[j]]);
-                    if (page == null) {
-                        throw new IllegalStateException("page " + pages[j] + " missing: " + tier.stats());
-                    }
-                    try {
-                        sink += DiskTierReadBenchmark.consume(page.buffer(), s);
-                    } finally {
-                        page.release();
-                    }
-                }
-                return sink;
-            });
-            TierStats after = tier.stats();
-            if (after.hits() - before.hits() != pages.length || after.corruptions() != before.corruptions()) {
-                throw new IllegalStateException("pass made " + (after.hits() - before.hits()) + " hits of "
-                        + pages.length + ", " + (after.corruptions() - before.corruptions()) + " corruptions");
-            }
-            return new Pass(mbPerSecond(pages.length, data.pageSize, seconds), String.format(Locale.ROOT,
+            double seconds = tierPass(tier, data, pages, qd, scratch);
+            Pass cold = new Pass(mbPerSecond(pages.length, data.pageSize, seconds), String.format(Locale.ROOT,
                     "resident %s, after reopen%s %s, pass pages cached %s; reopen %.0f ms", dropped,
                     DROP_AFTER_REOPEN ? "+drop" : "", reopened, preloaded, reopen / 1e6));
+            String before = preloaded(tier, data, pages);
+            seconds = tierPass(tier, data, pages, qd, scratch);
+            Pass resident = new Pass(mbPerSecond(pages.length, data.pageSize, seconds),
+                    "pass pages cached " + before);
+            PageCache.PageOut out = PageCache.pageOut(data.tierDirectory, ".dat");
+            String after = preloaded(tier, data, pages);
+            PageCache.Residency left = PageCache.residency(data.segmentFiles());
+            seconds = tierPass(tier, data, pages, qd, scratch);
+            Pass pagedOut = new Pass(mbPerSecond(pages.length, data.pageSize, seconds), String.format(Locale.ROOT,
+                    "MADV_PAGEOUT over %d mappings + FADV_DONTNEED: segments resident %s, pass pages cached %s",
+                    out.mappings(), left, after));
+            return new Pass[] {cold, resident, pagedOut};
         } finally {
             tier.close();
         }
+    }
+
+    /** One pass of the open tier over {@code pages}; {@return its wall time in seconds} */
+    private static double tierPass(DiskTier tier, DiskBenchData data, int[] pages, int qd, byte[][] scratch)
+            throws Exception {
+        TierStats before = tier.stats();
+        double seconds = run(pages, qd, (thread, from, to) -> {
+            long sink = 0;
+            byte[] s = scratch[thread];
+            for (int j = from; j < to; j++) {
+                Page page = tier.get(data.keys[pages[j]]);
+                if (page == null) {
+                    throw new IllegalStateException("page " + pages[j] + " missing: " + tier.stats());
+                }
+                try {
+                    sink += DiskTierReadBenchmark.consume(page.buffer(), s);
+                } finally {
+                    page.release();
+                }
+            }
+            return sink;
+        });
+        TierStats after = tier.stats();
+        if (after.hits() - before.hits() != pages.length || after.corruptions() != before.corruptions()) {
+            throw new IllegalStateException("pass made " + (after.hits() - before.hits()) + " hits of "
+                    + pages.length + ", " + (after.corruptions() - before.corruptions()) + " corruptions");
+        }
+        return seconds;
     }
 
     /**
@@ -332,8 +376,8 @@ public final class DiskColdReadBenchmark {
     }
 
     private static void printTable(List<Round> results) {
-        System.out.printf("%n%-8s %3s %6s %14s %14s %16s%n", "page", "QD", "round", "granary MB/s", "odirect MB/s",
-                "granary/odirect");
+        System.out.printf("%n%-8s %3s %6s %14s %14s %16s %14s %14s %18s%n", "page", "QD", "round", "granary MB/s",
+                "odirect MB/s", "granary/odirect", "resident MB/s", "paged-out MB/s", "paged-out/odirect");
         int i = 0;
         while (i < results.size()) {
             int j = i;
@@ -343,13 +387,18 @@ public final class DiskColdReadBenchmark {
             }
             List<Round> group = results.subList(i, j);
             for (Round r : group) {
-                System.out.printf(Locale.ROOT, "%-8s %3d %6d %14.1f %14.1f %16.2f%n", size(r.pageSize), r.qd, r.round,
-                        r.granary.mbPerSecond, r.odirect.mbPerSecond, r.ratio());
+                System.out.printf(Locale.ROOT, "%-8s %3d %6d %14.1f %14.1f %16.2f %14.1f %14.1f %18.2f%n",
+                        size(r.pageSize), r.qd, r.round, r.granary.mbPerSecond, r.odirect.mbPerSecond, r.ratio(),
+                        r.resident.mbPerSecond, r.pagedOut.mbPerSecond, r.pagedOutRatio());
             }
-            System.out.printf(Locale.ROOT, "%-8s %3d %6s %14.1f %14.1f %16.2f%n", size(group.getFirst().pageSize),
-                    group.getFirst().qd, "median", median(group.stream().mapToDouble(r -> r.granary.mbPerSecond)),
+            System.out.printf(Locale.ROOT, "%-8s %3d %6s %14.1f %14.1f %16.2f %14.1f %14.1f %18.2f%n",
+                    size(group.getFirst().pageSize), group.getFirst().qd, "median",
+                    median(group.stream().mapToDouble(r -> r.granary.mbPerSecond)),
                     median(group.stream().mapToDouble(r -> r.odirect.mbPerSecond)),
-                    median(group.stream().mapToDouble(Round::ratio)));
+                    median(group.stream().mapToDouble(Round::ratio)),
+                    median(group.stream().mapToDouble(r -> r.resident.mbPerSecond)),
+                    median(group.stream().mapToDouble(r -> r.pagedOut.mbPerSecond)),
+                    median(group.stream().mapToDouble(Round::pagedOutRatio)));
             i = j;
         }
     }

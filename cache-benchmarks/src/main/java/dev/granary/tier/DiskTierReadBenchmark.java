@@ -52,11 +52,23 @@ import org.openjdk.jmh.annotations.Warmup;
  *       {@code tier.get(keys[i])} with precomputed {@link PageKey}s, consume {@link Page#buffer()},
  *       {@code release()}: index lookup (the key's hash and equals), reference count, stats, segment touch.</li>
  *   <li>{@code mmap} (ceiling): {@code raw.dat} mapped read-only with
- *       {@code FileChannel.map(READ_ONLY, 0, size, Arena.ofShared())}; the op consumes the read-only slice
+ *       {@code FileChannel.map(READ_ONLY, 0, size, Arena.ofShared())}, advised {@code MADV_RANDOM} as the tier advises
+ *       its segments; the op consumes the read-only slice
  *       {@code [i * pageSize, (i + 1) * pageSize)} of the mapping. The slices are made in setup (as a page's buffer
  *       is), so the ceiling pays no allocation that the tier does not.</li>
  * </ul>
- * Both consume through {@link #consume(ByteBuffer, byte[])}, a bulk copy of every byte into a per-thread scratch array
+ * <h2>Resident and paged out</h2>
+ * {@code read} measures pages resident in the page cache (the setup reads both files whole; nothing evicts them). On a
+ * node whose data set is larger than its RAM most disk-tier hits are not resident, so {@code readPagedOut} measures
+ * the same subjects with the page about to be read evicted first: a {@code Level.Invocation} setup (not timed) picks
+ * the random page, and evicts its OS pages with {@code madvise(MADV_PAGEOUT)} through the mapping the subject reads
+ * (the tier's own, whose address {@code DiskTier.peek} gives; the ceiling's slice) — {@code POSIX_FADV_DONTNEED} would
+ * skip pages a process maps, and a cache drop is not allowed in this container — then checks with {@code mincore}
+ * that none of them is still resident. The count of pages that stayed is printed per iteration and fails the run if
+ * it is not 0. The op then reads the page from the device (the tier: its cold-page probe, {@code MADV_WILLNEED} +
+ * {@code MADV_POPULATE_READ}; the ceiling: one fault per 4 KiB under {@code MADV_NORMAL} read-around).
+ *
+ * <p>Both consume through {@link #consume(ByteBuffer, byte[])}, a bulk copy of every byte into a per-thread scratch array
  * (the consumer of {@code MemoryTierHitBenchmark}; see there for why a copy). Teardown fails the run if the tier
  * missed.
  *
@@ -105,6 +117,55 @@ public class DiskTierReadBenchmark {
     private ByteBuffer[] slices;
     private TierStats before;
 
+    /**
+     * The next page of a thread's {@code readPagedOut}, chosen and paged out before the op (not timed), and how many
+     * of the pages it paged out stayed resident.
+     */
+    @State(Scope.Thread)
+    public static class PagedOut {
+        int next;
+        long advised;
+        long stayed;
+        private MemorySegment vector;
+
+        @Setup(Level.Trial)
+        public void setUp(DiskTierReadBenchmark benchmark) {
+            vector = Arena.ofAuto().allocate(benchmark.pageSize / 4096 + 2);
+        }
+
+        @Setup(Level.Invocation)
+        public void pageOut(DiskTierReadBenchmark benchmark) throws IOException {
+            next = ThreadLocalRandom.current().nextInt(benchmark.count);
+            MemorySegment range;
+            if (benchmark.granary) {
+                Page page = benchmark.tier.peek(benchmark.keys[next]);
+                if (page == null) {
+                    throw new IllegalStateException("page " + next + " missing: " + benchmark.tier.stats());
+                }
+                try {
+                    range = page.segment();
+                } finally {
+                    page.release();
+                }
+            } else {
+                range = MemorySegment.ofBuffer(benchmark.slices[next]);
+            }
+            stayed += PageCache.pageOutRange(range, vector);
+            advised++;
+        }
+
+        @TearDown(Level.Iteration)
+        public void report() {
+            System.out.printf(" [paged out %d pages before their reads; OS pages still resident after the page-out:"
+                    + " %d]", advised, stayed);
+            if (stayed != 0) {
+                throw new IllegalStateException(stayed + " OS pages stayed resident after MADV_PAGEOUT (expected: 0):"
+                        + " the paged-out figures are not paged out");
+            }
+            advised = 0;
+        }
+    }
+
     /** Each benchmark thread copies into its own scratch array. */
     @State(Scope.Thread)
     public static class Scratch {
@@ -149,6 +210,9 @@ public class DiskTierReadBenchmark {
         try (FileChannel channel = FileChannel.open(data.raw, StandardOpenOption.READ)) {
             map = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size(), arena);
         }
+        // As the tier advises its segments: no read-around on a fault (changes nothing for resident pages; in
+        // readPagedOut it keeps a 4 KiB fault from reading the device's whole read-ahead window).
+        NativeFiles.adviseRandom(map);
         slices = new ByteBuffer[count];
         for (int i = 0; i < count; i++) {
             MemorySegment slice = map.asSlice((long) i * pageSize, pageSize);
@@ -202,6 +266,21 @@ public class DiskTierReadBenchmark {
     @Benchmark
     public long read(Scratch s) {
         int i = ThreadLocalRandom.current().nextInt(count);
+        if (granary) {
+            Page page = tier.get(keys[i]);
+            try {
+                return consume(page.buffer(), s.bytes);
+            } finally {
+                page.release();
+            }
+        }
+        return consume(slices[i], s.bytes);
+    }
+
+    /** As {@link #read}, with the page paged out of the page cache just before (see the class comment). */
+    @Benchmark
+    public long readPagedOut(Scratch s, PagedOut out) {
+        int i = out.next;
         if (granary) {
             Page page = tier.get(keys[i]);
             try {

@@ -29,7 +29,12 @@ import java.util.List;
  *   <li>{@link #residency}: {@code mincore(2)} over a fresh read-only mapping of each file (mapping does not fault
  *       anything in), i.e. the fraction of the files' pages that are in the page cache, to verify a drop;</li>
  *   <li>{@link #cachedKiB}: the {@code Cached:} line of {@code /proc/meminfo}, a coarse second check;</li>
- *   <li>{@link #fsync} and {@link #readAll}: to make files clean (dirty pages cannot be dropped) and to warm them.</li>
+ *   <li>{@link #fsync} and {@link #readAll}: to make files clean (dirty pages cannot be dropped) and to warm them;</li>
+ *   <li>{@link #pageOut}: evicts the pages of files that <em>this process has mapped</em> (a running disk tier's
+ *       segments), which {@code POSIX_FADV_DONTNEED} skips: {@code madvise(MADV_PAGEOUT)} (Linux 5.4+) over every
+ *       mapping of a file under a directory, found in {@code /proc/self/maps}, then {@code POSIX_FADV_DONTNEED} for
+ *       the pages no mapping holds. The tier stays open and keeps its mappings; its next reads fault the pages in
+ *       from the device, as after the kernel reclaimed them under memory pressure.</li>
  * </ul>
  * Needs {@code --enable-native-access=ALL-UNNAMED}. Linux only; stateless and thread-safe.
  */
@@ -38,12 +43,15 @@ final class PageCache {
 
     private static final int O_RDONLY = 0;
     private static final int POSIX_FADV_DONTNEED = 4;
+    /** Linux 5.4+: reclaim the range's pages now (file pages: written back if dirty, then dropped). */
+    private static final int MADV_PAGEOUT = 21;
     private static final StructLayout CAPTURE = Linker.Option.captureStateLayout();
     private static final VarHandle ERRNO = CAPTURE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
     private static final MethodHandle OPEN;
     private static final MethodHandle CLOSE;
     private static final MethodHandle FADVISE;
     private static final MethodHandle MINCORE;
+    private static final MethodHandle MADVISE;
     private static final int OS_PAGE;
 
     static {
@@ -59,6 +67,8 @@ final class PageCache {
                 ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
         MINCORE = linker.downcallHandle(libc.findOrThrow("mincore"), FunctionDescriptor.of(ValueLayout.JAVA_INT,
                 ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS), errno);
+        MADVISE = linker.downcallHandle(libc.findOrThrow("madvise"), FunctionDescriptor.of(ValueLayout.JAVA_INT,
+                ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT), errno);
         MethodHandle getpagesize = linker.downcallHandle(libc.findOrThrow("getpagesize"),
                 FunctionDescriptor.of(ValueLayout.JAVA_INT));
         try {
@@ -207,5 +217,132 @@ final class PageCache {
         try (var files = Files.list(tierDirectory.resolve(DiskTier.SEGMENTS))) {
             return files.filter(f -> f.getFileName().toString().endsWith(".dat")).sorted().toList();
         }
+    }
+
+    /** A mapping of (part of) a file in this process: addresses {@code [start, end)}, from {@code /proc/self/maps}. */
+    record Mapping(long start, long end, Path file) {
+        long length() {
+            return end - start;
+        }
+    }
+
+    /**
+     * {@return the mappings, in {@code maps} (lines of {@code /proc/PID/maps}), of files inside {@code directory}}
+     * A line is {@code start-end perms offset dev inode path}; anonymous mappings have no path, and a path may contain
+     * spaces; a file deleted while mapped ends in {@code " (deleted)"} and is skipped (nothing to page in again).
+     */
+    static List<Mapping> mappingsUnder(List<String> maps, Path directory) {
+        Path dir = directory.toAbsolutePath().normalize();
+        List<Mapping> found = new java.util.ArrayList<>();
+        for (String line : maps) {
+            String[] fields = line.strip().split("\\s+", 6);
+            if (fields.length < 6 || !fields[5].startsWith("/") || fields[5].endsWith(" (deleted)")) {
+                continue;
+            }
+            Path file = Path.of(fields[5]);
+            if (!file.startsWith(dir)) {
+                continue;
+            }
+            int dash = fields[0].indexOf('-');
+            if (dash < 0) {
+                throw new IllegalArgumentException("maps line: '" + line + "' (expected: start-end perms offset dev"
+                        + " inode path)");
+            }
+            found.add(new Mapping(Long.parseUnsignedLong(fields[0], 0, dash, 16),
+                    Long.parseUnsignedLong(fields[0], dash + 1, fields[0].length(), 16), file));
+        }
+        return found;
+    }
+
+    /** What {@link #pageOut} did. */
+    record PageOut(int mappings, long mappedBytes, int files) {}
+
+    /**
+     * Evicts from the page cache every page of the files under {@code directory} whose names end in {@code suffix}:
+     * {@code fsync}s them (dirty pages cannot be dropped), advises {@code MADV_PAGEOUT} over every mapping of them in
+     * this process, then {@code POSIX_FADV_DONTNEED} on each file. Verify with {@link #residency}: a page another
+     * process maps stays.
+     *
+     * @throws IOException if a call fails (such as {@code EINVAL} from a kernel older than 5.4)
+     */
+    static PageOut pageOut(Path directory, String suffix) throws IOException {
+        List<Path> files = filesUnder(directory, suffix);
+        fsync(files);
+        List<Mapping> mappings = mappingsUnder(Files.readAllLines(Path.of("/proc/self/maps")), directory);
+        long bytes = 0;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CAPTURE);
+            for (Mapping m : mappings) {
+                if (!m.file().getFileName().toString().endsWith(suffix)) {
+                    continue;
+                }
+                int rc = (int) MADVISE.invokeExact(state, MemorySegment.ofAddress(m.start()), m.length(),
+                        MADV_PAGEOUT);
+                if (rc != 0) {
+                    int errno = (int) ERRNO.get(state, 0L);
+                    if (errno != 12) { // ENOMEM: unmapped since /proc/self/maps was read (a segment evicted)
+                        throw new IOException(m.file() + ": madvise(MADV_PAGEOUT) of " + m.length()
+                                + " bytes failed, errno " + errno + " (expected: Linux 5.4 or later)");
+                    }
+                }
+                bytes += m.length();
+            }
+        } catch (IOException | RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IOException(directory + ": madvise(MADV_PAGEOUT) failed", t);
+        }
+        drop(files);
+        return new PageOut((int) mappings.stream().filter(m -> m.file().getFileName().toString().endsWith(suffix))
+                .count(), bytes, files.size());
+    }
+
+    /** {@return the regular files under {@code directory} whose names end in {@code suffix}, in name order} */
+    static List<Path> filesUnder(Path directory, String suffix) throws IOException {
+        try (var walk = Files.walk(directory)) {
+            return walk.filter(f -> f.getFileName().toString().endsWith(suffix) && Files.isRegularFile(f)).sorted()
+                    .toList();
+        }
+    }
+
+    /**
+     * Pages out the OS pages under {@code range} of a mapping of this process ({@code madvise(MADV_PAGEOUT)}, the range
+     * widened to whole OS pages) and counts those still in the page cache afterwards ({@code mincore} on the same
+     * mapping, which reports page-cache residency whether or not this mapping has the page faulted in).
+     *
+     * @param vector scratch of at least {@code range.byteSize() / page size + 2} bytes, for {@code mincore}
+     * @return the OS pages of the widened range still resident: 0 when the page-out worked
+     * @throws IOException if a call fails
+     */
+    static int pageOutRange(MemorySegment range, MemorySegment vector) throws IOException {
+        long start = range.address() & -(long) OS_PAGE;
+        long end = (range.address() + range.byteSize() + OS_PAGE - 1) & -(long) OS_PAGE;
+        long length = end - start;
+        long pages = length / OS_PAGE;
+        if (vector.byteSize() < pages) {
+            throw new IllegalArgumentException("vector: " + vector.byteSize() + " bytes (expected: >= " + pages + ")");
+        }
+        MemorySegment aligned = MemorySegment.ofAddress(start).reinterpret(length);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CAPTURE);
+            int rc = (int) MADVISE.invokeExact(state, aligned, length, MADV_PAGEOUT);
+            if (rc != 0) {
+                throw new IOException("madvise(MADV_PAGEOUT) of " + length + " bytes failed, errno "
+                        + (int) ERRNO.get(state, 0L) + " (expected: Linux 5.4 or later)");
+            }
+            rc = (int) MINCORE.invokeExact(state, aligned, length, vector);
+            if (rc != 0) {
+                throw new IOException("mincore of " + length + " bytes failed, errno " + (int) ERRNO.get(state, 0L));
+            }
+        } catch (IOException | RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IOException("page-out of " + length + " bytes failed", t);
+        }
+        int resident = 0;
+        for (long i = 0; i < pages; i++) {
+            resident += vector.get(ValueLayout.JAVA_BYTE, i) & 1;
+        }
+        return resident;
     }
 }
