@@ -272,6 +272,7 @@ public final class MemoryTier implements Tier {
                 slot.hint.slot = null;
                 policy.recordRemoval(slot.key());
                 counters.evicted();
+                dev.granary.internal.FlightEvents.evicted(name, slot.key());
                 freed += SlabAllocator.footprint(slot.length());
                 slot.release();
             }
@@ -287,6 +288,7 @@ public final class MemoryTier implements Tier {
         }
         slot.hint.slot = null;
         counters.evicted();
+        dev.granary.internal.FlightEvents.evicted(name, key);
         java.util.function.Consumer<Page> listener = evictionListener;
         if (listener != null && !closed) {
             try {
