@@ -37,6 +37,14 @@ import java.util.concurrent.atomic.AtomicInteger;
  * stops, so memory stays bounded whatever the trainer does. {@link LoaderStats#dataWaitNanos()} says how long the
  * trainer waited.
  *
+ * <h2>Watching for starvation</h2>
+ * The loader measures the trainer's data-wait over a sliding window ({@link #dataWaitRatio()}); when it passes
+ * {@link Builder#starvationThreshold(double)} (20 % by default) it logs one warning naming where the time goes
+ * ({@link Starvation}) and calls {@link Builder#starvationListener}, and again only when the state changes.
+ * {@link #stats()} counts only this loader's reads, even on a cache other loaders share; {@link Epoch#stats()} gives
+ * one epoch's. {@code cache-micrometer} exports the same figures, and the JFR event {@code dev.granary.BatchWait}
+ * records each batch's wait.
+ *
  * <h2>Shards read in parts</h2>
  * Over a {@link WebDataset}, an epoch whose order keeps few shards open at once — sequential, or shuffled within
  * blocks of a few shards — reads each shard in large parts ({@link Builder#shardPartSize(int)}, 8 MiB by default)
