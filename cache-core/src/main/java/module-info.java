@@ -7,6 +7,7 @@
  */
 @SuppressWarnings("module") // the qualified export names modules that are not built with this one
 module dev.granary.core {
+    requires jdk.jfr; // FlightEvents: the dev.granary.* JFR events
     exports dev.granary;
     exports dev.granary.spi;
     exports dev.granary.origin.support;

@@ -45,7 +45,7 @@ public record CacheStats(
 
     /**
      * {@return the counters accumulated since an earlier snapshot of the same cache} Gauges (used bytes, capacity,
-     * open leases) are taken from this snapshot.
+     * open leases, origin reads in flight) are taken from this snapshot.
      *
      * @param earlier a snapshot taken before this one, with the same tiers
      * @throws IllegalArgumentException if the tiers differ
@@ -69,7 +69,7 @@ public record CacheStats(
         return new CacheStats(delta,
                 new OriginStats(o.reads() - p.reads(), o.bytes() - p.bytes(),
                         o.metadataRequests() - p.metadataRequests(), o.errors() - p.errors(),
-                        o.retries() - p.retries()),
+                        o.retries() - p.retries(), o.inFlight()),
                 openLeases, leakedLeases - earlier.leakedLeases, staleServes - earlier.staleServes);
     }
 }

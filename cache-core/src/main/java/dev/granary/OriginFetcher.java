@@ -44,6 +44,7 @@ final class OriginFetcher implements AutoCloseable {
     private final Origin origin;
     private final URI originUri;
     private final ExecutorService executor;
+    private final int maxConcurrency;
     private final Semaphore permits;
     private final ConcurrentHashMap<PageKey, Flight> flights = new ConcurrentHashMap<>();
     private final LongAdder reads = new LongAdder();
@@ -55,7 +56,8 @@ final class OriginFetcher implements AutoCloseable {
         this.origin = origin;
         this.originUri = origin.uri();
         this.executor = Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("granary-origin-", 0).factory());
-        this.permits = new Semaphore(origin.maxConcurrency());
+        this.maxConcurrency = origin.maxConcurrency();
+        this.permits = new Semaphore(maxConcurrency);
     }
 
     URI originUri() {
@@ -65,6 +67,8 @@ final class OriginFetcher implements AutoCloseable {
     /** A fill in progress: completes with the page, retained once for each joiner. */
     static final class Flight extends CompletableFuture<Page> {
         private final AtomicInteger joiners = new AtomicInteger(1);
+        /** Who the fill's origin read is charged to: the reader that started it. */
+        private final dev.granary.internal.ReadAccount account = dev.granary.internal.ReadAccount.current();
     }
 
     /** What fills a page once the origin was asked: allocates, reads, seals and offers it to the tiers. */
@@ -90,6 +94,7 @@ final class OriginFetcher implements AutoCloseable {
             return current;
         });
         if (flight != mine) {
+            dev.granary.internal.FlightEvents.coalescedMiss(originUri.toString(), key);
             return flight;
         }
         try {
@@ -106,7 +111,7 @@ final class OriginFetcher implements AutoCloseable {
         try {
             page = recheck.apply(key);
             if (page == null) {
-                page = filler.fill(key);
+                page = dev.granary.internal.ReadAccount.call(flight.account, () -> filler.fill(key));
             }
         } catch (Throwable t) {
             flights.remove(key, flight);
@@ -133,8 +138,10 @@ final class OriginFetcher implements AutoCloseable {
         }
         try {
             reads.increment();
-            origin.read(info, page.key().offset(), page.writableSegment());
+            long start = System.nanoTime();
+            dev.granary.internal.FlightEvents.originRead(origin, info, page.key().offset(), page.writableSegment());
             bytes.add(page.length());
+            dev.granary.internal.ReadAccount.originRead(page.length(), System.nanoTime() - start);
         } catch (IOException | RuntimeException e) {
             errors.increment();
             throw e;
@@ -214,7 +221,8 @@ final class OriginFetcher implements AutoCloseable {
     }
 
     OriginStats stats() {
-        return new OriginStats(reads.sum(), bytes.sum(), metadataRequests.sum(), errors.sum(), origin.retries());
+        return new OriginStats(reads.sum(), bytes.sum(), metadataRequests.sum(), errors.sum(), origin.retries(),
+                maxConcurrency - permits.availablePermits());
     }
 
     int inFlight() {

@@ -9,5 +9,13 @@ package dev.granary;
  * @param metadataRequests stat and list requests
  * @param errors           requests that failed (after the origin's own retries)
  * @param retries          requests the origin retried on its own
+ * @param inFlight         data reads in progress at the origin now (a gauge; at most the origin's
+ *                         {@link dev.granary.spi.Origin#maxConcurrency()})
  */
-public record OriginStats(long reads, long bytes, long metadataRequests, long errors, long retries) {}
+public record OriginStats(long reads, long bytes, long metadataRequests, long errors, long retries, int inFlight) {
+
+    /** A snapshot with no read in flight: the counters of an interval, or of a cache at rest. */
+    public OriginStats(long reads, long bytes, long metadataRequests, long errors, long retries) {
+        this(reads, bytes, metadataRequests, errors, retries, 0);
+    }
+}

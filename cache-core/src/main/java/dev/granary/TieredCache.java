@@ -736,6 +736,7 @@ public final class TieredCache implements AutoCloseable {
             PageKey key = pageKey(info, first + i);
             pages[i] = lookup(key);
             if (pages[i] == null) {
+                dev.granary.internal.ReadAccount.missed();
                 flights[i] = fetcher.fetch(key, this::recheck, k -> fill(info, k));
             }
         }
@@ -774,6 +775,7 @@ public final class TieredCache implements AutoCloseable {
         if (hint != null) {
             Page page = tiers[0].touch(hint);
             if (page != null) {
+                dev.granary.internal.ReadAccount.hit(0);
                 return page;
             }
         }
@@ -781,6 +783,7 @@ public final class TieredCache implements AutoCloseable {
         if (tiers.length > 0) {
             Page page = tiers[0].get(key);
             if (page != null) {
+                dev.granary.internal.ReadAccount.hit(0);
                 known.hint = tiers[0].hint(page);
                 return page;
             }
@@ -799,6 +802,7 @@ public final class TieredCache implements AutoCloseable {
         if (page != null) {
             return page;
         }
+        dev.granary.internal.ReadAccount.missed();
         OriginFetcher.Flight flight = fetcher.fetch(key, this::recheck, filler);
         try {
             return OriginFetcher.await(flight, deadline(), describe(info, key.offset() / pageSize));
@@ -838,6 +842,9 @@ public final class TieredCache implements AutoCloseable {
                     // dropped it; look further down, as for a miss.
                     page.release();
                     continue;
+                }
+                if (!quietly) {
+                    dev.granary.internal.ReadAccount.hit(i);
                 }
                 return page;
             }

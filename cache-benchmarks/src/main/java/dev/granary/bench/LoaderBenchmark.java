@@ -46,19 +46,26 @@ import software.amazon.awssdk.services.s3.S3Client;
  *       on the page cache, an epoch's MB/s does.</li>
  *   <li><b>stall</b> — a warm cache holding the whole dataset and a stand-in model of {@code compute-ms} per batch
  *       of {@code stall-batch}: the trainer's data-wait as a share of the epoch's wall time.</li>
+ *   <li><b>observe</b> (only with {@code --only=4}) — the loader with and without observability, alternated A B,
+ *       B A over {@code rounds}: observed = {@code TieredCacheMetrics} and {@code DataLoaderMetrics} bound to a
+ *       Prometheus registry scraped every {@code scrape-ms}, and a JFR recording to disk with every
+ *       {@code dev.granary.*} event enabled; each side one cold epoch on a new cache, then {@code warm-epochs} epochs
+ *       from its memory tier. Reports observed / plain throughput, cold and warm.</li>
  * </ol>
  *
  * <h2>Run</h2>
  * <pre>
  * ./mvnw -q -DskipTests -pl cache-benchmarks -am package exec:exec@loader
  * ./mvnw -q -DskipTests -pl cache-benchmarks -am package exec:exec@loader -Dloader.args="--only=2 --cache-percent=25"
+ * ./mvnw -q -DskipTests -pl cache-benchmarks -am package exec:exec@loader -Dloader.args="--only=4 --objects=1024"
  * </pre>
- * Options {@code --name=value}: only (0 = all parts, else 1, 2 or 3), objects (4096), size (131072), concurrency
+ * Options {@code --name=value}: only (0 = parts 1-3, else 1, 2, 3 or 4), objects (4096), size (131072), concurrency
  * (64), latency-ms (20), mbps (25), rounds (3), batch (32), workers (2), epochs (4), cache-percent (50), stall-batch
  * (16), compute-ms (2), hit-latency-ms (1: the latency during the hit part, whose result does not depend on it),
  * fresh-cache (0: part 1 reuses one cache, emptied with {@code invalidate} before each round, so Granary's memory
  * has been touched before, as in a long-running job; 1: a new cache every round, whose memory the fill touches for
- * the first time — page faults a plain client's warm heap does not take).
+ * the first time — page faults a plain client's warm heap does not take), scrape-ms (1000) and warm-epochs (2) for
+ * part 4.
  */
 public final class LoaderBenchmark {
 
@@ -70,7 +77,8 @@ public final class LoaderBenchmark {
             Map.entry("latency-ms", "20"), Map.entry("mbps", "25"), Map.entry("rounds", "3"),
             Map.entry("batch", "32"), Map.entry("workers", "2"), Map.entry("epochs", "4"),
             Map.entry("cache-percent", "50"), Map.entry("stall-batch", "16"), Map.entry("compute-ms", "2"),
-            Map.entry("hit-latency-ms", "1"), Map.entry("fresh-cache", "0")));
+            Map.entry("hit-latency-ms", "1"), Map.entry("fresh-cache", "0"), Map.entry("scrape-ms", "1000"),
+            Map.entry("warm-epochs", "2")));
     private static final OperatingSystemMXBean OS =
             (OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
 
@@ -110,6 +118,9 @@ public final class LoaderBenchmark {
             }
             if (only == 0 || only == 3) {
                 stall(world, o);
+            }
+            if (only == 4) {
+                observe(world, o, dir);
             }
         } finally {
             try (var paths = Files.walk(dir)) {
@@ -384,6 +395,129 @@ public final class LoaderBenchmark {
             if (bad.get() != 0) {
                 throw new IllegalStateException(bad.get() + " bad samples");
             }
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ 4. observe
+
+    private static void observe(LoaderWorld world, Map<String, Long> o, Path dir) throws Exception {
+        world.network(Duration.ofMillis(o.get("latency-ms")), o.get("mbps") * 1_000_000);
+        System.out.println();
+        System.out.printf(Locale.ROOT, "4. observability overhead: plain vs Micrometer binders (Prometheus scrape"
+                + " every %d ms) + JFR recording of the dev.granary events; alternated over %d rounds%n",
+                o.get("scrape-ms"), o.get("rounds"));
+        observed(world, o, dir, false); // warm-up, both paths
+        observed(world, o, dir, true);
+        List<double[]> rows = new ArrayList<>();
+        for (int round = 1; round <= o.get("rounds"); round++) {
+            double[] plain;
+            double[] seen;
+            if (round % 2 == 1) {
+                plain = observed(world, o, dir, false);
+                seen = observed(world, o, dir, true);
+            } else {
+                seen = observed(world, o, dir, true);
+                plain = observed(world, o, dir, false);
+            }
+            rows.add(new double[] {plain[0] / seen[0], plain[1] / seen[1]});
+            System.out.printf(Locale.ROOT, "round %d: cold plain %.1f MB/s, observed %.1f MB/s; warm plain %.0f MB/s,"
+                    + " observed %.0f MB/s (%d JFR events, %d scrapes)%n", round, world.fileBytes / plain[0] / MB,
+                    world.fileBytes / seen[0] / MB, warmBytes(world, o) / plain[1] / MB,
+                    warmBytes(world, o) / seen[1] / MB, (long) seen[2], (long) seen[3]);
+        }
+        S3ReadBenchmark.report("cold observed / plain", rows, r -> r[0]);
+        S3ReadBenchmark.report("warm observed / plain", rows, r -> r[1]);
+    }
+
+    private static double warmBytes(LoaderWorld world, Map<String, Long> o) {
+        return (double) world.fileBytes * o.get("warm-epochs");
+    }
+
+    /**
+     * {@return cold seconds, warm seconds, JFR events recorded, scrapes} of one cold epoch on a new cache and
+     * {@code warm-epochs} from its memory, observed or not.
+     */
+    private static double[] observed(LoaderWorld world, Map<String, Long> o, Path dir, boolean observe)
+            throws Exception {
+        int k = o.get("concurrency").intValue();
+        Path jfr = dir.resolve("observe.jfr");
+        io.micrometer.prometheusmetrics.PrometheusMeterRegistry registry =
+                new io.micrometer.prometheusmetrics.PrometheusMeterRegistry(
+                        io.micrometer.prometheusmetrics.PrometheusConfig.DEFAULT);
+        try (TieredCache cache = granaryCache(world, k);
+             jdk.jfr.Recording recording = new jdk.jfr.Recording()) {
+            Dataset dataset = Dataset.ofObjects(cache, "files/");
+            AtomicLong bad = new AtomicLong();
+            AtomicLong scrapes = new AtomicLong();
+            try (DataLoader<Integer> loader = DataLoader.builder(dataset, s -> {
+                if (!LoaderWorld.verifyFile(s.bytes())) {
+                    bad.incrementAndGet();
+                }
+                return s.index();
+            }).batchSize(o.get("batch").intValue()).shuffle(7).workers(o.get("workers").intValue())
+                    .readAhead(Math.max(k, o.get("batch").intValue())).prefetch(Math.max(4, 2 * k
+                            / o.get("batch").intValue())).build()) {
+                Thread scraper = null;
+                if (observe) {
+                    new dev.granary.micrometer.TieredCacheMetrics(cache, "bench", io.micrometer.core.instrument.Tags
+                            .empty()).bindTo(registry);
+                    new dev.granary.micrometer.DataLoaderMetrics(loader, "bench", io.micrometer.core.instrument.Tags
+                            .empty()).bindTo(registry);
+                    for (String event : List.of("OriginRead", "CoalescedMiss", "Eviction", "DiskRecovery",
+                            "BatchWait")) {
+                        recording.enable("dev.granary." + event).withoutThreshold();
+                    }
+                    recording.setToDisk(true);
+                    recording.setDestination(jfr);
+                    recording.start();
+                    long every = o.get("scrape-ms");
+                    scraper = Thread.ofPlatform().daemon().name("bench-scraper").start(() -> {
+                        while (!Thread.currentThread().isInterrupted()) {
+                            if (registry.scrape().isEmpty()) {
+                                throw new IllegalStateException("empty scrape");
+                            }
+                            scrapes.incrementAndGet();
+                            LockSupport.parkNanos(every * 1_000_000);
+                        }
+                    });
+                }
+                double[] result = new double[4];
+                try {
+                    for (int e = 0; e <= o.get("warm-epochs"); e++) {
+                        long start = System.nanoTime();
+                        long n = 0;
+                        try (Epoch<Integer> epoch = loader.epoch(e)) {
+                            for (Batch<Integer> batch : epoch) {
+                                n += batch.size();
+                            }
+                        }
+                        if (n != dataset.size()) {
+                            throw new IllegalStateException(n + " of " + dataset.size() + " samples delivered");
+                        }
+                        result[e == 0 ? 0 : 1] += (System.nanoTime() - start) / 1e9;
+                    }
+                } finally {
+                    if (scraper != null) {
+                        scraper.interrupt();
+                        scraper.join();
+                    }
+                }
+                if (bad.get() != 0) {
+                    throw new IllegalStateException(bad.get() + " bad samples");
+                }
+                if (observe) {
+                    recording.stop();
+                    result[2] = jdk.jfr.consumer.RecordingFile.readAllEvents(jfr).stream()
+                            .filter(ev -> ev.getEventType().getName().startsWith("dev.granary.")).count();
+                    result[3] = scrapes.get();
+                    if (result[2] < dataset.size()) {
+                        throw new IllegalStateException("only " + (long) result[2] + " Granary events recorded");
+                    }
+                }
+                return result;
+            }
+        } finally {
+            registry.close();
         }
     }
 

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.loader;
 
-import dev.granary.CacheStats;
 import dev.granary.EpochDriver;
 import dev.granary.TierStats;
 import dev.granary.TieredCache;
@@ -37,6 +36,14 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@link Builder#prefetch(int)} batches are started ahead of the trainer: when the trainer is slow the read-ahead
  * stops, so memory stays bounded whatever the trainer does. {@link LoaderStats#dataWaitNanos()} says how long the
  * trainer waited.
+ *
+ * <h2>Watching for starvation</h2>
+ * The loader measures the trainer's data-wait over a sliding window ({@link #dataWaitRatio()}); when it passes
+ * {@link Builder#starvationThreshold(double)} (20 % by default) it logs one warning naming where the time goes
+ * ({@link Starvation}) and calls {@link Builder#starvationListener}, and again only when the state changes.
+ * {@link #stats()} counts only this loader's reads, even on a cache other loaders share; {@link Epoch#stats()} gives
+ * one epoch's. {@code cache-micrometer} exports the same figures, and the JFR event {@code dev.granary.BatchWait}
+ * records each batch's wait.
  *
  * <h2>Shards read in parts</h2>
  * Over a {@link WebDataset}, an epoch whose order keeps few shards open at once — sequential, or shuffled within
@@ -116,7 +123,9 @@ public final class DataLoader<T> implements AutoCloseable {
     private final boolean dropLast;
     private final ThreadPoolExecutor workers;
     private final EpochDriver driver;
-    private final CacheStats baseline;
+    private final List<String> tierNames;
+    /** What this loader's reads caused in the cache (per-loader figures, not the cache-wide counters). */
+    private final dev.granary.internal.ReadAccount account;
     private final Cleaner.Cleanable resources;
 
     private final Object lock = new Object();
@@ -134,7 +143,9 @@ public final class DataLoader<T> implements AutoCloseable {
                 : defaultStreamBudget(b.dataset.cache().stats());
         this.settings = new LoaderSettings<>(b.dataset, b.decoder, b.batchSize, b.prefetch, readAhead,
                 maxBytesInFlight, streamBudget, b.skipFailed, b.collator, b.streamShards, b.partSize);
-        this.counters = new LoaderCounters(b.prefetch);
+        this.account = new dev.granary.internal.ReadAccount(dataset.cache().stats().tiers().size());
+        this.counters = new LoaderCounters(b.prefetch, account, new StarvationAlarm(b.starvationThreshold,
+                b.starvationWindow, b.workers, "loader over " + b.dataset, b.starvationListener));
         this.dropLast = b.dropLast;
         this.sampler = b.sampler();
         AtomicInteger n = new AtomicInteger();
@@ -148,7 +159,7 @@ public final class DataLoader<T> implements AutoCloseable {
         this.driver = b.drive ? dataset.cache().loaderSupport().driver() : null;
         // Buffers for the batches in the prefetch queue, the one the trainer holds and one being collated.
         this.staging = b.collator == null ? null : new StagingPool(b.prefetch + 2, b.stagingBytes, b.pinnedStaging);
-        this.baseline = dataset.cache().stats();
+        this.tierNames = dataset.cache().stats().tiers().stream().map(TierStats::name).toList();
         this.position = state(0, 0);
         // A loader dropped without close() must not keep pinning the cache's resident set nor its threads.
         this.resources = CLEANER.register(this, new Resources(workers, driver, staging));
@@ -256,6 +267,8 @@ public final class DataLoader<T> implements AutoCloseable {
             first = Math.min(first, end);
             int[] order = sampler.epoch(epoch);
             EpochRun<T> run = new EpochRun<>(settings, counters, workers, staging, owner, epoch, order, first, end);
+            run.statsAtStart = stats();
+            run.loaderStats = this::stats;
             current = run;
             position = normalized(epoch, first);
             if (driver != null) {
@@ -441,26 +454,36 @@ public final class DataLoader<T> implements AutoCloseable {
         }
     }
 
-    /** {@return a snapshot of the loader's counters and of its cache's since the loader was built} */
+    /**
+     * {@return a snapshot of the loader's counters since it was built} The tier hits, misses and origin figures are
+     * this loader's own: the reads its epochs made and the origin reads their misses started — not the cache's
+     * counters, which another loader or reader on the same cache also moves. A miss that joined another reader's
+     * origin read of the same bytes counts as this loader's miss, but the origin read as the other's. For one
+     * epoch's figures see {@link Epoch#stats()}.
+     */
     public LoaderStats stats() {
-        CacheStats now = dataset.cache().stats();
-        List<TierStats> tiers = now.tiers();
-        long[] hits = new long[tiers.size()];
-        List<String> names = new ArrayList<>(tiers.size());
-        for (int i = 0; i < tiers.size(); i++) {
-            hits[i] = tiers.get(i).hits() - baseline.tiers().get(i).hits();
-            names.add(tiers.get(i).name());
-        }
-        long misses = tiers.isEmpty() ? 0 : tiers.getLast().misses() - baseline.tiers().getLast().misses();
         int queued;
         synchronized (lock) {
             queued = current == null ? 0 : current.readyDepth();
         }
         LoaderCounters c = counters;
         return new LoaderStats(c.samples.sum(), c.skipped.sum(), c.failed.sum(), c.batches.sum(), c.bytes.sum(),
-                c.dataWait.sum(), queued, c.depthAtTake(), hits, List.copyOf(names), misses,
-                now.origin().reads() - baseline.origin().reads(),
-                now.origin().bytes() - baseline.origin().bytes());
+                c.dataWait.sum(), queued, c.depthAtTake(), account.tierHits(), tierNames, account.misses(),
+                account.originReads(), account.originBytes());
+    }
+
+    /**
+     * {@return the share of the starvation window (see {@link Builder#starvationWindow}) the trainer spent waiting
+     * for batches, in [0, 1]} A wait in progress counts up to now, so a trainer stuck on a batch shows at once.
+     * Also what {@code granary.loader.data.wait.ratio} reports. 0 before the trainer first asked for a batch.
+     */
+    public double dataWaitRatio() {
+        return counters.dataWaitRatio();
+    }
+
+    /** {@return whether the starvation alarm is raised now: see {@link Builder#starvationThreshold}} */
+    public boolean starved() {
+        return counters.starved();
     }
 
     /**
@@ -514,6 +537,7 @@ public final class DataLoader<T> implements AutoCloseable {
 
         @Override
         public void closed(EpochRun<T> run) {
+            run.endStats();
             synchronized (lock) {
                 if (current == run) {
                     current = null;
@@ -583,6 +607,9 @@ public final class DataLoader<T> implements AutoCloseable {
         private boolean pinnedStaging;
         private boolean streamShards = true;
         private int partSize = ShardParts.DEFAULT_PART_SIZE;
+        private double starvationThreshold = 0.2;
+        private java.time.Duration starvationWindow = java.time.Duration.ofSeconds(30);
+        private java.util.function.Consumer<Starvation> starvationListener;
 
         private Builder(Dataset dataset, Decoder<T> decoder) {
             this.dataset = dataset;
@@ -880,6 +907,56 @@ public final class DataLoader<T> implements AutoCloseable {
          */
         public Builder<T> driveCache(boolean drive) {
             this.drive = drive;
+            return this;
+        }
+
+        /**
+         * Sets the data-wait share that raises the starvation alarm: when the trainer spends at least this share of
+         * the alarm's window waiting for batches, the loader logs one warning naming where the time goes (see
+         * {@link Starvation}) and calls the listener; it logs again only when the share falls back under it.
+         * Default 0.2 (20 %, the usual warning line for I/O wait; 0.5 is the usual paging line).
+         *
+         * @param ratio in (0, 1]
+         * @return this builder
+         * @throws IllegalArgumentException if out of range
+         */
+        public Builder<T> starvationThreshold(double ratio) {
+            if (!(ratio > 0 && ratio <= 1)) {
+                throw new IllegalArgumentException("starvation threshold: " + ratio + " (expected: a share in (0,"
+                        + " 1], such as 0.2 for 20 % data-wait)");
+            }
+            this.starvationThreshold = ratio;
+            return this;
+        }
+
+        /**
+         * Sets the sliding window over which the data-wait share is measured, for the starvation alarm and
+         * {@link DataLoader#dataWaitRatio()}. The alarm is armed once the loader has run for one window. Default
+         * 30 s.
+         *
+         * @param window from 1 ms to 1 day
+         * @return this builder
+         * @throws IllegalArgumentException if null or out of range
+         */
+        public Builder<T> starvationWindow(java.time.Duration window) {
+            if (window == null || window.compareTo(java.time.Duration.ofMillis(1)) < 0
+                    || window.compareTo(java.time.Duration.ofDays(1)) > 0) {
+                throw new IllegalArgumentException("starvation window: " + window + " (expected: 1 ms to 1 day)");
+            }
+            this.starvationWindow = window;
+            return this;
+        }
+
+        /**
+         * Sets a listener called on each change of the starvation state (raised, cleared), on the trainer's thread
+         * as it takes a batch; it should return quickly. An exception it throws is logged, not propagated. Default
+         * none: the alarm only logs.
+         *
+         * @param listener the listener, or null for none
+         * @return this builder
+         */
+        public Builder<T> starvationListener(java.util.function.Consumer<Starvation> listener) {
+            this.starvationListener = listener;
             return this;
         }
 

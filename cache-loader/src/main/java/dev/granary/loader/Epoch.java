@@ -47,6 +47,15 @@ public final class Epoch<T> implements Iterable<Batch<T>>, AutoCloseable {
     }
 
     /**
+     * {@return this epoch's own figures}: the loader's {@link DataLoader#stats()} accumulated since the epoch started,
+     * until now while it is open, and frozen once it is closed — by {@link #close()}, by the loader's next
+     * {@code epoch(...)} or by closing the loader (the queue depth is the loader's at that moment). Thread-safe.
+     */
+    public LoaderStats stats() {
+        return run.stats();
+    }
+
+    /**
      * {@return the iterator over the batches}
      *
      * @throws IllegalStateException if called twice: an epoch is iterated once

@@ -79,6 +79,11 @@ final class EpochRun<T> {
     private volatile PendingBatch<T> taken;
     /** The batch handed to the trainer last: its staging buffer is reused once the trainer asks for the next. */
     private volatile PendingBatch<T> handed;
+    /** The loader's figures when the epoch started, and a source of them; set by the loader before start(). */
+    LoaderStats statsAtStart;
+    java.util.function.Supplier<LoaderStats> loaderStats;
+    /** The loader's figures when the epoch closed (its reads and decodes stopped). */
+    private volatile LoaderStats statsAtEnd;
 
     EpochRun(LoaderSettings<T> settings, LoaderCounters counters, Executor workers, StagingPool staging,
             Owner<T> owner, long epoch, int[] order, long firstBatch, long endBatch) {
@@ -121,7 +126,20 @@ final class EpochRun<T> {
         long parallelism = Math.max(1, Math.min(settings.readAhead(), settings.streamBudget()
                 / settings.partSize()));
         return new ShardStream(shards, plan, order, (int) parallelism, settings.streamBudget(),
-                Long.toString(epoch));
+                Long.toString(epoch), counters.account);
+    }
+
+    /** Freezes the epoch's figures (the first call counts). */
+    void endStats() {
+        if (statsAtEnd == null && loaderStats != null) {
+            statsAtEnd = loaderStats.get();
+        }
+    }
+
+    /** {@return the figures of this epoch alone: until now while it runs, until it closed once closed} */
+    LoaderStats stats() {
+        LoaderStats end = statsAtEnd;
+        return (end != null ? end : loaderStats.get()).minus(statsAtStart);
     }
 
     void start() {
@@ -159,6 +177,8 @@ final class EpochRun<T> {
         }
         long wait0 = System.nanoTime();
         int depth = readyDepth();
+        Object event = dev.granary.internal.FlightEvents.batchWaitBegin();
+        counters.waitingSince = wait0;
         try {
             while (taken == null) {
                 taken = ready.poll(100, TimeUnit.MILLISECONDS); // wakes to notice a close or a failed feeder
@@ -175,6 +195,8 @@ final class EpochRun<T> {
             ensureOpen(); // closed meanwhile: its batches were cut short by the close, not real ones
             advance();
             counters.delivered(batch.size(), System.nanoTime() - wait0, depth);
+            dev.granary.internal.FlightEvents.batchWaitEnd(event, settings.dataset(), epoch, next - 1, depth,
+                    batch.size(), false);
             return batch;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -186,12 +208,16 @@ final class EpochRun<T> {
         } catch (ExecutionException e) {
             advance();
             counters.took(System.nanoTime() - wait0, depth);
+            dev.granary.internal.FlightEvents.batchWaitEnd(event, settings.dataset(), epoch, next - 1, depth, 0,
+                    true);
             Throwable cause = e.getCause();
             if (cause instanceof SampleException se) {
                 throw se;
             }
             throw new IllegalStateException("batch " + (next - 1) + " of epoch " + epoch + " failed: " + cause,
                     cause);
+        } finally {
+            counters.waitingSince = 0;
         }
     }
 
@@ -282,7 +308,8 @@ final class EpochRun<T> {
             try {
                 if (!cancelled) {
                     ShardStream parts = stream;
-                    sample = parts != null ? parts.take(position) : settings.dataset().read(index);
+                    sample = dev.granary.internal.ReadAccount.call(counters.account,
+                            () -> parts != null ? parts.take(position) : settings.dataset().read(index));
                     long actual = sample.size();
                     if (parts == null) {
                         budget.adjust(actual - estimate);
@@ -311,7 +338,9 @@ final class EpochRun<T> {
         Runnable task = () -> {
             try {
                 if (!cancelled) {
+                    long decode0 = System.nanoTime();
                     T item = settings.decoder().decode(sample);
+                    counters.decodeNanos.add(System.nanoTime() - decode0);
                     if (item == null) {
                         throw new NullPointerException("decoder returned null (expected: a decoded item)");
                     }

@@ -18,13 +18,26 @@ final class LoaderCounters {
     final LongAdder batches = new LongAdder();
     final LongAdder bytes = new LongAdder();
     final LongAdder dataWait = new LongAdder();
+    /** Time the workers spent decoding, for the starvation alarm's figures. */
+    final LongAdder decodeNanos = new LongAdder();
+    /** What this loader's reads caused in the cache: its own tier hits, misses and origin reads. */
+    final dev.granary.internal.ReadAccount account;
+    /** When the trainer started waiting for the batch it is waiting for; 0 when it is not waiting. */
+    volatile long waitingSince;
+    private final StarvationAlarm alarm;
     private final LongAdder[] depthAtTake;
     private final LongAdder observedBytes = new LongAdder();
     private final LongAdder observedCount = new LongAdder();
     private final java.util.concurrent.atomic.AtomicBoolean fellBack = new java.util.concurrent.atomic.AtomicBoolean();
 
-    /** @param prefetch the deepest the ready queue gets */
-    LoaderCounters(int prefetch) {
+    /**
+     * @param prefetch the deepest the ready queue gets
+     * @param account  the loader's account in its cache
+     * @param alarm    the starvation alarm, fed at each batch the trainer takes
+     */
+    LoaderCounters(int prefetch, dev.granary.internal.ReadAccount account, StarvationAlarm alarm) {
+        this.account = account;
+        this.alarm = alarm;
         depthAtTake = new LongAdder[prefetch + 1];
         for (int i = 0; i < depthAtTake.length; i++) {
             depthAtTake[i] = new LongAdder();
@@ -42,6 +55,29 @@ final class LoaderCounters {
     void took(long waitNanos, int depth) {
         dataWait.add(waitNanos);
         depthAtTake[Math.min(depth, depthAtTake.length - 1)].increment();
+        waitingSince = 0;
+        alarm.observe(System.nanoTime(), totals());
+    }
+
+    /** {@return the share of the alarm's window the trainer spent waiting, a wait in progress included} */
+    double dataWaitRatio() {
+        long since = waitingSince;
+        return alarm.ratio(System.nanoTime(), totals(), since);
+    }
+
+    /** {@return whether the starvation alarm is raised} */
+    boolean starved() {
+        return alarm.starved();
+    }
+
+    /** {@return the cumulative figures the starvation alarm works on} */
+    StarvationAlarm.Totals totals() {
+        long takes = 0;
+        for (LongAdder d : depthAtTake) {
+            takes += d.sum();
+        }
+        return new StarvationAlarm.Totals(dataWait.sum(), decodeNanos.sum(), account.originReads(),
+                account.originBytes(), account.originNanos(), takes, depthAtTake[0].sum());
     }
 
     /** A sample failed: skipped and counted, or failing its batch. */

@@ -5,7 +5,10 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * A snapshot of a {@link DataLoader}'s counters since it was built; {@link #minus(LoaderStats)} gives one epoch's.
+ * A snapshot of a {@link DataLoader}'s counters since it was built ({@link DataLoader#stats()}) or of one epoch's
+ * ({@link Epoch#stats()}); {@link #minus(LoaderStats)} gives an interval's. Every figure is the loader's own, even
+ * when other loaders or readers share its cache (the cache's own counters, {@code TieredCache.stats()}, are
+ * cache-wide).
  *
  * @param samples          samples handed to the trainer (in batches)
  * @param skipped          samples that failed and were skipped ({@code skipFailedSamples(true)})
@@ -17,11 +20,12 @@ import java.util.List;
  * @param depthAtTake      how often the trainer, asking for a batch, found {@code d} batches ready: index {@code d}
  *                         from 0 to {@code prefetch} — the queue depth over time, sampled at each take; a trainer that
  *                         keeps finding 0 is starved
- * @param tierHits         hits in each tier of the cache, in tier order, since the loader was built
+ * @param tierHits         this loader's reads each tier of the cache served, in tier order, since the loader was built
  * @param tierNames        the tiers' names, in tier order
- * @param misses           reads no tier could serve since the loader was built (filled from the origin)
- * @param originReads      data requests to the origin since the loader was built
- * @param originBytes      data bytes fetched from the origin since the loader was built
+ * @param misses           this loader's reads no tier could serve since the loader was built (filled from the
+ *                         origin, or by joining another reader's origin read of the same bytes)
+ * @param originReads      data requests to the origin this loader's misses made since the loader was built
+ * @param originBytes      data bytes those requests fetched
  */
 public record LoaderStats(long samples, long skipped, long failed, long batches, long bytes, long dataWaitNanos,
         int queueDepth, long[] depthAtTake, long[] tierHits, List<String> tierNames, long misses, long originReads,

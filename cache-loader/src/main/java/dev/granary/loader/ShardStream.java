@@ -59,6 +59,8 @@ final class ShardStream implements AutoCloseable {
     private final StreamPlan plan;
     private final int[] order;
     private final LoaderSupport support;
+    /** The loader's account, charged with the parts' reads (per-loader figures); null for none. */
+    private final dev.granary.internal.ReadAccount account;
     private final int parallelism;
     private final long budget;
     private final Thread prefetcher;
@@ -87,8 +89,10 @@ final class ShardStream implements AutoCloseable {
      * @param parallelism part reads in flight at most, {@code >= 1} (the origin's own limit still applies)
      * @param budget      bytes counted at most, but see the class comment, {@code >= 1}
      * @param name        names the threads: the epoch, for thread dumps
+     * @param account     the loader's account, charged with the parts' reads; null for none
      */
-    ShardStream(WebDataset dataset, StreamPlan plan, int[] order, int parallelism, long budget, String name) {
+    ShardStream(WebDataset dataset, StreamPlan plan, int[] order, int parallelism, long budget, String name,
+            dev.granary.internal.ReadAccount account) {
         if (!plan.streams() || parallelism < 1 || budget < 1) {
             throw new IllegalStateException("shard stream: plan " + plan + ", parallelism " + parallelism
                     + ", budget " + budget + " (expected: a plan that streams, both >= 1)");
@@ -97,6 +101,7 @@ final class ShardStream implements AutoCloseable {
         this.plan = plan;
         this.order = order;
         this.support = dataset.cache().loaderSupport();
+        this.account = account;
         this.parallelism = parallelism;
         this.budget = budget;
         int n = plan.partCount();
@@ -159,7 +164,8 @@ final class ShardStream implements AutoCloseable {
             Lease lease = null;
             IOException failure = null;
             try {
-                lease = support.readExtent(shard, start, (int) length);
+                lease = dev.granary.internal.ReadAccount.call(account, () -> support.readExtent(shard, start,
+                        (int) length));
             } catch (IOException e) {
                 failure = e; // as the origin said it (ObjectChangedException, …): it names the shard
             } catch (RuntimeException | Error e) {

@@ -305,7 +305,9 @@ class ShardStreamTest {
         assertEquals(expected.size(), plan.partCount());
 
         ExecutorService workers = Executors.newFixedThreadPool(2);
-        EpochRun<Item> run = new EpochRun<>(settings(dataset, budget), new LoaderCounters(3), workers, null, NOBODY,
+        EpochRun<Item> run = new EpochRun<>(settings(dataset, budget), new LoaderCounters(3,
+                new dev.granary.internal.ReadAccount(1), new StarvationAlarm(0.2, java.time.Duration.ofSeconds(30), 2,
+                "test", null)), workers, null, NOBODY,
                 0, order, 0, (order.length + BATCH - 1) / BATCH);
         List<Item> items = new ArrayList<>();
         int before = origin.reads();

@@ -153,6 +153,8 @@ public final class DiskTier implements Tier {
         try {
             DiskDirectory.checkFormat(directory, name);
             this.recovery = recover();
+            dev.granary.internal.FlightEvents.diskRecovered(name, directory, recovery.segments(), recovery.pages(),
+                    recovery.damagedSegments(), recovery.damagedTails(), recovery.took());
         } catch (IOException | RuntimeException | Error e) {
             closeSegmentsAfterFailedOpen();
             lock.close();
@@ -623,6 +625,7 @@ public final class DiskTier implements Tier {
         for (DiskPage page : segment.kill(true)) {
             if (index.remove(page.key(), page)) {
                 counters.evicted();
+                dev.granary.internal.FlightEvents.evicted(name, page.key());
                 if (listener != null && page.verified) { // an unverified page is not handed on: it may be damaged
                     try {
                         listener.accept(page);

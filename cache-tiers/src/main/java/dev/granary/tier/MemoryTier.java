@@ -273,6 +273,7 @@ public final class MemoryTier implements Tier {
                 slot.hint.slot = null;
                 policy.recordRemoval(slot.key());
                 counters.evicted();
+                dev.granary.internal.FlightEvents.evicted(name, slot.key());
                 freed += SlabAllocator.footprint(slot.length());
                 slot.release();
             }
@@ -288,6 +289,7 @@ public final class MemoryTier implements Tier {
         }
         slot.hint.slot = null;
         counters.evicted();
+        dev.granary.internal.FlightEvents.evicted(name, key);
         java.util.function.Consumer<Page> listener = evictionListener;
         if (listener != null && !closed) {
             try {

@@ -128,6 +128,7 @@ public final class RetryLoop {
         if (retries != null) {
             retries.increment();
         }
+        dev.granary.internal.FlightEvents.retried();
         try {
             TimeUnit.NANOSECONDS.sleep(sleep);
         } catch (InterruptedException e) {
