@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.loader;
 
+import dev.granary.CacheStats;
 import dev.granary.EpochDriver;
 import dev.granary.TierStats;
 import dev.granary.TieredCache;
