@@ -10,8 +10,6 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
@@ -19,13 +17,13 @@ import java.util.function.Consumer;
  * One segment file of a {@link DiskTier}, mapped into memory for as long as anything references it.
  *
  * <h2>References</h2>
- * The tier holds one reference while the segment is live; every page object of the segment holds one; a writer holds
- * one while it copies. When the count reaches zero the mapping is unmapped, and, if the segment was evicted, its file
+ * The tier holds one reference while the segment is live; every page object handed to a reader (a lease) holds one;
+ * a writer holds one while it writes. When the count reaches zero the mapping is unmapped, and, if the segment was evicted, its file
  * is deleted: memory a reader holds is never unmapped underneath it.
  *
  * <h2>Thread safety</h2>
- * The append cursors ({@link #reserve}) are guarded by the tier's allocation lock; the page list and the dead flag by
- * this object's monitor; the reference count is atomic.
+ * The append cursors ({@link #reserve}) are guarded by the tier's allocation lock; the page columns and the dead flag
+ * by the {@link DiskIndex}'s lock (readers look at them under its optimistic reads); the reference count is atomic.
  */
 final class Segment implements RegionPolicy.Region {
 
@@ -34,8 +32,9 @@ final class Segment implements RegionPolicy.Region {
     final long size;
     final MemorySegment map;
     /**
-     * A read-only descriptor of the file, for verifying pages and checking the file's length without touching the
-     * mapping (see {@link #crc}); {@code -1} where raw descriptors are not available. Closed when the mapping goes.
+     * A descriptor of the file, for writing pages ({@link #write}), verifying them and checking the file's length
+     * without touching the mapping (see {@link #crc}); {@code -1} where raw descriptors are not available. Closed when
+     * the mapping goes.
      */
     private final int fd;
     /** When the file's length was last checked ({@link #intact}); racy by design: a lost update costs one check. */
@@ -56,9 +55,6 @@ final class Segment implements RegionPolicy.Region {
      * recovered one. Set before the segment takes appends; read by writers after the allocation lock handed it out.
      */
     int generation;
-    /** The pages of this segment that are in the tier's index. */
-    private final java.util.Set<DiskTier.DiskPage> pages = new java.util.HashSet<>(); // guarded by this
-    private boolean dead; // guarded by this
     private volatile boolean deleteWhenFree;
 
     private Segment(long id, Path file, long size, Arena arena, MemorySegment map, int fd, Consumer<Segment> onFree) {
@@ -86,12 +82,49 @@ final class Segment implements RegionPolicy.Region {
         int fd = -1;
         try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             MemorySegment map = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
-            fd = NativeFiles.openReadOnly(path);
+            fd = NativeFiles.openReadWrite(path);
             return new Segment(id, file, size, arena, map, fd, onFree);
         } catch (IOException | RuntimeException e) {
             NativeFiles.close(fd);
             arena.close();
             throw e;
+        }
+    }
+
+    /**
+     * Writes bytes into the file at {@code position} with {@code pwrite(2)}, not through the mapping: storing into a
+     * fresh mapping takes a page fault per 4 KiB (each a zero-filled page of the file read in, then dirtied), which
+     * held the tier's writes at 0.4-0.5 of a plain append; a positional write copies straight into the page cache.
+     * The mapping sees the bytes at once (one page cache). Heap memory goes through a native scratch buffer.
+     *
+     * @throws IOException if the write fails
+     */
+    void write(MemorySegment from, long position) throws IOException {
+        if (fd < 0) {
+            try {
+                MemorySegment.copy(from, 0, map, position, from.byteSize());
+            } catch (InternalError e) {
+                throw new IOException("cannot write to " + file + ": " + e.getMessage(), e);
+            }
+            return;
+        }
+        if (from.isNative()) {
+            NativeFiles.pwrite(fd, from, position);
+            return;
+        }
+        MemorySegment scratch = takeScratch();
+        try {
+            long done = 0;
+            long total = from.byteSize();
+            while (done < total) {
+                int chunk = (int) Math.min(SCRATCH, total - done);
+                MemorySegment part = scratch.asSlice(0, chunk);
+                MemorySegment.copy(from, done, part, 0, chunk);
+                NativeFiles.pwrite(fd, part, position + done);
+                done += chunk;
+            }
+        } finally {
+            giveBack(scratch);
         }
     }
 
@@ -274,40 +307,84 @@ final class Segment implements RegionPolicy.Region {
         return payload >= SegmentFormat.SEGMENT_HEADER + headerLength;
     }
 
-    /** Adds a page to the segment's list; the caller holds this segment's monitor and checked {@link #deadLocked}. */
-    /** {@return whether fewer than half of the page bytes this segment holds are live under {@code workload}} */
-    synchronized boolean mostlyDead(dev.granary.spi.Workload workload) {
-        long live = 0;
-        long total = 0;
-        for (DiskTier.DiskPage page : pages) {
-            total += page.length();
-            if (!workload.isDead(page.stamp)) {
-                live += page.length();
-            }
+    // ---- the pages of this segment: columns by record number, guarded by the DiskIndex's lock ----
+    // Records are only ever appended: a record number names one page of this file for the segment's whole life, and
+    // a page leaving the index is only marked removed. So a page object (a lease) needs nothing but the segment and
+    // the record number, and nothing here is per page but these primitive columns (about 30 bytes a record).
+
+    /** The index this segment is registered with, and its slot there (0 when not registered). */
+    DiskIndex index;
+    int slot;
+    /** Records added so far, and how many of them are in the index. */
+    int records;
+    int live;
+    int[] objects = new int[0];
+    long[] offsets = new long[0];
+    int[] lengths = new int[0];
+    int[] payloads = new int[0];
+    int[] crcs = new int[0];
+    /** The workload clock when the page was last written or read; written without the lock (a lost update only delays a stamp). */
+    int[] stamps = new int[0];
+    /** 1 once the page's bytes were checked against its CRC since open; written without the lock, only ever 0 to 1. */
+    byte[] verified = new byte[0];
+    /** 1 once the page left the index. */
+    byte[] removed = new byte[0];
+    private boolean dead;
+
+    /** Appends a record's columns; {@return its record number} Under the index's write lock. */
+    int append(int object, long offset, int length, long payload, int crc, int stamp, boolean checked) {
+        int r = records;
+        if (r == objects.length) {
+            resize(Math.max(8, r + (r >> 1)));
         }
-        return live * 2 < total;
+        objects[r] = object;
+        offsets[r] = offset;
+        lengths[r] = length;
+        payloads[r] = (int) payload;
+        crcs[r] = crc;
+        stamps[r] = stamp;
+        verified[r] = (byte) (checked ? 1 : 0);
+        records = r + 1;
+        live++;
+        return r;
     }
 
-    void addLocked(DiskTier.DiskPage page) {
-        pages.add(page);
+    /** Sizes the columns for exactly {@code capacity} records (at least {@link #records}). Under the write lock. */
+    void resize(int capacity) {
+        objects = java.util.Arrays.copyOf(objects, capacity);
+        offsets = java.util.Arrays.copyOf(offsets, capacity);
+        lengths = java.util.Arrays.copyOf(lengths, capacity);
+        payloads = java.util.Arrays.copyOf(payloads, capacity);
+        crcs = java.util.Arrays.copyOf(crcs, capacity);
+        stamps = java.util.Arrays.copyOf(stamps, capacity);
+        verified = java.util.Arrays.copyOf(verified, capacity);
+        removed = java.util.Arrays.copyOf(removed, capacity);
     }
 
-    /** {@return whether the segment was evicted or closed}; the caller holds this segment's monitor */
+    /** Drops the columns' spare room once the segment takes no more appends. Under the write lock. */
+    void trim() {
+        if (objects.length > records) {
+            resize(records);
+        }
+    }
+
+    /** {@return whether the segment was evicted or closed}; under the index's lock */
     boolean deadLocked() {
         return dead;
     }
 
-    /** The page left the tier's index (invalidated, moved, damaged). */
-    synchronized void pageRemoved(DiskTier.DiskPage page) {
-        pages.remove(page);
+    /** {@return whether fewer than half of the page bytes this segment holds are live under {@code workload}} */
+    boolean mostlyDead(dev.granary.spi.Workload workload) {
+        return index.mostlyDead(this, workload);
     }
 
-    /** Marks the segment dead and returns its pages, for the tier to drop from its index. */
-    synchronized List<DiskTier.DiskPage> kill(boolean delete) {
+    /**
+     * Marks the segment dead: called by the index, which has taken its pages out (or by recovery and creation for a
+     * segment never indexed). With {@code delete}, the file is unlinked at once.
+     */
+    void kill(boolean delete) {
         dead = true;
         deleteWhenFree = delete;
-        List<DiskTier.DiskPage> all = new ArrayList<>(pages);
-        pages.clear();
         if (delete) {
             // Unlink now: the mapping keeps the bytes for readers, and a later open of the directory (by this
             // process or another) must not find, recover or resume a segment that is on its way out.
@@ -318,11 +395,6 @@ final class Segment implements RegionPolicy.Region {
                         "cannot delete evicted segment " + file + ": " + e);
             }
         }
-        return all;
-    }
-
-    synchronized boolean isDead() {
-        return dead;
     }
 
     /** {@return whether the file was deleted (evicted), its bytes still counted until the mapping goes} */
@@ -384,18 +456,16 @@ final class Segment implements RegionPolicy.Region {
     }
 
     @Override
-    public synchronized int pages() {
-        return pages.size();
+    public int pages() {
+        DiskIndex i = index;
+        return i == null ? 0 : i.livePages(this);
     }
 
     @Override
     public void forEachPage(Consumer<PageKey> action) {
-        List<DiskTier.DiskPage> copy;
-        synchronized (this) {
-            copy = new ArrayList<>(pages);
-        }
-        for (DiskTier.DiskPage page : copy) {
-            action.accept(page.key());
+        DiskIndex i = index;
+        if (i != null) {
+            i.forEachPage(this, (key, stamp) -> action.accept(key));
         }
     }
 
