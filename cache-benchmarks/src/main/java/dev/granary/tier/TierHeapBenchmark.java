@@ -22,7 +22,7 @@ import java.util.Locale;
  * strings belong to objects, not pages: a page's key is (origin, object key, version, offset, length) and the first
  * three are shared by every page of one object. So the figure depends on how many pages an object has; the run
  * reports it for {@code pagesPerObject} = 1 (every page its own object, as 150 KB JPEGs in 1 MiB pages) and 64 (a
- * 64 MiB shard in 1 MiB pages), and derives the per-object part from the two. Object keys look like
+ * 64 MiB shard in 1 MiB pages); the pages of one object share its strings, as the cache's keys do. Object keys look like
  * {@code train/000123.jpg}, versions like {@code 4096-1700000004551-1000123} (size-mtime-inode), one origin.
  *
  * <h2>Tiers</h2>
@@ -133,19 +133,40 @@ public final class TierHeapBenchmark {
         }
     }
 
-    /** A key made of fresh strings, as a reader's would be: nothing shared with the benchmark afterwards. */
-    private static PageKey key(int page, int perObject, int pageSize) {
-        int object = page / perObject;
-        String name = String.format(Locale.ROOT, "train/%07d.jpg", object);
-        String version = (pageSize * perObject) + "-" + (1_700_000_000_000L + 4_551L * object) + "-"
-                + (1_000_000 + object);
-        return new PageKey(new String(DiskBenchData.ORIGIN), name, version, (long) (page % perObject) * pageSize,
-                pageSize);
+    /**
+     * Keys as a reader's cache makes them: fresh strings per object (nothing shared with the benchmark afterwards),
+     * the same strings for every page of one object, as {@code TieredCache} passes one object's origin, key and
+     * version to each of its pages.
+     */
+    private static final class Keys {
+        private final int perObject;
+        private final int pageSize;
+        private int object = -1;
+        private String origin;
+        private String name;
+        private String version;
+
+        Keys(int perObject, int pageSize) {
+            this.perObject = perObject;
+            this.pageSize = pageSize;
+        }
+
+        PageKey key(int page) {
+            int o = page / perObject;
+            if (o != object) {
+                object = o;
+                origin = new String(DiskBenchData.ORIGIN);
+                name = String.format(Locale.ROOT, "train/%07d.jpg", o);
+                version = (pageSize * perObject) + "-" + (1_700_000_000_000L + 4_551L * o) + "-" + (1_000_000 + o);
+            }
+            return new PageKey(origin, name, version, (long) (page % perObject) * pageSize, pageSize);
+        }
     }
 
     private static void fillMemory(MemoryTier tier, int count, int perObject) {
+        Keys keys = new Keys(perObject, 512);
         for (int i = 0; i < count; i++) {
-            Page page = tier.allocate(key(i, perObject, 512));
+            Page page = tier.allocate(keys.key(i));
             if (page == null) {
                 throw new IllegalStateException("memory tier refused page " + i + ": " + tier);
             }
@@ -158,11 +179,12 @@ public final class TierHeapBenchmark {
 
     private static void fillDisk(DiskTier tier, int count, int perObject) {
         byte[] bytes = new byte[256];
+        Keys keys = new Keys(perObject, 256);
         for (int i = 0; i < count; i++) {
             bytes[0] = (byte) i;
             bytes[1] = (byte) (i >> 8);
             bytes[2] = (byte) (i >> 16);
-            Page page = new Page(key(i, perObject, 256), MemorySegment.ofArray(bytes)) {
+            Page page = new Page(keys.key(i), MemorySegment.ofArray(bytes)) {
                 @Override
                 protected void deallocate() {}
             };

@@ -17,10 +17,10 @@ import java.util.concurrent.locks.StampedLock;
  *       CRC32C, stamp, verified, removed): about 30 bytes a page. Records are only appended, and a whole segment
  *       leaves at once, so nothing is ever moved or reused inside a segment.</li>
  *   <li>{@link ObjectNames} keeps (origin, key, version) once per object version, under an {@code int} id.</li>
- *   <li>One open-addressing table ({@code long[]}, linear probing, load 3/8 to 3/4) maps a page — its object id,
+ *   <li>One open-addressing table ({@code long[]}, linear probing, load 0.53 to 0.8) maps a page — its object id,
  *       offset and length — to a reference: the segment's slot here (24 bits), the record number (24 bits) and 16
  *       bits of the page's hash, so a probe rarely looks at a segment's columns for a key that is not there. 8 bytes
- *       a slot, 11-21 bytes a page.</li>
+ *       a slot, 10-15 bytes a page.</li>
  * </ul>
  * A page object ({@link DiskTier.DiskPage}) is made only when a reader leases a page, and is garbage once released.
  *
@@ -39,6 +39,15 @@ final class DiskIndex {
     private final StampedLock lock = new StampedLock();
     private final ObjectNames names = new ObjectNames();
     private long[] table = new long[1 << 10];
+
+    /**
+     * A page's home slot in a table of {@code capacity} slots (any size, not only powers of two: the table grows by
+     * half at a load of 0.8, so it stays between 0.53 and 0.8 full, 10-15 bytes a page). Uses the hash's low 48
+     * bits; the high 16 are the tag kept in the reference.
+     */
+    private static int home(long h, int capacity) {
+        return (int) Math.unsignedMultiplyHigh(h << 16, capacity);
+    }
     private int size;
     private Segment[] bySlot = new Segment[16];
     private int nextSlot = 1;
@@ -143,10 +152,10 @@ final class DiskIndex {
     private long probe(int object, long offset, int length) {
         long[] t = table;
         Segment[] segments = bySlot;
-        int mask = t.length - 1;
+        int capacity = t.length;
         long h = hash(object, offset, length);
         long tag = h >>> 48;
-        for (int i = (int) h & mask, probes = 0; probes <= mask; i = (i + 1) & mask, probes++) {
+        for (int i = home(h, capacity), probes = 0; probes < capacity; i = i + 1 == capacity ? 0 : i + 1, probes++) {
             long ref = t[i];
             if (ref == 0) {
                 return 0;
@@ -359,8 +368,8 @@ final class DiskIndex {
     }
 
     private void insertLocked(Segment segment, int record, int object) {
-        if ((size + 1) * 4L > table.length * 3L) {
-            rehash(table.length * 2);
+        if ((size + 1) * 5L > table.length * 4L) {
+            rehash(table.length + (table.length >> 1));
         }
         long h = hash(object, segment.offsets[record], segment.lengths[record]);
         insert(table, ref(segment.slot, record, h), h);
@@ -368,10 +377,10 @@ final class DiskIndex {
     }
 
     private static void insert(long[] t, long ref, long h) {
-        int mask = t.length - 1;
-        int i = (int) h & mask;
+        int capacity = t.length;
+        int i = home(h, capacity);
         while (t[i] != 0) {
-            i = (i + 1) & mask;
+            i = i + 1 == capacity ? 0 : i + 1;
         }
         t[i] = ref;
     }
@@ -397,19 +406,21 @@ final class DiskIndex {
         long h = hash(segment.objects[record], segment.offsets[record], segment.lengths[record]);
         long target = ref(segment.slot, record, h);
         long[] t = table;
-        int mask = t.length - 1;
-        int i = (int) h & mask;
+        int capacity = t.length;
+        int i = home(h, capacity);
         while (t[i] != target) {
             if (t[i] == 0) {
                 throw new IllegalStateException("disk index: record " + record + " of " + segment
                         + " is live but not in the table");
             }
-            i = (i + 1) & mask;
+            i = i + 1 == capacity ? 0 : i + 1;
         }
+        // Backward-shift deletion (Knuth, Algorithm R): no tombstones, so probe chains stay as short as the load.
         int hole = i;
-        for (int j = (hole + 1) & mask; t[j] != 0; j = (j + 1) & mask) {
-            int home = (int) hashOf(t[j]) & mask;
-            if (((j - home) & mask) >= ((j - hole) & mask)) {
+        for (int j = hole + 1 == capacity ? 0 : hole + 1; t[j] != 0; j = j + 1 == capacity ? 0 : j + 1) {
+            int home = home(hashOf(t[j]), capacity);
+            // t[j] may fill the hole unless its home lies cyclically in (hole, j]
+            if (Math.floorMod(j - home, capacity) >= Math.floorMod(j - hole, capacity)) {
                 t[hole] = t[j];
                 hole = j;
             }
