@@ -13,11 +13,12 @@ import java.util.concurrent.locks.StampedLock;
  *
  * <h2>Layout</h2>
  * <ul>
- *   <li>Each {@link Segment} keeps its pages as columns by record number (object id, offset, length, payload offset,
- *       CRC32C, stamp, verified, removed): about 30 bytes a page. Records are only appended, and a whole segment
- *       leaves at once, so nothing is ever moved or reused inside a segment.</li>
+ *   <li>Each {@link Segment} keeps its pages as rows of four longs by record number (offset; object id and length;
+ *       payload offset and CRC32C; stamp and verified flag): 32 bytes a page, one cache line read per lookup that
+ *       finds its page. Records are only appended, and a whole segment leaves at once, so nothing is ever moved or
+ *       reused inside a segment.</li>
  *   <li>{@link ObjectNames} keeps (origin, key, version) once per object version, under an {@code int} id.</li>
- *   <li>One open-addressing table ({@code long[]}, linear probing, load 0.53 to 0.8) maps a page — its object id,
+ *   <li>One open-addressing table ({@link ChunkedLongs}, linear probing, load 0.53 to 0.8) maps a page — its object id,
  *       offset and length — to a reference: the segment's slot here (24 bits), the record number (24 bits) and 16
  *       bits of the page's hash, so a probe rarely looks at a segment's columns for a key that is not there. 8 bytes
  *       a slot, 10-15 bytes a page.</li>
@@ -28,8 +29,8 @@ import java.util.concurrent.locks.StampedLock;
  * One {@link StampedLock}. Every mutation (a page added or removed, a segment registered or killed, a table resize)
  * holds its write lock. Lookups run under an optimistic read: they read the arrays without synchronisation, guard every
  * index against torn state, and keep their answer only if the stamp still validates afterwards; else they look
- * again under the read lock. The {@code verified} and {@code stamps} columns are written without the lock (a racy
- * 0-to-1 flag and a racy stamp, each harmless if lost: a page verified twice, a stamp a hit late).
+ * again under the read lock. A record's stamp and verified flag are written without the lock (a racy stamp and a
+ * racy 0-to-1 flag, each harmless if lost: a stamp a hit late, a page verified twice).
  */
 final class DiskIndex {
 
@@ -38,15 +39,15 @@ final class DiskIndex {
 
     private final StampedLock lock = new StampedLock();
     private final ObjectNames names = new ObjectNames();
-    private long[] table = new long[1 << 10];
+    private ChunkedLongs table = new ChunkedLongs(1 << 10);
 
     /**
      * A page's home slot in a table of {@code capacity} slots (any size, not only powers of two: the table grows by
      * half at a load of 0.8, so it stays between 0.53 and 0.8 full, 10-15 bytes a page). Uses the hash's low 48
      * bits; the high 16 are the tag kept in the reference.
      */
-    private static int home(long h, int capacity) {
-        return (int) Math.unsignedMultiplyHigh(h << 16, capacity);
+    private static long home(long h, long capacity) {
+        return Math.unsignedMultiplyHigh(h << 16, capacity);
     }
     private int size;
     private Segment[] bySlot = new Segment[16];
@@ -100,8 +101,9 @@ final class DiskIndex {
                 if (ref != 0) {
                     segment = bySlot[slotOf(ref)];
                     record = recordOf(ref);
-                    payload = segment.payloads[record];
-                    crc = segment.crcs[record];
+                    long where = segment.rows.get((long) record * Segment.ROW + 2);
+                    payload = where >>> 32;
+                    crc = (int) where;
                 }
             } catch (RuntimeException torn) { // inconsistent arrays under a concurrent write: validation fails
                 segment = null;
@@ -117,8 +119,8 @@ final class DiskIndex {
                 segment = ref == 0 ? null : bySlot[slotOf(ref)];
                 if (segment != null) {
                     record = recordOf(ref);
-                    payload = segment.payloads[record];
-                    crc = segment.crcs[record];
+                    payload = segment.payload(record);
+                    crc = segment.crc(record);
                 }
             } finally {
                 lock.unlockRead(stamp);
@@ -127,7 +129,7 @@ final class DiskIndex {
         if (segment == null || !segment.tryRetain()) {
             return null;
         }
-        return new DiskTier.DiskPage(tier, segment, record, key, payload & 0xFFFF_FFFFL, crc);
+        return new DiskTier.DiskPage(tier, segment, record, key, payload, crc);
     }
 
     /** {@return whether the page is in the index} */
@@ -150,21 +152,21 @@ final class DiskIndex {
     }
 
     private long probe(int object, long offset, int length) {
-        long[] t = table;
+        ChunkedLongs t = table;
         Segment[] segments = bySlot;
-        int capacity = t.length;
+        long capacity = t.length();
         long h = hash(object, offset, length);
         long tag = h >>> 48;
-        for (int i = home(h, capacity), probes = 0; probes < capacity; i = i + 1 == capacity ? 0 : i + 1, probes++) {
-            long ref = t[i];
+        long objectAndLength = (long) object << 32 | (length & 0xFFFF_FFFFL);
+        for (long i = home(h, capacity), probes = 0; probes < capacity; i = i + 1 == capacity ? 0 : i + 1, probes++) {
+            long ref = t.get(i);
             if (ref == 0) {
                 return 0;
             }
             if ((ref & 0xFFFF) == tag) {
-                Segment s = segments[slotOf(ref)];
-                int r = recordOf(ref);
-                if (s != null && r < s.records && s.objects[r] == object && s.offsets[r] == offset
-                        && s.lengths[r] == length && s.removed[r] == 0) {
+                ChunkedLongs rows = segments[slotOf(ref)].rows;
+                long b = (long) recordOf(ref) * Segment.ROW;
+                if (b + 1 < rows.length() && rows.get(b + 1) == objectAndLength && rows.get(b) == offset) {
                     return ref;
                 }
             }
@@ -234,8 +236,8 @@ final class DiskIndex {
                 return new Killed(0, List.of());
             }
             for (int r = 0; r < segment.records; r++) {
-                if (segment.removed[r] == 0) {
-                    if (keys && segment.verified[r] != 0) {
+                if (!segment.removed(r)) {
+                    if (keys && segment.verified(r)) {
                         handed.add(new Object[] {r, keyOf(segment, r)});
                     }
                     removeLocked(segment, r);
@@ -303,9 +305,11 @@ final class DiskIndex {
             if (probe(key, ObjectNames.hash(key.origin(), key.key(), key.version())) != 0) {
                 return true;
             }
+            if (!segment.removed(record)) {
+                return true; // still in the index (under another key's probe it would have been found)
+            }
             int object = names.acquire(key.origin(), key.key(), key.version());
-            segment.objects[record] = object;
-            segment.removed[record] = 0;
+            segment.object(record, object);
             segment.live++;
             insertLocked(segment, record, object);
             return true;
@@ -333,7 +337,7 @@ final class DiskIndex {
     boolean remove(Segment segment, int record) {
         long stamp = lock.writeLock();
         try {
-            if (segment.deadLocked() || segment.removed[record] != 0) {
+            if (segment.deadLocked() || segment.removed(record)) {
                 return false;
             }
             removeLocked(segment, record);
@@ -354,8 +358,8 @@ final class DiskIndex {
                     continue;
                 }
                 for (int r = 0; r < s.records; r++) {
-                    if (s.removed[r] == 0 && names.key(s.objects[r]).equals(key)
-                            && names.origin(s.objects[r]).equals(origin)) {
+                    if (!s.removed(r) && names.key(s.object(r)).equals(key)
+                            && names.origin(s.object(r)).equals(origin)) {
                         removeLocked(s, r);
                         removedPages++;
                     }
@@ -368,32 +372,34 @@ final class DiskIndex {
     }
 
     private void insertLocked(Segment segment, int record, int object) {
-        if ((size + 1) * 5L > table.length * 4L) {
-            rehash(table.length + (table.length >> 1));
+        if ((size + 1) * 5L > table.length() * 4L) {
+            rehash(table.length() + (table.length() >> 1));
         }
-        long h = hash(object, segment.offsets[record], segment.lengths[record]);
+        long h = hash(object, segment.offset(record), segment.length(record));
         insert(table, ref(segment.slot, record, h), h);
         size++;
     }
 
-    private static void insert(long[] t, long ref, long h) {
-        int capacity = t.length;
-        int i = home(h, capacity);
-        while (t[i] != 0) {
+    private static void insert(ChunkedLongs t, long ref, long h) {
+        long capacity = t.length();
+        long i = home(h, capacity);
+        while (t.get(i) != 0) {
             i = i + 1 == capacity ? 0 : i + 1;
         }
-        t[i] = ref;
+        t.set(i, ref);
     }
 
     private long hashOf(long ref) {
         Segment s = bySlot[slotOf(ref)];
         int r = recordOf(ref);
-        return hash(s.objects[r], s.offsets[r], s.lengths[r]);
+        return hash(s.object(r), s.offset(r), s.length(r));
     }
 
-    private void rehash(int capacity) {
-        long[] fresh = new long[capacity];
-        for (long ref : table) {
+    private void rehash(long capacity) {
+        ChunkedLongs fresh = new ChunkedLongs(capacity);
+        ChunkedLongs old = table;
+        for (long i = 0; i < old.length(); i++) {
+            long ref = old.get(i);
             if (ref != 0) {
                 insert(fresh, ref, hashOf(ref));
             }
@@ -403,42 +409,43 @@ final class DiskIndex {
 
     /** Takes one live record out of the table and releases its object name. Under the write lock. */
     private void removeLocked(Segment segment, int record) {
-        long h = hash(segment.objects[record], segment.offsets[record], segment.lengths[record]);
+        int object = segment.object(record);
+        long h = hash(object, segment.offset(record), segment.length(record));
         long target = ref(segment.slot, record, h);
-        long[] t = table;
-        int capacity = t.length;
-        int i = home(h, capacity);
-        while (t[i] != target) {
-            if (t[i] == 0) {
+        ChunkedLongs t = table;
+        long capacity = t.length();
+        long i = home(h, capacity);
+        while (t.get(i) != target) {
+            if (t.get(i) == 0) {
                 throw new IllegalStateException("disk index: record " + record + " of " + segment
                         + " is live but not in the table");
             }
             i = i + 1 == capacity ? 0 : i + 1;
         }
         // Backward-shift deletion (Knuth, Algorithm R): no tombstones, so probe chains stay as short as the load.
-        int hole = i;
-        for (int j = hole + 1 == capacity ? 0 : hole + 1; t[j] != 0; j = j + 1 == capacity ? 0 : j + 1) {
-            int home = home(hashOf(t[j]), capacity);
+        long hole = i;
+        for (long j = hole + 1 == capacity ? 0 : hole + 1; t.get(j) != 0; j = j + 1 == capacity ? 0 : j + 1) {
+            long home = home(hashOf(t.get(j)), capacity);
             // t[j] may fill the hole unless its home lies cyclically in (hole, j]
             if (Math.floorMod(j - home, capacity) >= Math.floorMod(j - hole, capacity)) {
-                t[hole] = t[j];
+                t.set(hole, t.get(j));
                 hole = j;
             }
         }
-        t[hole] = 0;
+        t.set(hole, 0);
         size--;
-        segment.removed[record] = 1;
+        segment.object(record, Segment.REMOVED);
         segment.live--;
-        names.release(segment.objects[record]);
+        names.release(object);
     }
 
     // ------------------------------------------------------------------------------------------------ views
 
     /** {@return the key of a live record}; under a lock */
     private PageKey keyOf(Segment s, int r) {
-        int object = s.objects[r];
-        return new PageKey(names.origin(object), names.key(object), names.version(object), s.offsets[r],
-                s.lengths[r]);
+        int object = s.object(r);
+        return new PageKey(names.origin(object), names.key(object), names.version(object), s.offset(r),
+                s.length(r));
     }
 
     /** Receives a live page of a segment: its key and stamp. */
@@ -454,8 +461,8 @@ final class DiskIndex {
         try {
             stamps = new int[segment.live];
             for (int r = 0; r < segment.records; r++) {
-                if (segment.removed[r] == 0) {
-                    stamps[keys.size()] = segment.stamps[r];
+                if (!segment.removed(r)) {
+                    stamps[keys.size()] = segment.stampOf(r);
                     keys.add(keyOf(segment, r));
                 }
             }
@@ -483,10 +490,10 @@ final class DiskIndex {
             long live = 0;
             long total = 0;
             for (int r = 0; r < segment.records; r++) {
-                if (segment.removed[r] == 0) {
-                    total += segment.lengths[r];
-                    if (!workload.isDead(segment.stamps[r])) {
-                        live += segment.lengths[r];
+                if (!segment.removed(r)) {
+                    total += segment.length(r);
+                    if (!workload.isDead(segment.stampOf(r))) {
+                        live += segment.length(r);
                     }
                 }
             }
@@ -504,16 +511,6 @@ final class DiskIndex {
         try {
             long ref = probe(key, ObjectNames.hash(key.origin(), key.key(), key.version()));
             return ref == 0 ? null : new Found(bySlot[slotOf(ref)], recordOf(ref));
-        } finally {
-            lock.unlockRead(stamp);
-        }
-    }
-
-    /** {@return the key of a record, live or not} For a page object that needs its key made. */
-    PageKey key(Segment segment, int record) {
-        long stamp = lock.readLock();
-        try {
-            return keyOf(segment, record);
         } finally {
             lock.unlockRead(stamp);
         }

@@ -612,8 +612,7 @@ public final class DiskTier implements Tier {
             if (!segment.tryRetain()) {
                 break;
             }
-            DiskPage page = new DiskPage(this, segment, record, key, segment.payloads[record] & 0xFFFF_FFFFL,
-                    segment.crcs[record]);
+            DiskPage page = new DiskPage(this, segment, record, key, segment.payload(record), segment.crc(record));
             try {
                 listener.accept(page);
             } catch (RuntimeException e) {
@@ -778,7 +777,7 @@ public final class DiskTier implements Tier {
             return null;
         }
         Segment s = found.segment();
-        long payload = s.payloads[found.record()] & 0xFFFF_FFFFL;
+        long payload = s.payload(found.record());
         long[] header = {-1};
         SegmentFormat.scan(s.map, s.id, r -> {
             if (r.payloadOffset() == payload) {
@@ -928,24 +927,16 @@ public final class DiskTier implements Tier {
 
         /** {@return whether the bytes were checked against the CRC since the tier opened} Racy: see DiskIndex. */
         boolean verified() {
-            byte[] v = segment.verified;
-            return record < v.length && v[record] != 0;
+            return segment.verified(record);
         }
 
         void markVerified() {
-            byte[] v = segment.verified;
-            if (record < v.length) {
-                v[record] = 1;
-            }
+            segment.markVerified(record);
         }
 
         /** Records the workload clock of a read; racy (a lost update only delays a stamp). */
         void stamp(long clock) {
-            int[] stamps = segment.stamps;
-            int value = clampStamp(clock);
-            if (record < stamps.length && stamps[record] != value) {
-                stamps[record] = value;
-            }
+            segment.stampRecord(record, clampStamp(clock));
         }
 
         @Override

@@ -307,10 +307,16 @@ final class Segment implements RegionPolicy.Region {
         return payload >= SegmentFormat.SEGMENT_HEADER + headerLength;
     }
 
-    // ---- the pages of this segment: columns by record number, guarded by the DiskIndex's lock ----
+    // ---- the pages of this segment: one row of four longs per record, guarded by the DiskIndex's lock ----
     // Records are only ever appended: a record number names one page of this file for the segment's whole life, and
     // a page leaving the index is only marked removed. So a page object (a lease) needs nothing but the segment and
-    // the record number, and nothing here is per page but these primitive columns (about 30 bytes a record).
+    // the record number, and nothing here is per page but these 32 bytes. Rows, not columns: a lookup that finds
+    // its record reads one cache line (offset, object and length to compare; payload and CRC to serve).
+
+    /** Longs per record: offset; object << 32 | length; payload << 32 | CRC32C; stamp << 32 | verified. */
+    static final int ROW = 4;
+    /** The object id of a record that left the index. */
+    static final int REMOVED = -1;
 
     /** The index this segment is registered with, and its slot there (0 when not registered). */
     DiskIndex index;
@@ -318,55 +324,91 @@ final class Segment implements RegionPolicy.Region {
     /** Records added so far, and how many of them are in the index. */
     int records;
     int live;
-    int[] objects = new int[0];
-    long[] offsets = new long[0];
-    int[] lengths = new int[0];
-    int[] payloads = new int[0];
-    int[] crcs = new int[0];
-    /** The workload clock when the page was last written or read; written without the lock (a lost update only delays a stamp). */
-    int[] stamps = new int[0];
-    /** 1 once the page's bytes were checked against its CRC since open; written without the lock, only ever 0 to 1. */
-    byte[] verified = new byte[0];
-    /** 1 once the page left the index. */
-    byte[] removed = new byte[0];
-    private boolean dead;
+    /**
+     * The records, {@link #ROW} longs each. The last long (stamp, verified flag) is written without the lock: a lost
+     * update only delays a stamp or verifies a page twice; the verified flag only ever goes from 0 to 1 for a record.
+     */
+    ChunkedLongs rows = new ChunkedLongs(0);
 
-    /** Appends a record's columns; {@return its record number} Under the index's write lock. */
+    /** Appends a record; {@return its record number} Under the index's write lock. */
     int append(int object, long offset, int length, long payload, int crc, int stamp, boolean checked) {
         int r = records;
-        if (r == objects.length) {
-            resize(Math.max(8, r + (r >> 1)));
+        long b = (long) r * ROW;
+        if (b + ROW > rows.length()) {
+            // grow by half, but in whole chunks once past one: only the last chunk is ever copied
+            long more = Math.min(Math.max(8L * ROW, rows.length() >> 1), ChunkedLongs.SIZE);
+            rows.resize(rows.length() + more);
         }
-        objects[r] = object;
-        offsets[r] = offset;
-        lengths[r] = length;
-        payloads[r] = (int) payload;
-        crcs[r] = crc;
-        stamps[r] = stamp;
-        verified[r] = (byte) (checked ? 1 : 0);
+        rows.set(b, offset);
+        rows.set(b + 1, (long) object << 32 | (length & 0xFFFF_FFFFL));
+        rows.set(b + 2, payload << 32 | (crc & 0xFFFF_FFFFL));
+        rows.set(b + 3, (long) stamp << 32 | (checked ? 1 : 0));
         records = r + 1;
         live++;
         return r;
     }
 
-    /** Sizes the columns for exactly {@code capacity} records (at least {@link #records}). Under the write lock. */
-    void resize(int capacity) {
-        objects = java.util.Arrays.copyOf(objects, capacity);
-        offsets = java.util.Arrays.copyOf(offsets, capacity);
-        lengths = java.util.Arrays.copyOf(lengths, capacity);
-        payloads = java.util.Arrays.copyOf(payloads, capacity);
-        crcs = java.util.Arrays.copyOf(crcs, capacity);
-        stamps = java.util.Arrays.copyOf(stamps, capacity);
-        verified = java.util.Arrays.copyOf(verified, capacity);
-        removed = java.util.Arrays.copyOf(removed, capacity);
+    int object(int r) {
+        return (int) (rows.get((long) r * ROW + 1) >> 32);
     }
 
-    /** Drops the columns' spare room once the segment takes no more appends. Under the write lock. */
+    long offset(int r) {
+        return rows.get((long) r * ROW);
+    }
+
+    int length(int r) {
+        return (int) rows.get((long) r * ROW + 1);
+    }
+
+    long payload(int r) {
+        return rows.get((long) r * ROW + 2) >>> 32;
+    }
+
+    int crc(int r) {
+        return (int) rows.get((long) r * ROW + 2);
+    }
+
+    int stampOf(int r) {
+        return (int) (rows.get((long) r * ROW + 3) >> 32);
+    }
+
+    boolean verified(int r) {
+        return (rows.get((long) r * ROW + 3) & 1) != 0;
+    }
+
+    void markVerified(int r) {
+        rows.merge((long) r * ROW + 3, 1, 1);
+    }
+
+    void stampRecord(int r, int stamp) {
+        long b = (long) r * ROW + 3;
+        if ((int) (rows.get(b) >> 32) != stamp) {
+            rows.merge(b, 0xFFFF_FFFF_0000_0000L, (long) stamp << 32);
+        }
+    }
+
+    boolean removed(int r) {
+        return object(r) == REMOVED;
+    }
+
+    /** Sets a record's object id ({@link #REMOVED} when it leaves the index). Under the write lock. */
+    void object(int r, int object) {
+        rows.merge((long) r * ROW + 1, 0xFFFF_FFFF_0000_0000L, (long) object << 32);
+    }
+
+    /** Sizes the rows for exactly {@code capacity} records (at least {@link #records}). Under the write lock. */
+    void resize(int capacity) {
+        rows.resize((long) capacity * ROW);
+    }
+
+    /** Drops the rows' spare room once the segment takes no more appends. Under the write lock. */
     void trim() {
-        if (objects.length > records) {
+        if (rows.length() > (long) records * ROW) {
             resize(records);
         }
     }
+
+    private boolean dead;
 
     /** {@return whether the segment was evicted or closed}; under the index's lock */
     boolean deadLocked() {
