@@ -20,7 +20,7 @@ import java.util.concurrent.locks.StampedLock;
  *   <li>{@link ObjectNames} keeps (origin, key, version) once per object version, under an {@code int} id.</li>
  *   <li>One open-addressing table ({@link ChunkedLongs}, linear probing, load 0.53 to 0.8) maps a page — its object id,
  *       offset and length — to a reference: the segment's slot here (24 bits), the record number (24 bits) and 16
- *       bits of the page's hash, so a probe rarely looks at a segment's columns for a key that is not there. 8 bytes
+ *       bits of the page's hash, so a probe rarely looks at a segment's rows for a key that is not there. 8 bytes
  *       a slot, 10-15 bytes a page.</li>
  * </ul>
  * A page object ({@link DiskTier.DiskPage}) is made only when a reader leases a page, and is garbage once released.
@@ -211,7 +211,7 @@ final class DiskIndex {
         }
     }
 
-    /** Takes the spare room out of a segment's columns: it takes no more appends. */
+    /** Takes the spare room out of a segment's rows: it takes no more appends. */
     void seal(Segment segment) {
         long stamp = lock.writeLock();
         try {
@@ -276,13 +276,15 @@ final class DiskIndex {
             if (segment.deadLocked() || closed.getAsBoolean()) {
                 return Added.REFUSED;
             }
-            if (probe(key, ObjectNames.hash(key.origin(), key.key(), key.version())) != 0) {
+            int nameHash = ObjectNames.hash(key.origin(), key.key(), key.version());
+            int known = names.find(key.origin(), key.key(), key.version(), nameHash);
+            if (known >= 0 && probe(known, key.offset(), key.length()) != 0) {
                 return Added.PRESENT;
             }
             if (segment.records >= MAX_RECORDS) {
                 return Added.REFUSED;
             }
-            int object = names.acquire(key.origin(), key.key(), key.version());
+            int object = names.acquire(known, key.origin(), key.key(), key.version(), nameHash);
             int r = segment.append(object, key.offset(), key.length(), payload, crc, stamp, verified);
             insertLocked(segment, r, object);
             return Added.STORED;

@@ -498,7 +498,7 @@ public final class DiskTier implements Tier {
             return active;
         }
         if (active != null) {
-            index.seal(active); // full: its columns lose their spare room
+            index.seal(active); // full: its rows lose their spare room
         }
         active = null; // full: from now on a candidate for eviction like the others
         Workload w = workload;
@@ -909,7 +909,7 @@ public final class DiskTier implements Tier {
 
         final DiskTier tier;
         final Segment segment;
-        /** The page's record number in its segment's columns. */
+        /** The page's record number in its segment's rows. */
         final int record;
         final long payloadOffset;
         final int crc;

@@ -49,6 +49,8 @@ final class NativeFiles {
     private static final MethodHandle MADVISE;
     private static final MethodHandle PREAD;
     private static final MethodHandle PWRITE;
+    /** {@code pwrite} without capturing errno: the common case, with no arena to allocate per call. */
+    private static final MethodHandle PWRITE_FAST;
     private static final MethodHandle LSEEK;
     private static final MethodHandle FLOCK;
     /** Captures errno of {@link #PREAD} and {@link #FLOCK}. */
@@ -63,6 +65,7 @@ final class NativeFiles {
         MethodHandle madvise = null;
         MethodHandle pread = null;
         MethodHandle pwrite = null;
+        MethodHandle pwriteFast = null;
         MethodHandle lseek = null;
         MethodHandle flock = null;
         try {
@@ -85,6 +88,9 @@ final class NativeFiles {
             pwrite = libc.find("pwrite").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(
                     ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
                     ValueLayout.JAVA_LONG), errno)).orElse(null);
+            pwriteFast = libc.find("pwrite").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(
+                    ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
+                    ValueLayout.JAVA_LONG))).orElse(null);
             lseek = libc.find("lseek").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(ValueLayout.JAVA_LONG,
                     ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT))).orElse(null);
             flock = libc.find("flock").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(ValueLayout.JAVA_INT,
@@ -99,7 +105,8 @@ final class NativeFiles {
         boolean files = open != null && close != null;
         PREAD = files && lseek != null ? pread : null;
         LSEEK = files && pread != null ? lseek : null;
-        PWRITE = PREAD != null ? pwrite : null;
+        PWRITE = PREAD != null && pwriteFast != null ? pwrite : null;
+        PWRITE_FAST = PWRITE != null ? pwriteFast : null;
         FLOCK = files ? flock : null;
     }
 
@@ -217,6 +224,18 @@ final class NativeFiles {
      * @throws IOException with the OS's reason if the write fails (such as {@code EIO} or {@code ENOSPC})
      */
     static void pwrite(int fd, MemorySegment from, long position) throws IOException {
+        try {
+            // The common case: one call writes everything. Only a short or failed write takes the slow path, which
+            // writes the rest again (the same bytes at the same place: pwrite is idempotent) and captures errno.
+            long n = (long) PWRITE_FAST.invokeExact(fd, from, from.byteSize(), position);
+            if (n == from.byteSize()) {
+                return;
+            }
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IOException("pwrite failed", t);
+        }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = arena.allocate(CAPTURED);
             long done = 0;

@@ -42,7 +42,13 @@ final class ObjectNames {
     static int hash(String origin, String key, String version) {
         int h = key.hashCode() * 31 + version.hashCode();
         h = h * 31 + origin.hashCode();
-        return h ^ (h >>> 16) ^ (h >>> 7);
+        // MurmurHash3's finaliser: names such as train/000123.jpg with versions growing alongside have String hashes
+        // in arithmetic progression, which linear probing in a power-of-two table turns into long clusters.
+        h ^= h >>> 16;
+        h *= 0x85EB_CA6B;
+        h ^= h >>> 13;
+        h *= 0xC2B2_AE35;
+        return h ^ (h >>> 16);
     }
 
     /**
@@ -79,7 +85,14 @@ final class ObjectNames {
     /** Finds or adds a name and counts one more page of it; {@return its id} Under the owner's lock. */
     int acquire(String origin, String key, String version) {
         int hash = hash(origin, key, version);
-        int id = find(origin, key, version, hash);
+        return acquire(find(origin, key, version, hash), origin, key, version, hash);
+    }
+
+    /**
+     * Counts one more page of a name the caller just looked up under the same lock: {@code id} is what
+     * {@link #find} answered ({@code -1} adds the name).
+     */
+    int acquire(int id, String origin, String key, String version, int hash) {
         if (id < 0) {
             id = add(origin, key, version, hash);
         }

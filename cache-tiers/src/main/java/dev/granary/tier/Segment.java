@@ -22,7 +22,7 @@ import java.util.function.Consumer;
  * is deleted: memory a reader holds is never unmapped underneath it.
  *
  * <h2>Thread safety</h2>
- * The append cursors ({@link #reserve}) are guarded by the tier's allocation lock; the page columns and the dead flag
+ * The append cursors ({@link #reserve}) are guarded by the tier's allocation lock; the page rows and the dead flag
  * by the {@link DiskIndex}'s lock (readers look at them under its optimistic reads); the reference count is atomic.
  */
 final class Segment implements RegionPolicy.Region {
@@ -112,10 +112,12 @@ final class Segment implements RegionPolicy.Region {
             NativeFiles.pwrite(fd, from, position);
             return;
         }
-        MemorySegment scratch = takeScratch();
-        try {
+        // Native memory of this call's own, freed when it returns: not the verification scratch pool, whose misses
+        // allocate 256 KiB that only a GC frees (and that counts against MaxDirectMemorySize until it does).
+        long total = from.byteSize();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment scratch = arena.allocate(Math.min(SCRATCH, total), 64);
             long done = 0;
-            long total = from.byteSize();
             while (done < total) {
                 int chunk = (int) Math.min(SCRATCH, total - done);
                 MemorySegment part = scratch.asSlice(0, chunk);
@@ -123,8 +125,6 @@ final class Segment implements RegionPolicy.Region {
                 NativeFiles.pwrite(fd, part, position + done);
                 done += chunk;
             }
-        } finally {
-            giveBack(scratch);
         }
     }
 

@@ -147,6 +147,8 @@ final class SegmentFormat {
         long nextWindow = 0;
         int generation = 0;
         byte[] previous = null;
+        byte[] bufferA = new byte[256];
+        byte[] bufferB = new byte[256];
         int previousOrigin = 0;
         int previousKey = 0;
         int previousVersion = 0;
@@ -173,7 +175,18 @@ final class SegmentFormat {
             if (damage != null) {
                 return new ScanEnd(position, payloadFloor, generation, damage + " at offset " + position);
             }
-            byte[] h = map.asSlice(position, headerLength).toArray(ValueLayout.JAVA_BYTE);
+            // Two buffers taken in turn, not an array per record: the previous record's bytes stay for the name
+            // comparison below. Recovery's cost is per record, and a million records are a million arrays.
+            byte[] h = previous == bufferA ? bufferB : bufferA;
+            if (h.length < headerLength) {
+                h = new byte[Math.max(headerLength, 2 * h.length)];
+                if (previous == bufferA) {
+                    bufferB = h;
+                } else {
+                    bufferA = h;
+                }
+            }
+            MemorySegment.copy(map, ValueLayout.JAVA_BYTE, position, h, 0, headerLength);
             ByteBuffer b = ByteBuffer.wrap(h).order(ByteOrder.LITTLE_ENDIAN);
             int originLen = b.getInt(44);
             int keyLen = b.getInt(48);
