@@ -105,10 +105,11 @@ final class DiskIndex {
                     payload = where >>> 32;
                     crc = (int) where;
                 }
-            } catch (RuntimeException torn) { // inconsistent arrays under a concurrent write: validation fails
+            } catch (RuntimeException torn) { // inconsistent arrays under a concurrent write: look again, locked
                 segment = null;
+                stamp = 0;
             }
-            if (!lock.validate(stamp)) {
+            if (stamp != 0 && !lock.validate(stamp)) {
                 stamp = 0;
             }
         }
