@@ -19,7 +19,8 @@ import java.util.Locale;
  *
  * <h2>Measured</h2>
  * One untimed reopen first (class loading, JIT), then 5 timed reopens with the page cache warm (each closed again):
- * median, min and max wall time of {@code build()}, pages per second at the median, the last
+ * median, min and max wall time of {@code build()} and of the process's CPU time during it (every thread, the
+ * GC's included: the figure that holds on a loaded machine), pages per second at the median, the last
  * {@link DiskTier.Recovery} (its {@code took} is the scan alone, without locking and the format check), and the heap
  * the open tier holds (used heap after a GC, open minus closed: the index). Then one <b>cold</b> reopen: the tier
  * closed (segments unmapped), the segment files dropped from the page cache ({@code posix_fadvise DONTNEED},
@@ -88,11 +89,14 @@ public final class DiskRecoveryBenchmark {
         long heapClosed = usedHeapAfterGc();
         long heapOpen = 0;
         double[] ms = new double[repeats];
+        double[] cpu = new double[repeats];
         DiskTier.Recovery last = null;
         for (int i = 0; i < repeats; i++) {
+            long c0 = processCpuNanos();
             long t0 = System.nanoTime();
             DiskTier tier = data.open(true);
             ms[i] = (System.nanoTime() - t0) / 1e6;
+            cpu[i] = (processCpuNanos() - c0) / 1e6;
             last = tier.recovery();
             if (i == repeats - 1) {
                 heapOpen = usedHeapAfterGc();
@@ -104,6 +108,11 @@ public final class DiskRecoveryBenchmark {
         double median = repeats % 2 == 1 ? sorted[repeats / 2] : (sorted[repeats / 2 - 1] + sorted[repeats / 2]) / 2;
         System.out.printf(Locale.ROOT, "  warm: median %.1f ms, min %.1f, max %.1f (%s); %.0f pages/s at the median%n",
                 median, sorted[0], sorted[repeats - 1], format(ms), data.count / (median / 1e3));
+        double[] cpuSorted = cpu.clone();
+        Arrays.sort(cpuSorted);
+        System.out.printf(Locale.ROOT, "  warm: CPU of the whole process during build() (every thread, GC included):"
+                + " median %.1f ms, min %.1f, max %.1f (%s) — on a loaded machine the wall time stretches, this does"
+                + " not%n", cpuSorted[repeats / 2], cpuSorted[0], cpuSorted[repeats - 1], format(cpu));
         System.out.printf("  warm: recovery() = %s%n", last);
         System.out.printf(Locale.ROOT, "  open tier's heap: %.1f MiB, %.0f bytes per page%n",
                 (heapOpen - heapClosed) / 1048576.0, (double) (heapOpen - heapClosed) / data.count);
@@ -122,6 +131,12 @@ public final class DiskRecoveryBenchmark {
         System.out.printf("  cold: segment files resident %s before the drop, %s after it (mincore), %s after the"
                 + " reopen%s%n", before, after, opened, after.fraction() > 0.01 ? " — WARNING: the drop did not"
                 + " evict them, the cold number is not cold" : "");
+    }
+
+    /** CPU time of the whole process so far (every thread, the GC's included). */
+    private static long processCpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory
+                .getOperatingSystemMXBean()).getProcessCpuTime();
     }
 
     private static long usedHeapAfterGc() {

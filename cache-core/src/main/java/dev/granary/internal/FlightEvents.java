@@ -223,6 +223,11 @@ public final class FlightEvents {
         }
     }
 
+    /** {@return whether a recording takes eviction events: a tier that must look keys up to name them asks first} */
+    public static boolean evictionsRecorded() {
+        return new Eviction().isEnabled();
+    }
+
     /** Tier {@code tier} evicted the page or extent {@code key}. */
     public static void evicted(String tier, PageKey key) {
         Eviction event = new Eviction();

@@ -21,8 +21,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.BooleanSupplier;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -103,7 +103,8 @@ public final class DiskTier implements Tier {
     private final boolean randomAccess;
     private final long lengthCheckNanos;
     private final DirectoryLock lock;
-    private final ConcurrentHashMap<PageKey, DiskPage> index = new ConcurrentHashMap<>();
+    /** The pages on disk, in primitive arrays ({@link DiskIndex}); page objects exist only while leased. */
+    private final DiskIndex index = new DiskIndex();
     private final ReentrantLock allocation = new ReentrantLock();
     /** Writers copying into segments hold it shared; close takes it exclusively before it unlocks the directory. */
     private final java.util.concurrent.locks.ReentrantReadWriteLock writers =
@@ -176,8 +177,8 @@ public final class DiskTier implements Tier {
 
     @Override
     public Page get(PageKey key) {
-        DiskPage page = index.get(key);
-        if (page == null || !page.tryRetain()) {
+        DiskPage page = index.lease(this, key);
+        if (page == null) {
             counters.miss();
             return null;
         }
@@ -190,16 +191,14 @@ public final class DiskTier implements Tier {
         long stamp = workload.clock();
         page.segment.touched(clock);
         page.segment.stamp(stamp);
-        if (page.stamp != stamp) {
-            page.stamp = stamp;
-        }
+        page.stamp(stamp);
         return page;
     }
 
     @Override
     public Page peek(PageKey key) {
-        DiskPage page = index.get(key);
-        if (page == null || !page.tryRetain()) {
+        DiskPage page = index.lease(this, key);
+        if (page == null) {
             return null;
         }
         if (!ready(page)) {
@@ -222,7 +221,7 @@ public final class DiskTier implements Tier {
      */
     private boolean ready(DiskPage page) {
         try {
-            if (!page.verified) {
+            if (!page.verified()) {
                 return verify(page);
             }
             long now = System.nanoTime();
@@ -307,7 +306,7 @@ public final class DiskTier implements Tier {
             return false;
         }
         if (actual == page.crc) {
-            page.verified = true;
+            page.markVerified();
             if (page.length() > 4096) {
                 // The read left the page in the page cache: map it in one call, so the reader takes no fault per 4 KiB.
                 NativeFiles.populate(span(page));
@@ -337,11 +336,7 @@ public final class DiskTier implements Tier {
                 if (active == segment) {
                     active = null;
                 }
-                for (DiskPage page : segment.kill(true)) {
-                    if (index.remove(page.key(), page)) {
-                        page.release();
-                    }
-                }
+                index.kill(segment, true, false);
                 segment.release(); // the tier's own reference
             }
         } finally {
@@ -356,13 +351,7 @@ public final class DiskTier implements Tier {
 
     @Override
     public boolean remove(PageKey key) {
-        DiskPage page = index.get(key);
-        if (page == null || !index.remove(key, page)) {
-            return false;
-        }
-        page.segment.pageRemoved(page);
-        page.release();
-        return true;
+        return index.remove(key);
     }
 
     @Override
@@ -371,10 +360,7 @@ public final class DiskTier implements Tier {
     }
 
     private void drop(DiskPage page) {
-        if (index.remove(page.key(), page)) {
-            page.segment.pageRemoved(page);
-            page.release();
-        }
+        index.remove(page.segment, page.record);
     }
 
     // ------------------------------------------------------------------------------------------------ writes
@@ -390,15 +376,11 @@ public final class DiskTier implements Tier {
         }
         PageKey key = page.key();
         if (page instanceof DiskPage own && own.tier == this) {
-            // One of ours, perhaps moved out (exclusive tiering) and offered back: publish it again if its segment
-            // is still live; the caller's reference keeps it valid meanwhile.
-            if (index.get(key) == own) {
-                return true;
-            }
-            own.retain(1); // the index's reference, consumed by publish
-            return publish(own);
+            // One of ours, perhaps moved out (exclusive tiering) and offered back: index it again if its segment
+            // is still live; the caller's reference keeps the mapping meanwhile.
+            return index.republish(own.segment, own.record, key, isClosed);
         }
-        if (index.containsKey(key)) {
+        if (index.contains(key)) {
             return true;
         }
         int length = page.length();
@@ -444,20 +426,25 @@ public final class DiskTier implements Tier {
         }
     }
 
-    /** Copies a page into its reserved place, header last, and publishes it. */
+    /**
+     * Writes a page into its reserved place with positional writes from the page's own memory (no mapping touched),
+     * header last, and publishes it.
+     */
     private boolean write(Page page, PageKey key, SegmentFormat.Names names, Segment segment, long payload,
             long header) {
-        int length = page.length();
         boolean written = false;
         try {
-            MemorySegment.copy(page.segment(), 0, segment.map, payload, length);
-            int crc = SegmentFormat.crc(page.segment());
+            MemorySegment bytes = page.segment();
+            // Write first, then checksum: a source that is a mapping of a truncated file fails the write with an
+            // error code (EFAULT), where the CRC32C intrinsic touching it would take the JVM down.
+            segment.write(bytes, payload);
+            int crc = SegmentFormat.crc(bytes);
             byte[] record = SegmentFormat.recordHeader(names, segment.id, segment.generation, payload, key, crc,
                     SegmentFormat.FLAG_PAGE);
-            MemorySegment.copy(MemorySegment.ofArray(record), 0, segment.map, header, record.length);
+            segment.write(MemorySegment.ofArray(record), header);
             written = true;
-            return publish(new DiskPage(this, segment, key, header, payload, crc, true));
-        } catch (InternalError e) { // a fault writing the mapping: the medium failed under it
+            return publish(segment, key, payload, crc);
+        } catch (IOException | InternalError e) { // the medium failed under the file, or the source's mapping did
             failed("cannot write to " + segment.file, e);
             allocation.lock();
             try {
@@ -477,23 +464,19 @@ public final class DiskTier implements Tier {
     }
 
     /** Makes a written page visible, unless its segment was evicted meanwhile or an equal page won. */
-    private boolean publish(DiskPage page) {
-        Segment segment = page.segment;
-        boolean stored;
-        boolean present;
-        synchronized (segment) {
-            stored = !segment.deadLocked() && !closed && index.putIfAbsent(page.key(), page) == null;
-            present = stored || (!segment.deadLocked() && index.containsKey(page.key()));
-            if (stored) {
-                segment.addLocked(page);
-                page.stamp = workload.clock();
-                segment.stamp(page.stamp);
-            }
+    private boolean publish(Segment segment, PageKey key, long payload, int crc) {
+        long stamp = workload.clock();
+        DiskIndex.Added added = index.add(segment, key, payload, crc, true, clampStamp(stamp), isClosed);
+        if (added == DiskIndex.Added.STORED) {
+            segment.stamp(stamp);
         }
-        if (!stored) {
-            page.release();
-        }
-        return present;
+        return added != DiskIndex.Added.REFUSED;
+    }
+
+    private final BooleanSupplier isClosed = () -> closed;
+
+    static int clampStamp(long clock) {
+        return (int) Math.min(clock, Integer.MAX_VALUE);
     }
 
     /** Marks a reserved record that will not be written, so a scan passes over it. Best effort. */
@@ -501,8 +484,8 @@ public final class DiskTier implements Tier {
         try {
             byte[] record = SegmentFormat.recordHeader(names, segment.id, segment.generation, payload, key, 0,
                     SegmentFormat.FLAG_SKIP);
-            MemorySegment.copy(MemorySegment.ofArray(record), 0, segment.map, header, record.length);
-        } catch (RuntimeException | InternalError e) {
+            segment.write(MemorySegment.ofArray(record), header);
+        } catch (IOException | RuntimeException | InternalError e) {
             // the scan stops at this hole: later records of the segment are lost, never misread
         }
     }
@@ -520,6 +503,9 @@ public final class DiskTier implements Tier {
         }
         if (active != null && active.reserve(headerLength, length) >= 0) {
             return active;
+        }
+        if (active != null) {
+            index.seal(active); // full: its rows lose their spare room
         }
         active = null; // full: from now on a candidate for eviction like the others
         Workload w = workload;
@@ -622,20 +608,30 @@ public final class DiskTier implements Tier {
             active = null;
         }
         java.util.function.Consumer<Page> listener = evictionListener;
-        for (DiskPage page : segment.kill(true)) {
-            if (index.remove(page.key(), page)) {
-                counters.evicted();
-                dev.granary.internal.FlightEvents.evicted(name, page.key());
-                if (listener != null && page.verified) { // an unverified page is not handed on: it may be damaged
-                    try {
-                        listener.accept(page);
-                    } catch (RuntimeException e) {
-                        LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': eviction listener failed on "
-                                + page.key(), e);
-                    }
-                }
-                page.release();
+        // Only verified pages are handed on (an unverified one may be damaged), and named in eviction events.
+        boolean events = dev.granary.internal.FlightEvents.evictionsRecorded();
+        DiskIndex.Killed killed = index.kill(segment, true, listener != null || events);
+        for (int i = 0; i < killed.pages(); i++) {
+            counters.evicted();
+        }
+        for (Object[] handed : killed.verified()) {
+            int record = (Integer) handed[0];
+            PageKey key = (PageKey) handed[1];
+            dev.granary.internal.FlightEvents.evicted(name, key);
+            if (listener == null) {
+                continue;
             }
+            if (!segment.tryRetain()) {
+                break;
+            }
+            DiskPage page = new DiskPage(this, segment, record, key, segment.payload(record), segment.crc(record));
+            try {
+                listener.accept(page);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': eviction listener failed on " + key,
+                        e);
+            }
+            page.release();
         }
         segment.release(); // the tier's own reference
     }
@@ -654,6 +650,7 @@ public final class DiskTier implements Tier {
             SegmentFormat.writeSegmentHeader(segment.map, id, segmentSize, System.currentTimeMillis());
             Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE);
             advise(segment);
+            index.register(segment);
             return segment;
         } catch (IOException | RuntimeException | InternalError e) {
             if (segment != null) {
@@ -713,11 +710,7 @@ public final class DiskTier implements Tier {
 
     @Override
     public void invalidate(String origin, String key) {
-        for (DiskPage page : index.values()) {
-            if (page.key().isOf(origin, key)) {
-                drop(page);
-            }
-        }
+        index.removeObject(origin, key);
     }
 
     /**
@@ -731,7 +724,7 @@ public final class DiskTier implements Tier {
     @Override
     public dev.granary.spi.TierSimulation simulation() {
         DiskTierSimulation sim;
-        Map<Segment, DiskTierSimulation.Seg> copies = new java.util.IdentityHashMap<>();
+        Map<Segment, DiskTierSimulation.Seg> copies = new java.util.LinkedHashMap<>();
         allocation.lock();
         try {
             sim = new DiskTierSimulation(capacity, segmentSize, policy, admitting() && !closed, bytesOnDisk.get(),
@@ -743,11 +736,9 @@ public final class DiskTier implements Tier {
         } finally {
             allocation.unlock();
         }
-        for (DiskPage page : index.values()) {
-            DiskTierSimulation.Seg seg = copies.get(page.segment);
-            if (seg != null) {
-                sim.addPage(page.key(), seg, page.stamp);
-            }
+        for (Map.Entry<Segment, DiskTierSimulation.Seg> e : copies.entrySet()) {
+            DiskTierSimulation.Seg seg = e.getValue();
+            index.forEachPage(e.getKey(), (key, stamp) -> sim.addPage(key, seg, stamp));
         }
         return sim;
     }
@@ -784,16 +775,37 @@ public final class DiskTier implements Tier {
 
     /** The keys in the index, for tests that check every page against its source. */
     List<PageKey> keys() {
-        return List.copyOf(index.keySet());
+        List<Segment> live;
+        allocation.lock();
+        try {
+            live = List.copyOf(segments);
+        } finally {
+            allocation.unlock();
+        }
+        List<PageKey> keys = new ArrayList<>();
+        for (Segment segment : live) {
+            index.forEachPage(segment, (key, stamp) -> keys.add(key));
+        }
+        return keys;
     }
 
     /** Where a page's bytes lie in its segment file, for tests that damage them. */
     record Location(Path file, long headerOffset, long payloadOffset, int length) {}
 
     Location locate(PageKey key) {
-        DiskPage page = index.get(key);
-        return page == null ? null : new Location(page.segment.file, page.headerOffset, page.payloadOffset,
-                page.length());
+        DiskIndex.Found found = index.find(key);
+        if (found == null) {
+            return null;
+        }
+        Segment s = found.segment();
+        long payload = s.payload(found.record());
+        long[] header = {-1};
+        SegmentFormat.scan(s.map, s.id, r -> {
+            if (r.payloadOffset() == payload) {
+                header[0] = r.headerOffset();
+            }
+        }, position -> {});
+        return new Location(s.file, header[0], payload, key.length());
     }
 
     /**
@@ -838,28 +850,24 @@ public final class DiskTier implements Tier {
     /** Scans the segments ({@link SegmentRecovery}), indexes the pages found, and resumes appends to the newest. */
     private Recovery recover() throws IOException {
         long start = System.nanoTime();
+        long[] pages = {0};
+        BooleanSupplier open = () -> false;
         SegmentRecovery.Result found = new SegmentRecovery(segmentsDirectory, name, this::freed, segment -> {
             mapped.incrementAndGet();
             bytesOnDisk.addAndGet(segment.size);
-        }, this::advise, counters::corrupted).scan();
-        nextId = Math.max(nextId, found.nextId());
-        long pages = 0;
-        for (SegmentRecovery.Recovered recovered : found.segments()) {
+        }, this::advise, counters::corrupted).scan(recovered -> {
             Segment s = recovered.segment();
+            segments.add(s); // at once: if the scan fails further on, closing after the failed open releases it
+            index.register(s);
+            s.resize(recovered.records().size());
             for (SegmentFormat.Record r : recovered.records()) {
-                DiskPage page = new DiskPage(this, s, r.key(), r.headerOffset(), r.payloadOffset(), r.payloadCrc(),
-                        false);
-                synchronized (s) {
-                    if (index.putIfAbsent(r.key(), page) == null) {
-                        s.addLocked(page);
-                        pages++;
-                        continue;
-                    }
+                if (index.add(s, r.key(), r.payloadOffset(), r.payloadCrc(), false, 0, open)
+                        == DiskIndex.Added.STORED) {
+                    pages[0]++;
                 }
-                page.release();
             }
-            segments.add(s);
-        }
+        });
+        nextId = Math.max(nextId, found.nextId());
         resumeNewest();
         // A smaller capacity than the directory was filled with: evict the oldest until within it.
         allocation.lock();
@@ -870,7 +878,7 @@ public final class DiskTier implements Tier {
         } finally {
             allocation.unlock();
         }
-        return new Recovery(found.files(), pages, found.damagedSegments(), found.damagedTails(),
+        return new Recovery(found.files(), pages[0], found.damagedSegments(), found.damagedTails(),
                 Duration.ofNanos(System.nanoTime() - start));
     }
 
@@ -897,11 +905,7 @@ public final class DiskTier implements Tier {
     /** Drops every segment's pages from the index and the tier's reference to each segment (kept on disk). */
     private void releaseSegments() {
         for (Segment segment : segments) {
-            for (DiskPage page : segment.kill(false)) {
-                if (index.remove(page.key(), page)) {
-                    page.release();
-                }
-            }
+            index.kill(segment, false, false);
             segment.release();
         }
         segments.clear();
@@ -923,31 +927,42 @@ public final class DiskTier implements Tier {
      */
     public record Recovery(int segments, long pages, int damagedSegments, int damagedTails, Duration took) {}
 
-    /** A page in a segment file. Its reference to the segment keeps the mapping alive. */
+    /**
+     * A page in a segment file, as handed to one reader: made when the page is leased, garbage once released (the
+     * index keeps no object per page). It holds one reference to its segment, which keeps the mapping alive.
+     */
     static final class DiskPage extends Page {
 
         final DiskTier tier;
         final Segment segment;
-        final long headerOffset;
+        /** The page's record number in its segment's rows. */
+        final int record;
         final long payloadOffset;
         final int crc;
-        volatile boolean verified;
-        /** The workload clock when the page was last written or read (racy: a lost update only delays a stamp). */
-        long stamp;
 
-        DiskPage(DiskTier tier, Segment segment, PageKey key, long headerOffset, long payloadOffset, int crc,
-                boolean verified) {
+        /** The caller has retained {@code segment} once for this page; the page releases it. */
+        DiskPage(DiskTier tier, Segment segment, int record, PageKey key, long payloadOffset, int crc) {
             super(key, segment.map.asSlice(payloadOffset, key.length()));
-            if (!segment.tryRetain()) {
-                throw new IllegalStateException(segment + " is already unmapped");
-            }
             this.tier = tier;
             this.segment = segment;
-            this.headerOffset = headerOffset;
+            this.record = record;
             this.payloadOffset = payloadOffset;
             this.crc = crc;
-            this.verified = verified;
             seal();
+        }
+
+        /** {@return whether the bytes were checked against the CRC since the tier opened} Racy: see DiskIndex. */
+        boolean verified() {
+            return segment.verified(record);
+        }
+
+        void markVerified() {
+            segment.markVerified(record);
+        }
+
+        /** Records the workload clock of a read; racy (a lost update only delays a stamp). */
+        void stamp(long clock) {
+            segment.stampRecord(record, clampStamp(clock));
         }
 
         @Override

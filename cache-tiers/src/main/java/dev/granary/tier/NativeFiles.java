@@ -31,6 +31,7 @@ final class NativeFiles {
 
     private static final int O_RDONLY = 0;
     private static final int O_WRONLY = 1;
+    private static final int O_RDWR = 2;
     private static final int O_DIRECTORY = 0x10000; // Linux, x86_64 and aarch64
     private static final int O_CLOEXEC = 0x80000;
     private static final int SEEK_END = 2;
@@ -47,6 +48,9 @@ final class NativeFiles {
     private static final MethodHandle FALLOCATE;
     private static final MethodHandle MADVISE;
     private static final MethodHandle PREAD;
+    private static final MethodHandle PWRITE;
+    /** {@code pwrite} without capturing errno: the common case, with no arena to allocate per call. */
+    private static final MethodHandle PWRITE_FAST;
     private static final MethodHandle LSEEK;
     private static final MethodHandle FLOCK;
     /** Captures errno of {@link #PREAD} and {@link #FLOCK}. */
@@ -60,6 +64,8 @@ final class NativeFiles {
         MethodHandle fallocate = null;
         MethodHandle madvise = null;
         MethodHandle pread = null;
+        MethodHandle pwrite = null;
+        MethodHandle pwriteFast = null;
         MethodHandle lseek = null;
         MethodHandle flock = null;
         try {
@@ -79,6 +85,12 @@ final class NativeFiles {
             pread = libc.find("pread").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(ValueLayout.JAVA_LONG,
                     ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG), errno))
                     .orElse(null);
+            pwrite = libc.find("pwrite").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(
+                    ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
+                    ValueLayout.JAVA_LONG), errno)).orElse(null);
+            pwriteFast = libc.find("pwrite").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(
+                    ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
+                    ValueLayout.JAVA_LONG))).orElse(null);
             lseek = libc.find("lseek").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(ValueLayout.JAVA_LONG,
                     ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT))).orElse(null);
             flock = libc.find("flock").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(ValueLayout.JAVA_INT,
@@ -93,6 +105,8 @@ final class NativeFiles {
         boolean files = open != null && close != null;
         PREAD = files && lseek != null ? pread : null;
         LSEEK = files && pread != null ? lseek : null;
+        PWRITE = PREAD != null && pwriteFast != null ? pwrite : null;
+        PWRITE_FAST = PWRITE != null ? pwriteFast : null;
         FLOCK = files ? flock : null;
     }
 
@@ -192,6 +206,61 @@ final class NativeFiles {
      */
     static int openReadOnly(Path file) throws IOException {
         return PREAD == null ? -1 : open(file, O_RDONLY | O_CLOEXEC);
+    }
+
+    /**
+     * Opens a file for {@link #pread}, {@link #pwrite} and {@link #size}, like {@link #openReadOnly} but writable.
+     *
+     * @return the descriptor, or {@code -1} if these calls are not available here
+     * @throws IOException if the file cannot be opened
+     */
+    static int openReadWrite(Path file) throws IOException {
+        return PWRITE == null ? -1 : open(file, O_RDWR | O_CLOEXEC);
+    }
+
+    /**
+     * Writes all of {@code from} (native memory) at {@code position}, retrying on {@code EINTR} and short writes.
+     *
+     * @throws IOException with the OS's reason if the write fails (such as {@code EIO} or {@code ENOSPC})
+     */
+    static void pwrite(int fd, MemorySegment from, long position) throws IOException {
+        try {
+            // The common case: one call writes everything. Only a short or failed write takes the slow path, which
+            // writes the rest again (the same bytes at the same place: pwrite is idempotent) and captures errno.
+            long n = (long) PWRITE_FAST.invokeExact(fd, from, from.byteSize(), position);
+            if (n == from.byteSize()) {
+                return;
+            }
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IOException("pwrite failed", t);
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CAPTURED);
+            long done = 0;
+            long total = from.byteSize();
+            while (done < total) {
+                long n = (long) PWRITE.invokeExact(state, fd, from.asSlice(done), total - done, position + done);
+                if (n < 0) {
+                    int errno = (int) ERRNO.get(state, 0L);
+                    if (errno == EINTR) {
+                        continue;
+                    }
+                    throw new IOException("pwrite of " + (total - done) + " bytes at " + (position + done)
+                            + " failed: " + describe(errno));
+                }
+                if (n == 0) {
+                    throw new IOException("pwrite of " + (total - done) + " bytes at " + (position + done)
+                            + " wrote nothing");
+                }
+                done += n;
+            }
+        } catch (IOException | RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IOException("pwrite failed", t);
+        }
     }
 
     /**

@@ -10,8 +10,6 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
@@ -19,13 +17,13 @@ import java.util.function.Consumer;
  * One segment file of a {@link DiskTier}, mapped into memory for as long as anything references it.
  *
  * <h2>References</h2>
- * The tier holds one reference while the segment is live; every page object of the segment holds one; a writer holds
- * one while it copies. When the count reaches zero the mapping is unmapped, and, if the segment was evicted, its file
+ * The tier holds one reference while the segment is live; every page object handed to a reader (a lease) holds one;
+ * a writer holds one while it writes. When the count reaches zero the mapping is unmapped, and, if the segment was evicted, its file
  * is deleted: memory a reader holds is never unmapped underneath it.
  *
  * <h2>Thread safety</h2>
- * The append cursors ({@link #reserve}) are guarded by the tier's allocation lock; the page list and the dead flag by
- * this object's monitor; the reference count is atomic.
+ * The append cursors ({@link #reserve}) are guarded by the tier's allocation lock; the page rows and the dead flag
+ * by the {@link DiskIndex}'s lock (readers look at them under its optimistic reads); the reference count is atomic.
  */
 final class Segment implements RegionPolicy.Region {
 
@@ -34,8 +32,9 @@ final class Segment implements RegionPolicy.Region {
     final long size;
     final MemorySegment map;
     /**
-     * A read-only descriptor of the file, for verifying pages and checking the file's length without touching the
-     * mapping (see {@link #crc}); {@code -1} where raw descriptors are not available. Closed when the mapping goes.
+     * A descriptor of the file, for writing pages ({@link #write}), verifying them and checking the file's length
+     * without touching the mapping (see {@link #crc}); {@code -1} where raw descriptors are not available. Closed when
+     * the mapping goes.
      */
     private final int fd;
     /** When the file's length was last checked ({@link #intact}); racy by design: a lost update costs one check. */
@@ -56,9 +55,6 @@ final class Segment implements RegionPolicy.Region {
      * recovered one. Set before the segment takes appends; read by writers after the allocation lock handed it out.
      */
     int generation;
-    /** The pages of this segment that are in the tier's index. */
-    private final java.util.Set<DiskTier.DiskPage> pages = new java.util.HashSet<>(); // guarded by this
-    private boolean dead; // guarded by this
     private volatile boolean deleteWhenFree;
 
     private Segment(long id, Path file, long size, Arena arena, MemorySegment map, int fd, Consumer<Segment> onFree) {
@@ -86,12 +82,49 @@ final class Segment implements RegionPolicy.Region {
         int fd = -1;
         try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             MemorySegment map = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
-            fd = NativeFiles.openReadOnly(path);
+            fd = NativeFiles.openReadWrite(path);
             return new Segment(id, file, size, arena, map, fd, onFree);
         } catch (IOException | RuntimeException e) {
             NativeFiles.close(fd);
             arena.close();
             throw e;
+        }
+    }
+
+    /**
+     * Writes bytes into the file at {@code position} with {@code pwrite(2)}, not through the mapping: storing into a
+     * fresh mapping takes a page fault per 4 KiB (each a zero-filled page of the file read in, then dirtied), which
+     * held the tier's writes at 0.4-0.5 of a plain append; a positional write copies straight into the page cache.
+     * The mapping sees the bytes at once (one page cache). Heap memory goes through a native scratch buffer.
+     *
+     * @throws IOException if the write fails
+     */
+    void write(MemorySegment from, long position) throws IOException {
+        if (fd < 0) {
+            try {
+                MemorySegment.copy(from, 0, map, position, from.byteSize());
+            } catch (InternalError e) {
+                throw new IOException("cannot write to " + file + ": " + e.getMessage(), e);
+            }
+            return;
+        }
+        if (from.isNative()) {
+            NativeFiles.pwrite(fd, from, position);
+            return;
+        }
+        // Native memory of this call's own, freed when it returns: not the verification scratch pool, whose misses
+        // allocate 256 KiB that only a GC frees (and that counts against MaxDirectMemorySize until it does).
+        long total = from.byteSize();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment scratch = arena.allocate(Math.min(SCRATCH, total), 64);
+            long done = 0;
+            while (done < total) {
+                int chunk = (int) Math.min(SCRATCH, total - done);
+                MemorySegment part = scratch.asSlice(0, chunk);
+                MemorySegment.copy(from, done, part, 0, chunk);
+                NativeFiles.pwrite(fd, part, position + done);
+                done += chunk;
+            }
         }
     }
 
@@ -274,40 +307,126 @@ final class Segment implements RegionPolicy.Region {
         return payload >= SegmentFormat.SEGMENT_HEADER + headerLength;
     }
 
-    /** Adds a page to the segment's list; the caller holds this segment's monitor and checked {@link #deadLocked}. */
-    /** {@return whether fewer than half of the page bytes this segment holds are live under {@code workload}} */
-    synchronized boolean mostlyDead(dev.granary.spi.Workload workload) {
-        long live = 0;
-        long total = 0;
-        for (DiskTier.DiskPage page : pages) {
-            total += page.length();
-            if (!workload.isDead(page.stamp)) {
-                live += page.length();
-            }
+    // ---- the pages of this segment: one row of four longs per record, guarded by the DiskIndex's lock ----
+    // Records are only ever appended: a record number names one page of this file for the segment's whole life, and
+    // a page leaving the index is only marked removed. So a page object (a lease) needs nothing but the segment and
+    // the record number, and nothing here is per page but these 32 bytes. Rows, not columns: a lookup that finds
+    // its record reads one cache line (offset, object and length to compare; payload and CRC to serve).
+
+    /** Longs per record: offset; object << 32 | length; payload << 32 | CRC32C; stamp << 32 | verified. */
+    static final int ROW = 4;
+    /** The object id of a record that left the index. */
+    static final int REMOVED = -1;
+
+    /** The index this segment is registered with, and its slot there (0 when not registered). */
+    DiskIndex index;
+    int slot;
+    /** Records added so far, and how many of them are in the index. */
+    int records;
+    int live;
+    /**
+     * The records, {@link #ROW} longs each. The last long (stamp, verified flag) is written without the lock: a lost
+     * update only delays a stamp or verifies a page twice; the verified flag only ever goes from 0 to 1 for a record.
+     */
+    ChunkedLongs rows = new ChunkedLongs(0);
+
+    /** Appends a record; {@return its record number} Under the index's write lock. */
+    int append(int object, long offset, int length, long payload, int crc, int stamp, boolean checked) {
+        int r = records;
+        long b = (long) r * ROW;
+        if (b + ROW > rows.length()) {
+            // grow by half, but in whole chunks once past one: only the last chunk is ever copied
+            long more = Math.min(Math.max(8L * ROW, rows.length() >> 1), ChunkedLongs.SIZE);
+            rows.resize(rows.length() + more);
         }
-        return live * 2 < total;
+        rows.set(b, offset);
+        rows.set(b + 1, (long) object << 32 | (length & 0xFFFF_FFFFL));
+        rows.set(b + 2, payload << 32 | (crc & 0xFFFF_FFFFL));
+        rows.set(b + 3, (long) stamp << 32 | (checked ? 1 : 0));
+        records = r + 1;
+        live++;
+        return r;
     }
 
-    void addLocked(DiskTier.DiskPage page) {
-        pages.add(page);
+    int object(int r) {
+        return (int) (rows.get((long) r * ROW + 1) >> 32);
     }
 
-    /** {@return whether the segment was evicted or closed}; the caller holds this segment's monitor */
+    long offset(int r) {
+        return rows.get((long) r * ROW);
+    }
+
+    int length(int r) {
+        return (int) rows.get((long) r * ROW + 1);
+    }
+
+    long payload(int r) {
+        return rows.get((long) r * ROW + 2) >>> 32;
+    }
+
+    int crc(int r) {
+        return (int) rows.get((long) r * ROW + 2);
+    }
+
+    int stampOf(int r) {
+        return (int) (rows.get((long) r * ROW + 3) >> 32);
+    }
+
+    boolean verified(int r) {
+        return (rows.get((long) r * ROW + 3) & 1) != 0;
+    }
+
+    void markVerified(int r) {
+        rows.merge((long) r * ROW + 3, 1, 1);
+    }
+
+    void stampRecord(int r, int stamp) {
+        long b = (long) r * ROW + 3;
+        if ((int) (rows.get(b) >> 32) != stamp) {
+            rows.merge(b, 0xFFFF_FFFF_0000_0000L, (long) stamp << 32);
+        }
+    }
+
+    boolean removed(int r) {
+        return object(r) == REMOVED;
+    }
+
+    /** Sets a record's object id ({@link #REMOVED} when it leaves the index). Under the write lock. */
+    void object(int r, int object) {
+        rows.merge((long) r * ROW + 1, 0xFFFF_FFFF_0000_0000L, (long) object << 32);
+    }
+
+    /** Sizes the rows for exactly {@code capacity} records (at least {@link #records}). Under the write lock. */
+    void resize(int capacity) {
+        rows.resize((long) capacity * ROW);
+    }
+
+    /** Drops the rows' spare room once the segment takes no more appends. Under the write lock. */
+    void trim() {
+        if (rows.length() > (long) records * ROW) {
+            resize(records);
+        }
+    }
+
+    private boolean dead;
+
+    /** {@return whether the segment was evicted or closed}; under the index's lock */
     boolean deadLocked() {
         return dead;
     }
 
-    /** The page left the tier's index (invalidated, moved, damaged). */
-    synchronized void pageRemoved(DiskTier.DiskPage page) {
-        pages.remove(page);
+    /** {@return whether fewer than half of the page bytes this segment holds are live under {@code workload}} */
+    boolean mostlyDead(dev.granary.spi.Workload workload) {
+        return index.mostlyDead(this, workload);
     }
 
-    /** Marks the segment dead and returns its pages, for the tier to drop from its index. */
-    synchronized List<DiskTier.DiskPage> kill(boolean delete) {
+    /**
+     * Marks the segment dead: called by the index, which has taken its pages out (or by recovery and creation for a
+     * segment never indexed). With {@code delete}, the file is unlinked at once.
+     */
+    void kill(boolean delete) {
         dead = true;
         deleteWhenFree = delete;
-        List<DiskTier.DiskPage> all = new ArrayList<>(pages);
-        pages.clear();
         if (delete) {
             // Unlink now: the mapping keeps the bytes for readers, and a later open of the directory (by this
             // process or another) must not find, recover or resume a segment that is on its way out.
@@ -318,11 +437,6 @@ final class Segment implements RegionPolicy.Region {
                         "cannot delete evicted segment " + file + ": " + e);
             }
         }
-        return all;
-    }
-
-    synchronized boolean isDead() {
-        return dead;
     }
 
     /** {@return whether the file was deleted (evicted), its bytes still counted until the mapping goes} */
@@ -384,18 +498,16 @@ final class Segment implements RegionPolicy.Region {
     }
 
     @Override
-    public synchronized int pages() {
-        return pages.size();
+    public int pages() {
+        DiskIndex i = index;
+        return i == null ? 0 : i.livePages(this);
     }
 
     @Override
     public void forEachPage(Consumer<PageKey> action) {
-        List<DiskTier.DiskPage> copy;
-        synchronized (this) {
-            copy = new ArrayList<>(pages);
-        }
-        for (DiskTier.DiskPage page : copy) {
-            action.accept(page.key());
+        DiskIndex i = index;
+        if (i != null) {
+            i.forEachPage(this, (key, stamp) -> action.accept(key));
         }
     }
 

@@ -146,6 +146,15 @@ final class SegmentFormat {
         long payloadFloor = size; // every payload lies in [headers end, payloadFloor)
         long nextWindow = 0;
         int generation = 0;
+        byte[] previous = null;
+        byte[] bufferA = new byte[256];
+        byte[] bufferB = new byte[256];
+        int previousOrigin = 0;
+        int previousKey = 0;
+        int previousVersion = 0;
+        String origin = null;
+        String key = null;
+        String version = null;
         while (position + RECORD_FIXED + 4 <= payloadFloor) {
             if (position >= nextWindow) {
                 readingAt.accept(position);
@@ -166,7 +175,18 @@ final class SegmentFormat {
             if (damage != null) {
                 return new ScanEnd(position, payloadFloor, generation, damage + " at offset " + position);
             }
-            byte[] h = map.asSlice(position, headerLength).toArray(ValueLayout.JAVA_BYTE);
+            // Two buffers taken in turn, not an array per record: the previous record's bytes stay for the name
+            // comparison below. Recovery's cost is per record, and a million records are a million arrays.
+            byte[] h = previous == bufferA ? bufferB : bufferA;
+            if (h.length < headerLength) {
+                h = new byte[Math.max(headerLength, 2 * h.length)];
+                if (previous == bufferA) {
+                    bufferB = h;
+                } else {
+                    bufferA = h;
+                }
+            }
+            MemorySegment.copy(map, ValueLayout.JAVA_BYTE, position, h, 0, headerLength);
             ByteBuffer b = ByteBuffer.wrap(h).order(ByteOrder.LITTLE_ENDIAN);
             int originLen = b.getInt(44);
             int keyLen = b.getInt(48);
@@ -205,9 +225,27 @@ final class SegmentFormat {
             }
             generation = recordGeneration;
             if (flags == FLAG_PAGE) {
-                String origin = new String(h, RECORD_FIXED, originLen, StandardCharsets.UTF_8);
-                String key = new String(h, RECORD_FIXED + originLen, keyLen, StandardCharsets.UTF_8);
-                String version = new String(h, RECORD_FIXED + originLen + keyLen, versionLen, StandardCharsets.UTF_8);
+                // Consecutive records are mostly pages of one object: reuse the previous record's strings when the
+                // bytes are the same, rather than decoding them again (recovery's cost is per record).
+                int keyAt = RECORD_FIXED + originLen;
+                int versionAt = keyAt + keyLen;
+                if (previous == null || !java.util.Arrays.equals(h, RECORD_FIXED, keyAt, previous, RECORD_FIXED,
+                        RECORD_FIXED + previousOrigin)) {
+                    origin = new String(h, RECORD_FIXED, originLen, StandardCharsets.UTF_8);
+                }
+                if (previous == null || !java.util.Arrays.equals(h, keyAt, versionAt, previous,
+                        RECORD_FIXED + previousOrigin, RECORD_FIXED + previousOrigin + previousKey)) {
+                    key = new String(h, keyAt, keyLen, StandardCharsets.UTF_8);
+                }
+                if (previous == null || !java.util.Arrays.equals(h, versionAt, versionAt + versionLen, previous,
+                        RECORD_FIXED + previousOrigin + previousKey,
+                        RECORD_FIXED + previousOrigin + previousKey + previousVersion)) {
+                    version = new String(h, versionAt, versionLen, StandardCharsets.UTF_8);
+                }
+                previous = h;
+                previousOrigin = originLen;
+                previousKey = keyLen;
+                previousVersion = versionLen;
                 sink.accept(new Record(new PageKey(origin, key, version, pageOffset, length), position, payloadOffset,
                         b.getInt(36)));
             }

@@ -1,15 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.tier;
 
-import dev.granary.spi.PageKey;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.TreeMap;
 import java.util.function.Consumer;
 
@@ -65,8 +62,12 @@ final class SegmentRecovery {
         this.corrupted = corrupted;
     }
 
-    /** Maps and scans every segment file, oldest first. */
-    Result scan() throws IOException {
+    /**
+     * Maps and scans every segment file, oldest first, handing each segment with its records to {@code indexer} as
+     * soon as it is scanned (so only one segment's records are held at a time); the result lists the segments
+     * without their records.
+     */
+    Result scan(Consumer<Recovered> indexer) throws IOException {
         TreeMap<Long, Path> found = new TreeMap<>();
         try (DirectoryStream<Path> entries = Files.newDirectoryStream(segmentsDirectory)) {
             for (Path entry : entries) {
@@ -85,7 +86,6 @@ final class SegmentRecovery {
         int damagedSegments = 0;
         int damagedTails = 0;
         long nextId = 0;
-        Map<String, String> names = new HashMap<>();
         List<Recovered> recovered = new ArrayList<>();
         for (var e : found.entrySet()) {
             long id = e.getKey();
@@ -117,7 +117,7 @@ final class SegmentRecovery {
             }
             Segment s = segment;
             List<SegmentFormat.Record> records = new ArrayList<>();
-            SegmentFormat.ScanEnd end = SegmentFormat.scan(s.map, id, r -> records.add(canonical(r, names)),
+            SegmentFormat.ScanEnd end = SegmentFormat.scan(s.map, id, records::add,
                     position -> readAhead(s, position));
             if (end.damage() != null) {
                 damagedTails++;
@@ -130,17 +130,10 @@ final class SegmentRecovery {
             // have left beyond the scan's end (which the scan cannot see): seconds since 2020 grow across restarts.
             s.generation = Math.max(end.generation() + 1,
                     (int) Math.min(Integer.MAX_VALUE, (System.currentTimeMillis() - 1_577_836_800_000L) / 1000));
-            recovered.add(new Recovered(s, records));
+            recovered.add(new Recovered(s, List.of()));
+            indexer.accept(new Recovered(s, records)); // indexed now: one segment's records in memory at a time
         }
         return new Result(recovered, found.size(), nextId, damagedSegments, damagedTails);
-    }
-
-    /** One String object per distinct origin, key and version, however many pages share it. */
-    private static SegmentFormat.Record canonical(SegmentFormat.Record r, Map<String, String> names) {
-        PageKey k = r.key();
-        PageKey key = new PageKey(names.computeIfAbsent(k.origin(), x -> x), names.computeIfAbsent(k.key(), x -> x),
-                names.computeIfAbsent(k.version(), x -> x), k.offset(), k.length());
-        return new SegmentFormat.Record(key, r.headerOffset(), r.payloadOffset(), r.payloadCrc());
     }
 
     /** The header scan reads on under {@code MADV_RANDOM}: ask for the next megabyte of headers in one request. */

@@ -1,0 +1,521 @@
+// SPDX-License-Identifier: Apache-2.0
+package dev.granary.tier;
+
+import dev.granary.spi.PageKey;
+import dev.granary.spi.Workload;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.locks.StampedLock;
+
+/**
+ * The disk tier's index of cached pages, in primitive arrays: no object per page.
+ *
+ * <h2>Layout</h2>
+ * <ul>
+ *   <li>Each {@link Segment} keeps its pages as rows of four longs by record number (offset; object id and length;
+ *       payload offset and CRC32C; stamp and verified flag): 32 bytes a page, one cache line read per lookup that
+ *       finds its page. Records are only appended, and a whole segment leaves at once, so nothing is ever moved or
+ *       reused inside a segment.</li>
+ *   <li>{@link ObjectNames} keeps (origin, key, version) once per object version, under an {@code int} id.</li>
+ *   <li>One open-addressing table ({@link ChunkedLongs}, linear probing, load 0.53 to 0.8) maps a page — its object id,
+ *       offset and length — to a reference: the segment's slot here (24 bits), the record number (24 bits) and 16
+ *       bits of the page's hash, so a probe rarely looks at a segment's rows for a key that is not there. 8 bytes
+ *       a slot, 10-15 bytes a page.</li>
+ * </ul>
+ * A page object ({@link DiskTier.DiskPage}) is made only when a reader leases a page, and is garbage once released.
+ *
+ * <h2>Thread safety</h2>
+ * One {@link StampedLock}. Every mutation (a page added or removed, a segment registered or killed, a table resize)
+ * holds its write lock. Lookups run under an optimistic read: they read the arrays without synchronisation, guard every
+ * index against torn state, and keep their answer only if the stamp still validates afterwards; else they look
+ * again under the read lock. A record's stamp and verified flag are written without the lock (a racy stamp and a
+ * racy 0-to-1 flag, each harmless if lost: a stamp a hit late, a page verified twice).
+ */
+final class DiskIndex {
+
+    static final int MAX_SEGMENTS = (1 << 24) - 1;
+    static final int MAX_RECORDS = 1 << 24;
+
+    private final StampedLock lock = new StampedLock();
+    private final ObjectNames names = new ObjectNames();
+    private ChunkedLongs table = new ChunkedLongs(1 << 10);
+
+    /**
+     * A page's home slot in a table of {@code capacity} slots (any size, not only powers of two: the table grows by
+     * half at a load of 0.8, so it stays between 0.53 and 0.8 full, 10-15 bytes a page). Uses the hash's low 48
+     * bits; the high 16 are the tag kept in the reference.
+     */
+    private static long home(long h, long capacity) {
+        return Math.unsignedMultiplyHigh(h << 16, capacity);
+    }
+    private int size;
+    private Segment[] bySlot = new Segment[16];
+    private int nextSlot = 1;
+    private int[] freeSlots = new int[8];
+    private int freeSlotCount;
+
+    /** What {@link #add} did. */
+    enum Added { STORED, PRESENT, REFUSED }
+
+    // ------------------------------------------------------------------------------------------------ hashing
+
+    private static long hash(int object, long offset, int length) {
+        long h = object * 0x9E3779B97F4A7C15L + offset * 0xC2B2AE3D27D4EB4FL + length;
+        h ^= h >>> 31;
+        h *= 0xD6E8FEB86659FD93L;
+        h ^= h >>> 32;
+        return h;
+    }
+
+    private static long ref(int slot, int record, long hash) {
+        return (long) slot << 40 | (long) record << 16 | (hash >>> 48);
+    }
+
+    private static int slotOf(long ref) {
+        return (int) (ref >>> 40);
+    }
+
+    private static int recordOf(long ref) {
+        return (int) (ref >>> 16) & 0xFF_FFFF;
+    }
+
+    // ------------------------------------------------------------------------------------------------ reads
+
+    /**
+     * Leases a page: finds it, retains its segment for the caller and makes a page object over it.
+     *
+     * @return the page with one reference for the caller, or {@code null} if not in the index (or its segment is
+     *     being unmapped)
+     */
+    DiskTier.DiskPage lease(DiskTier tier, PageKey key) {
+        int nameHash = ObjectNames.hash(key.origin(), key.key(), key.version());
+        long stamp = lock.tryOptimisticRead();
+        Segment segment = null;
+        int record = 0;
+        long payload = 0;
+        int crc = 0;
+        if (stamp != 0) {
+            try {
+                long ref = probe(key, nameHash);
+                if (ref != 0) {
+                    segment = bySlot[slotOf(ref)];
+                    record = recordOf(ref);
+                    long where = segment.rows.get((long) record * Segment.ROW + 2);
+                    payload = where >>> 32;
+                    crc = (int) where;
+                }
+            } catch (RuntimeException torn) { // inconsistent arrays under a concurrent write: look again, locked
+                segment = null;
+                stamp = 0;
+            }
+            if (stamp != 0 && !lock.validate(stamp)) {
+                stamp = 0;
+            }
+        }
+        if (stamp == 0) {
+            stamp = lock.readLock();
+            try {
+                long ref = probe(key, nameHash);
+                segment = ref == 0 ? null : bySlot[slotOf(ref)];
+                if (segment != null) {
+                    record = recordOf(ref);
+                    payload = segment.payload(record);
+                    crc = segment.crc(record);
+                }
+            } finally {
+                lock.unlockRead(stamp);
+            }
+        }
+        if (segment == null || !segment.tryRetain()) {
+            return null;
+        }
+        return new DiskTier.DiskPage(tier, segment, record, key, payload, crc);
+    }
+
+    /** {@return whether the page is in the index} */
+    boolean contains(PageKey key) {
+        long stamp = lock.readLock();
+        try {
+            return probe(key, ObjectNames.hash(key.origin(), key.key(), key.version())) != 0;
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    /** The table lookup; tolerates torn state under an optimistic read (may throw or answer wrongly then). */
+    private long probe(PageKey key, int nameHash) {
+        int object = names.find(key.origin(), key.key(), key.version(), nameHash);
+        if (object < 0) {
+            return 0;
+        }
+        return probe(object, key.offset(), key.length());
+    }
+
+    private long probe(int object, long offset, int length) {
+        ChunkedLongs t = table;
+        Segment[] segments = bySlot;
+        long capacity = t.length();
+        long h = hash(object, offset, length);
+        long tag = h >>> 48;
+        long objectAndLength = (long) object << 32 | (length & 0xFFFF_FFFFL);
+        for (long i = home(h, capacity), probes = 0; probes < capacity; i = i + 1 == capacity ? 0 : i + 1, probes++) {
+            long ref = t.get(i);
+            if (ref == 0) {
+                return 0;
+            }
+            if ((ref & 0xFFFF) == tag) {
+                ChunkedLongs rows = segments[slotOf(ref)].rows;
+                long b = (long) recordOf(ref) * Segment.ROW;
+                if (b + 1 < rows.length() && rows.get(b + 1) == objectAndLength && rows.get(b) == offset) {
+                    return ref;
+                }
+            }
+        }
+        return 0;
+    }
+
+    /** {@return the number of pages in the index} */
+    int size() {
+        long stamp = lock.readLock();
+        try {
+            return size;
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ segments
+
+    /** Gives a segment a slot, so its pages can be indexed. */
+    void register(Segment segment) {
+        long stamp = lock.writeLock();
+        try {
+            int slot;
+            if (freeSlotCount > 0) {
+                slot = freeSlots[--freeSlotCount];
+            } else {
+                if (nextSlot > MAX_SEGMENTS) {
+                    throw new IllegalStateException("disk tier segments: more than " + MAX_SEGMENTS
+                            + " live (expected: fewer; use larger segments)");
+                }
+                slot = nextSlot++;
+                if (slot >= bySlot.length) {
+                    bySlot = Arrays.copyOf(bySlot, bySlot.length * 2);
+                }
+            }
+            bySlot[slot] = segment;
+            segment.index = this;
+            segment.slot = slot;
+        } finally {
+            lock.unlockWrite(stamp);
+        }
+    }
+
+    /** Takes the spare room out of a segment's rows: it takes no more appends. */
+    void seal(Segment segment) {
+        long stamp = lock.writeLock();
+        try {
+            segment.trim();
+        } finally {
+            lock.unlockWrite(stamp);
+        }
+    }
+
+    /**
+     * Takes every page of a segment out of the index and marks it dead. With {@code keys}, returns the record
+     * numbers and keys of the pages that were verified (for an eviction listener); else an empty list.
+     *
+     * @return how many pages left the index, and the handed-on ones if asked
+     */
+    Killed kill(Segment segment, boolean delete, boolean keys) {
+        List<Object[]> handed = keys ? new ArrayList<>() : List.of();
+        int removedPages = 0;
+        long stamp = lock.writeLock();
+        try {
+            if (segment.deadLocked()) {
+                return new Killed(0, List.of());
+            }
+            for (int r = 0; r < segment.records; r++) {
+                if (!segment.removed(r)) {
+                    if (keys && segment.verified(r)) {
+                        handed.add(new Object[] {r, keyOf(segment, r)});
+                    }
+                    removeLocked(segment, r);
+                    removedPages++;
+                }
+            }
+            segment.kill(delete);
+            if (segment.slot > 0) {
+                bySlot[segment.slot] = null;
+                if (freeSlotCount == freeSlots.length) {
+                    freeSlots = Arrays.copyOf(freeSlots, freeSlotCount * 2);
+                }
+                freeSlots[freeSlotCount++] = segment.slot;
+            }
+        } finally {
+            lock.unlockWrite(stamp);
+        }
+        return new Killed(removedPages, handed);
+    }
+
+    /** What {@link #kill} took out: a count, and the verified pages as (record number, key) pairs if asked. */
+    record Killed(int pages, List<Object[]> verified) {}
+
+    // ------------------------------------------------------------------------------------------------ writes
+
+    /**
+     * Adds a page written (or recovered) at {@code payload} in {@code segment}.
+     *
+     * @return {@link Added#STORED} if indexed now, {@link Added#PRESENT} if an equal page already is,
+     *     {@link Added#REFUSED} if the segment is dead or {@code closed} says the tier is
+     */
+    Added add(Segment segment, PageKey key, long payload, int crc, boolean verified, int stamp,
+            java.util.function.BooleanSupplier closed) {
+        long lockStamp = lock.writeLock();
+        try {
+            if (segment.deadLocked() || closed.getAsBoolean()) {
+                return Added.REFUSED;
+            }
+            int nameHash = ObjectNames.hash(key.origin(), key.key(), key.version());
+            int known = names.find(key.origin(), key.key(), key.version(), nameHash);
+            if (known >= 0 && probe(known, key.offset(), key.length()) != 0) {
+                return Added.PRESENT;
+            }
+            if (segment.records >= MAX_RECORDS) {
+                return Added.REFUSED;
+            }
+            int object = names.acquire(known, key.origin(), key.key(), key.version(), nameHash);
+            int r = segment.append(object, key.offset(), key.length(), payload, crc, stamp, verified);
+            insertLocked(segment, r, object);
+            return Added.STORED;
+        } finally {
+            lock.unlockWrite(lockStamp);
+        }
+    }
+
+    /**
+     * Puts a page of this tier that left the index (moved up by exclusive tiering) back, if its segment is live.
+     *
+     * @return whether the index holds the page (this record or an equal one) afterwards
+     */
+    boolean republish(Segment segment, int record, PageKey key, java.util.function.BooleanSupplier closed) {
+        long stamp = lock.writeLock();
+        try {
+            if (segment.deadLocked() || closed.getAsBoolean()) {
+                return false;
+            }
+            if (probe(key, ObjectNames.hash(key.origin(), key.key(), key.version())) != 0) {
+                return true;
+            }
+            if (!segment.removed(record)) {
+                return true; // still in the index (under another key's probe it would have been found)
+            }
+            int object = names.acquire(key.origin(), key.key(), key.version());
+            segment.object(record, object);
+            segment.live++;
+            insertLocked(segment, record, object);
+            return true;
+        } finally {
+            lock.unlockWrite(stamp);
+        }
+    }
+
+    /** Removes a page by key; {@return whether it was in the index} */
+    boolean remove(PageKey key) {
+        long stamp = lock.writeLock();
+        try {
+            long ref = probe(key, ObjectNames.hash(key.origin(), key.key(), key.version()));
+            if (ref == 0) {
+                return false;
+            }
+            removeLocked(bySlot[slotOf(ref)], recordOf(ref));
+            return true;
+        } finally {
+            lock.unlockWrite(stamp);
+        }
+    }
+
+    /** Removes one record if it is still in the index; {@return whether it was} */
+    boolean remove(Segment segment, int record) {
+        long stamp = lock.writeLock();
+        try {
+            if (segment.deadLocked() || segment.removed(record)) {
+                return false;
+            }
+            removeLocked(segment, record);
+            return true;
+        } finally {
+            lock.unlockWrite(stamp);
+        }
+    }
+
+    /** Removes every page of one object, in every version; {@return how many} */
+    int removeObject(String origin, String key) {
+        long stamp = lock.writeLock();
+        try {
+            int removedPages = 0;
+            for (int slot = 1; slot < nextSlot; slot++) {
+                Segment s = bySlot[slot];
+                if (s == null) {
+                    continue;
+                }
+                for (int r = 0; r < s.records; r++) {
+                    if (!s.removed(r) && names.key(s.object(r)).equals(key)
+                            && names.origin(s.object(r)).equals(origin)) {
+                        removeLocked(s, r);
+                        removedPages++;
+                    }
+                }
+            }
+            return removedPages;
+        } finally {
+            lock.unlockWrite(stamp);
+        }
+    }
+
+    private void insertLocked(Segment segment, int record, int object) {
+        if ((size + 1) * 5L > table.length() * 4L) {
+            rehash(table.length() + (table.length() >> 1));
+        }
+        long h = hash(object, segment.offset(record), segment.length(record));
+        insert(table, ref(segment.slot, record, h), h);
+        size++;
+    }
+
+    private static void insert(ChunkedLongs t, long ref, long h) {
+        long capacity = t.length();
+        long i = home(h, capacity);
+        while (t.get(i) != 0) {
+            i = i + 1 == capacity ? 0 : i + 1;
+        }
+        t.set(i, ref);
+    }
+
+    private long hashOf(long ref) {
+        Segment s = bySlot[slotOf(ref)];
+        int r = recordOf(ref);
+        return hash(s.object(r), s.offset(r), s.length(r));
+    }
+
+    private void rehash(long capacity) {
+        ChunkedLongs fresh = new ChunkedLongs(capacity);
+        ChunkedLongs old = table;
+        for (long i = 0; i < old.length(); i++) {
+            long ref = old.get(i);
+            if (ref != 0) {
+                insert(fresh, ref, hashOf(ref));
+            }
+        }
+        table = fresh;
+    }
+
+    /** Takes one live record out of the table and releases its object name. Under the write lock. */
+    private void removeLocked(Segment segment, int record) {
+        int object = segment.object(record);
+        long h = hash(object, segment.offset(record), segment.length(record));
+        long target = ref(segment.slot, record, h);
+        ChunkedLongs t = table;
+        long capacity = t.length();
+        long i = home(h, capacity);
+        while (t.get(i) != target) {
+            if (t.get(i) == 0) {
+                throw new IllegalStateException("disk index: record " + record + " of " + segment
+                        + " is live but not in the table");
+            }
+            i = i + 1 == capacity ? 0 : i + 1;
+        }
+        // Backward-shift deletion (Knuth, Algorithm R): no tombstones, so probe chains stay as short as the load.
+        long hole = i;
+        for (long j = hole + 1 == capacity ? 0 : hole + 1; t.get(j) != 0; j = j + 1 == capacity ? 0 : j + 1) {
+            long home = home(hashOf(t.get(j)), capacity);
+            // t[j] may fill the hole unless its home lies cyclically in (hole, j]
+            if (Math.floorMod(j - home, capacity) >= Math.floorMod(j - hole, capacity)) {
+                t.set(hole, t.get(j));
+                hole = j;
+            }
+        }
+        t.set(hole, 0);
+        size--;
+        segment.object(record, Segment.REMOVED);
+        segment.live--;
+        names.release(object);
+    }
+
+    // ------------------------------------------------------------------------------------------------ views
+
+    /** {@return the key of a live record}; under a lock */
+    private PageKey keyOf(Segment s, int r) {
+        int object = s.object(r);
+        return new PageKey(names.origin(object), names.key(object), names.version(object), s.offset(r),
+                s.length(r));
+    }
+
+    /** Receives a live page of a segment: its key and stamp. */
+    interface PageVisitor {
+        void page(PageKey key, int stamp);
+    }
+
+    /** Passes each live page of a segment to {@code visitor}, from a copy taken under the read lock. */
+    void forEachPage(Segment segment, PageVisitor visitor) {
+        List<PageKey> keys = new ArrayList<>();
+        int[] stamps;
+        long stamp = lock.readLock();
+        try {
+            stamps = new int[segment.live];
+            for (int r = 0; r < segment.records; r++) {
+                if (!segment.removed(r)) {
+                    stamps[keys.size()] = segment.stampOf(r);
+                    keys.add(keyOf(segment, r));
+                }
+            }
+        } finally {
+            lock.unlockRead(stamp);
+        }
+        for (int i = 0; i < keys.size(); i++) {
+            visitor.page(keys.get(i), stamps[i]);
+        }
+    }
+
+    int livePages(Segment segment) {
+        long stamp = lock.readLock();
+        try {
+            return segment.live;
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    /** {@code Segment.mostlyDead}: fewer than half of its live page bytes read since {@code keepFrom}. */
+    boolean mostlyDead(Segment segment, Workload workload) {
+        long stamp = lock.readLock();
+        try {
+            long live = 0;
+            long total = 0;
+            for (int r = 0; r < segment.records; r++) {
+                if (!segment.removed(r)) {
+                    total += segment.length(r);
+                    if (!workload.isDead(segment.stampOf(r))) {
+                        live += segment.length(r);
+                    }
+                }
+            }
+            return live * 2 < total;
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    /** Where a live page is, for tests: its segment and record, or {@code null}. */
+    record Found(Segment segment, int record) {}
+
+    Found find(PageKey key) {
+        long stamp = lock.readLock();
+        try {
+            long ref = probe(key, ObjectNames.hash(key.origin(), key.key(), key.version()));
+            return ref == 0 ? null : new Found(bySlot[slotOf(ref)], recordOf(ref));
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+}

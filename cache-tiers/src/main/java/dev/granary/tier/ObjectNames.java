@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: Apache-2.0
+package dev.granary.tier;
+
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * The names of the objects a tier holds pages of — origin, object key, object version — each stored once and shared
+ * by every page of that object version, under a dense {@code int} id. A page index then keeps four bytes per page for
+ * its object instead of a {@code PageKey} and three strings.
+ *
+ * <p>Each id counts the pages that refer to it ({@link #acquire}, {@link #release}); the last release forgets the
+ * name and frees the id for reuse. Origins are few and interned separately, so all objects of one origin share one
+ * origin string. Per object the table costs its strings (shared with whoever else holds them), three references and
+ * two ints in columns, and one {@code int} slot of the open-addressing table (at a load of 3/8 to 3/4).
+ *
+ * <h2>Thread safety</h2>
+ * Not thread-safe: the owner guards every mutation with its lock. {@link #find} may be called under an optimistic
+ * read (a {@link java.util.concurrent.locks.StampedLock} stamp validated afterwards): it then reads without
+ * synchronisation, so it tolerates torn state — it never throws on inconsistent arrays, and returns {@code -1} or a
+ * wrong id that the caller's validation discards.
+ */
+final class ObjectNames {
+
+    private String[] origins = new String[64];
+    private String[] keys = new String[64];
+    private String[] versions = new String[64];
+    private int[] hashes = new int[64];
+    private int[] pages = new int[64];
+    /** Open addressing, linear probing: id + 1 per slot, 0 for empty. */
+    private int[] table = new int[128];
+    private int size;
+    /** Ids below this have been handed out at least once. */
+    private int highWater;
+    private int[] freeIds = new int[16];
+    private int freeCount;
+    /** Origins, interned: few, so a plain map. */
+    private final Map<String, String> originStrings = new HashMap<>();
+
+    /** {@return the hash of a name, as {@link #find} expects it} */
+    static int hash(String origin, String key, String version) {
+        int h = key.hashCode() * 31 + version.hashCode();
+        h = h * 31 + origin.hashCode();
+        // MurmurHash3's finaliser: names such as train/000123.jpg with versions growing alongside have String hashes
+        // in arithmetic progression, which linear probing in a power-of-two table turns into long clusters.
+        h ^= h >>> 16;
+        h *= 0x85EB_CA6B;
+        h ^= h >>> 13;
+        h *= 0xC2B2_AE35;
+        return h ^ (h >>> 16);
+    }
+
+    /**
+     * Looks a name up.
+     *
+     * @return its id, or {@code -1}
+     */
+    int find(String origin, String key, String version, int hash) {
+        int[] t = table;
+        String[] k = keys;
+        String[] v = versions;
+        String[] o = origins;
+        int[] h = hashes;
+        int mask = t.length - 1;
+        for (int i = hash & mask, probes = 0; probes <= mask; i = (i + 1) & mask, probes++) {
+            int entry = t[i];
+            if (entry == 0) {
+                return -1;
+            }
+            int id = entry - 1;
+            if (id < h.length && id < k.length && id < v.length && id < o.length && h[id] == hash) {
+                String ki = k[id];
+                String vi = v[id];
+                String oi = o[id];
+                if (ki != null && vi != null && oi != null && ki.equals(key) && vi.equals(version)
+                        && oi.equals(origin)) {
+                    return id;
+                }
+            }
+        }
+        return -1;
+    }
+
+    /** Finds or adds a name and counts one more page of it; {@return its id} Under the owner's lock. */
+    int acquire(String origin, String key, String version) {
+        int hash = hash(origin, key, version);
+        return acquire(find(origin, key, version, hash), origin, key, version, hash);
+    }
+
+    /**
+     * Counts one more page of a name the caller just looked up under the same lock: {@code id} is what
+     * {@link #find} answered ({@code -1} adds the name).
+     */
+    int acquire(int id, String origin, String key, String version, int hash) {
+        if (id < 0) {
+            id = add(origin, key, version, hash);
+        }
+        pages[id]++;
+        return id;
+    }
+
+    /** Counts one page of {@code id} less; the last one forgets the name. Under the owner's lock. */
+    void release(int id) {
+        if (--pages[id] > 0) {
+            return;
+        }
+        removeFromTable(id);
+        origins[id] = null;
+        keys[id] = null;
+        versions[id] = null;
+        if (freeCount == freeIds.length) {
+            freeIds = Arrays.copyOf(freeIds, freeCount * 2);
+        }
+        freeIds[freeCount++] = id;
+        size--;
+    }
+
+    String origin(int id) {
+        return origins[id];
+    }
+
+    String key(int id) {
+        return keys[id];
+    }
+
+    String version(int id) {
+        return versions[id];
+    }
+
+    /** {@return the number of names held} */
+    int size() {
+        return size;
+    }
+
+    private int add(String origin, String key, String version, int hash) {
+        int id;
+        if (freeCount > 0) {
+            id = freeIds[--freeCount];
+        } else {
+            id = highWater++;
+            if (id == keys.length) {
+                int n = id + (id >> 1);
+                origins = Arrays.copyOf(origins, n);
+                keys = Arrays.copyOf(keys, n);
+                versions = Arrays.copyOf(versions, n);
+                hashes = Arrays.copyOf(hashes, n);
+                pages = Arrays.copyOf(pages, n);
+            }
+        }
+        origins[id] = originStrings.computeIfAbsent(origin, o -> o);
+        keys[id] = key;
+        versions[id] = version;
+        hashes[id] = hash;
+        pages[id] = 0;
+        size++;
+        if (size * 4L > table.length * 3L) {
+            rehash(table.length * 2);
+        }
+        insert(table, id, hash);
+        return id;
+    }
+
+    private void insert(int[] t, int id, int hash) {
+        int mask = t.length - 1;
+        int i = hash & mask;
+        while (t[i] != 0) {
+            i = (i + 1) & mask;
+        }
+        t[i] = id + 1;
+    }
+
+    private void rehash(int capacity) {
+        int[] fresh = new int[capacity];
+        for (int entry : table) {
+            if (entry != 0) {
+                insert(fresh, entry - 1, hashes[entry - 1]);
+            }
+        }
+        table = fresh; // published after it is complete: an optimistic reader sees the old table or the new
+    }
+
+    /** Backward-shift deletion (Knuth, Algorithm R): no tombstones, probe chains stay short. */
+    private void removeFromTable(int id) {
+        int[] t = table;
+        int mask = t.length - 1;
+        int i = hashes[id] & mask;
+        while (t[i] != id + 1) {
+            i = (i + 1) & mask;
+        }
+        int hole = i;
+        for (int j = (hole + 1) & mask; t[j] != 0; j = (j + 1) & mask) {
+            int home = hashes[t[j] - 1] & mask;
+            // move t[j] into the hole unless its home lies cyclically in (hole, j]
+            if (((j - home) & mask) >= ((j - hole) & mask)) {
+                t[hole] = t[j];
+                hole = j;
+            }
+        }
+        t[hole] = 0;
+    }
+}
