@@ -639,10 +639,13 @@ public final class TieredCache implements AutoCloseable {
                         + " kept: " + e, e);
             }
         }
+        long took = System.nanoTime() - t0;
         if (carried[0] > 0) {
-            LOG.log(System.Logger.Level.INFO, () -> String.format(Locale.ROOT, "cache over %s: carried %d"
+            // Worth an operator's attention when close took noticeably long; routine otherwise.
+            System.Logger.Level level = took >= 1_000_000_000L ? System.Logger.Level.INFO : System.Logger.Level.DEBUG;
+            LOG.log(level, () -> String.format(Locale.ROOT, "cache over %s: carried %d"
                     + " pages (%.1f MiB) held only in memory into durable tiers at close, in %.2f s", originUri,
-                    carried[0], carried[1] / 1048576.0, (System.nanoTime() - t0) / 1e9));
+                    carried[0], carried[1] / 1048576.0, took / 1e9));
         }
     }
 
@@ -1007,8 +1010,8 @@ public final class TieredCache implements AutoCloseable {
          * into the free room of durable tiers below (disk), so that the next process on the same directory starts
          * warm. Under exclusive tiering, and while a {@code DataLoader} drives the cache, a page lives in one tier
          * only: without this, pages kept in memory are lost at exit. It never evicts from the durable tier; it costs
-         * the time to write what memory alone held (logged at INFO). A process killed without close keeps only what
-         * was already on disk. Default {@code true}.
+         * the time to write what memory alone held (logged at INFO when that takes a second or more, else at DEBUG).
+         * A process killed without close keeps only what was already on disk. Default {@code true}.
          *
          * @param carry whether to carry memory-only pages to disk at close
          * @return this builder
