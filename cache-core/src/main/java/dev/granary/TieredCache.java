@@ -833,18 +833,9 @@ public final class TieredCache implements AutoCloseable {
         for (int i = fromTier; i < tiers.length; i++) {
             Page page = quietly ? tiers[i].peek(key) : tiers[i].get(key);
             if (page != null) {
-                try {
-                    for (int j = 0; j < i && !epochs.driven(); j++) {
-                        if (tiers[j].put(page) && exclusive) {
-                            tiers[i].remove(key);
-                            break;
-                        }
-                    }
-                } catch (java.io.UncheckedIOException e) {
-                    // Copying the page up faulted: its tier's file was damaged under it (Tier.put). That tier
-                    // dropped it; look further down, as for a miss.
-                    page.release();
-                    continue;
+                page = promote(page, i);
+                if (page == null) {
+                    continue; // copying it up faulted: look further down, as for a miss
                 }
                 if (!quietly) {
                     dev.granary.internal.ReadAccount.hit(i);
@@ -856,29 +847,81 @@ public final class TieredCache implements AutoCloseable {
     }
 
     /**
+     * Copies a page found in tier {@code i} into the tiers above (inclusive), or moves it into the first tier above
+     * that takes it (exclusive; a {@linkplain Tier#shared() shared} tier keeps its copy for the other processes).
+     *
+     * @return the page; {@code null} if copying it faulted (its tier's file was damaged under it, {@link Tier#put}):
+     *     that tier dropped it, and the page was released
+     */
+    private Page promote(Page page, int i) {
+        Tier[] tiers = this.tiers;
+        try {
+            for (int j = 0; j < i && !epochs.driven(); j++) {
+                if (tiers[j].put(page) && exclusive) {
+                    if (!tiers[i].shared()) {
+                        tiers[i].remove(page.key());
+                    }
+                    break;
+                }
+            }
+        } catch (java.io.UncheckedIOException e) {
+            page.release();
+            return null;
+        }
+        return page;
+    }
+
+    /**
      * Fills a page from the origin: into memory the first willing tier allocates (no extra copy), else into a heap
-     * page of its own; then offers it to every tier. Runs on the fill's virtual thread.
+     * page of its own; then offers it to every tier. Runs on the fill's virtual thread. With a
+     * {@linkplain Tier#shared() shared} tier (a disk directory other processes use), the fill first asks it whether
+     * another process is reading the same page, and takes that one's page instead of reading the origin; else it
+     * claims the page and puts it into the shared tier before the claim ends.
      */
     private Page fill(ObjectInfo info, PageKey key) throws IOException {
-        Page page = null;
-        for (Tier tier : tiers) {
-            page = tier.allocate(key);
-            if (page != null) {
+        Tier[] tiers = this.tiers;
+        int shared = -1;
+        for (int i = 0; i < tiers.length; i++) {
+            if (tiers[i].shared()) {
+                Page filled = tiers[i].awaitFill(key, deadline());
+                if (filled != null) {
+                    filled = promote(filled, i);
+                    if (filled != null) {
+                        return filled;
+                    }
+                }
+                shared = i;
                 break;
             }
         }
-        if (page == null) {
-            page = new HeapPage(key);
-        }
-        load(info, page);
-        if (exclusive || epochs.driven()) {
-            offer(page, 0);
-        } else {
+        try {
+            Page page = null;
             for (Tier tier : tiers) {
-                tier.put(page);
+                page = tier.allocate(key);
+                if (page != null) {
+                    break;
+                }
+            }
+            if (page == null) {
+                page = new HeapPage(key);
+            }
+            load(info, page);
+            if (exclusive || epochs.driven()) {
+                offer(page, 0);
+            } else {
+                for (Tier tier : tiers) {
+                    tier.put(page);
+                }
+            }
+            if (shared >= 0) {
+                tiers[shared].put(page); // for the other processes, also when the page went to another tier only
+            }
+            return page;
+        } finally {
+            if (shared >= 0) {
+                tiers[shared].fillDone(key);
             }
         }
-        return page;
     }
 
     /** Reads a page's bytes from the origin and seals it; releases it if the read fails. */

@@ -167,6 +167,40 @@ public interface Tier extends AutoCloseable {
     default void forEachPage(java.util.function.Consumer<Page> action) {}
 
     /**
+     * {@return whether other processes see the pages put into this tier (a disk tier whose directory several processes
+     * share)} The cache then puts every page it fills into this tier — also under exclusive tiering and while a loader
+     * drives it, where a fill otherwise goes to one tier only — and asks it before each origin read whether another
+     * process is filling the same page ({@link #awaitFill}). Default {@code false}.
+     */
+    default boolean shared() {
+        return false;
+    }
+
+    /**
+     * Called by a fill of a {@linkplain #shared() shared} tier's cache before it reads the page from the origin, so
+     * that processes missing the same page at once read it once. Either another process is filling the page: wait for
+     * it, bounded by {@code deadlineNanos} and the tier's own limit, and return it; or claim the page for this process
+     * and return {@code null} — the cache then fills the page, puts it into this tier, and calls {@link #fillDone},
+     * whether the fill succeeded or not. A tier that gives up waiting returns {@code null} without a claim. Default:
+     * {@code null} at once.
+     *
+     * @param key           the page about to be read from the origin
+     * @param deadlineNanos the caller's deadline, on the {@link System#nanoTime()} clock
+     * @return the page, retained for the caller, if another process filled it meanwhile; else {@code null}
+     */
+    default Page awaitFill(PageKey key, long deadlineNanos) {
+        return null;
+    }
+
+    /**
+     * Ends the claim {@link #awaitFill} took for a page, after the fill put it into this tier (or failed); other
+     * processes waiting for it look for it in this tier now. Does nothing if no claim is held. Default: nothing.
+     *
+     * @param key the page
+     */
+    default void fillDone(PageKey key) {}
+
+    /**
      * Drops every page of one object, in every version. Pages that readers hold stay valid until released.
      *
      * @param origin the origin's URI as a string

@@ -11,7 +11,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Instant;
 import java.util.EnumSet;
-import java.util.Set;
+import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -28,24 +28,27 @@ import java.util.concurrent.ConcurrentHashMap;
  * <instant>}, the host read from {@code /proc/sys/kernel/hostname} (or {@code /etc/hostname}); resolving the local
  * host name through DNS can hang for minutes on a misconfigured machine.
  *
- * <p>Only exclusive locking exists today; a shared mode (several processes reading one directory) would take
- * {@code LOCK_SH} on the same descriptor in {@link #acquire} and keep this class the one place that knows how.
+ * <p>A tier opened in shared mode ({@link DiskTier.Builder#shared}) takes {@code LOCK_SH} instead: any number of
+ * shared tiers, in any processes, hold the directory together, and an unshared tier is refused while one does (and
+ * the other way round). Shared tiers coordinate through {@link SharedDirectory}, not through this lock.
  * Thread-safe: {@link #acquire} may race from many threads; {@link #close} is idempotent.
  */
 final class DirectoryLock implements AutoCloseable {
 
     static final String FILE = "granary.lock";
-    /** Directories a tier of this process holds, as real paths. */
-    private static final Set<Path> HELD = ConcurrentHashMap.newKeySet();
+    /** Directories tiers of this process hold, as real paths: -1 for an unshared tier, else how many shared ones. */
+    private static final ConcurrentHashMap<Path, Integer> HELD = new ConcurrentHashMap<>();
 
     private final Path key;
     private final int directoryFd;
     private final FileChannel channel;
     private final FileLock fallback;
+    private final boolean shared;
     private boolean closed;
 
-    private DirectoryLock(Path key, int directoryFd, FileChannel channel, FileLock fallback) {
+    private DirectoryLock(Path key, int directoryFd, FileChannel channel, FileLock fallback, boolean shared) {
         this.key = key;
+        this.shared = shared;
         this.directoryFd = directoryFd;
         this.channel = channel;
         this.fallback = fallback;
@@ -58,12 +61,36 @@ final class DirectoryLock implements AutoCloseable {
      * @throws IOException           if the directory or the lock file cannot be opened
      */
     static DirectoryLock acquire(Path directory) throws IOException {
+        return acquire(directory, false);
+    }
+
+    /**
+     * Takes the lock, exclusive or shared, and (exclusive) records this process as the holder.
+     *
+     * @param shared whether to take it shared with other shared-mode tiers
+     * @throws IllegalStateException naming the holder(s) if the directory is held in the other mode, or exclusively
+     * @throws IOException           if the directory or the lock file cannot be opened
+     */
+    static DirectoryLock acquire(Path directory, boolean shared) throws IOException {
+        return acquire(directory, shared, DiskDirectory.Access.PRIVATE);
+    }
+
+    /** As {@link #acquire(Path, boolean)}, making {@code granary.lock} accessible as the directory is. */
+    static DirectoryLock acquire(Path directory, boolean shared, DiskDirectory.Access access) throws IOException {
         Path key = directory.toRealPath();
         Path file = directory.resolve(FILE);
-        if (!HELD.add(key)) {
+        int[] was = {0};
+        HELD.compute(key, (k, held) -> {
+            was[0] = held == null ? 0 : held;
+            if (held == null) {
+                return shared ? 1 : -1;
+            }
+            return shared && held > 0 ? held + 1 : held;
+        });
+        if (was[0] != 0 && !(shared && was[0] > 0)) {
             throw new IllegalStateException("disk tier directory " + directory + " is in use by another DiskTier in"
-                    + " this process (" + holder(file, null) + ") (expected: one open tier per directory; close the other"
-                    + " first)");
+                    + " this process (" + (was[0] > 0 ? was[0] + " shared" : "unshared: " + holder(file, null))
+                    + ") (expected: one unshared tier per directory, or only shared tiers; close the other first)");
         }
         int fd = -1;
         FileChannel channel = null;
@@ -73,28 +100,49 @@ final class DirectoryLock implements AutoCloseable {
             FileLock fallback = null;
             channel = FileChannel.open(file, EnumSet.of(StandardOpenOption.CREATE, StandardOpenOption.READ,
                     StandardOpenOption.WRITE), DiskTier.FILE_PERMISSIONS);
+            access.apply(file, false);
             if (fd >= 0) {
-                locked = NativeFiles.flock(fd, NativeFiles.LOCK_EX | NativeFiles.LOCK_NB);
+                locked = NativeFiles.flock(fd, (shared ? NativeFiles.LOCK_SH : NativeFiles.LOCK_EX)
+                        | NativeFiles.LOCK_NB);
+            } else if (shared) {
+                throw new IllegalStateException("disk tier directory " + directory + ": a shared directory needs"
+                        + " flock(2), which cannot be called here (expected: Linux; or open it unshared)");
             } else {
                 fallback = channel.tryLock();
                 locked = fallback != null;
             }
             if (!locked) {
+                if (shared) {
+                    throw new IllegalStateException("disk tier directory " + directory + " is in use by a process"
+                            + " that holds it unshared: " + holder(file, directory) + " (expected: a directory that"
+                            + " every process opens with shared(true), or one no other process holds)");
+                }
+                List<Long> sharers = flockHolders(directory);
                 throw new IllegalStateException("disk tier directory " + directory + " is in use by another process: "
-                        + holder(file, fd >= 0 ? directory : null) + " (expected: a directory no other process holds; give each process its own"
-                        + " directory)");
+                        + (sharers.size() > 1 ? "shared by pids " + sharers : holder(file, directory))
+                        + " (expected: a directory no other process holds; give each process its own directory, or"
+                        + " open it with shared(true) in every process)");
             }
-            String text = "pid " + ProcessHandle.current().pid() + " on " + hostName() + ", boot " + bootId()
-                    + ", since " + Instant.now() + "\n";
-            channel.truncate(0);
-            channel.write(ByteBuffer.wrap(text.getBytes(StandardCharsets.UTF_8)), 0);
-            return new DirectoryLock(key, fd, channel, fallback);
+            if (!shared) {
+                String text = "pid " + ProcessHandle.current().pid() + " on " + hostName() + ", boot " + bootId()
+                        + ", since " + Instant.now() + "\n";
+                channel.truncate(0);
+                channel.write(ByteBuffer.wrap(text.getBytes(StandardCharsets.UTF_8)), 0);
+            } else if (channel.size() == 0) {
+                String text = "shared; pids in /proc/locks (FLOCK on this directory's inode)\n";
+                channel.write(ByteBuffer.wrap(text.getBytes(StandardCharsets.UTF_8)), 0);
+            }
+            return new DirectoryLock(key, fd, channel, fallback, shared);
         } catch (IOException | RuntimeException | Error e) {
             closeQuietly(channel);
             NativeFiles.close(fd); // drops the flock if it was taken
-            HELD.remove(key);
+            forget(key, shared);
             throw e;
         }
+    }
+
+    private static void forget(Path key, boolean shared) {
+        HELD.computeIfPresent(key, (k, held) -> shared && held > 1 ? held - 1 : null);
     }
 
     /**
@@ -113,25 +161,30 @@ final class DirectoryLock implements AutoCloseable {
         if (!text.isEmpty()) {
             return text;
         }
-        long pid = lockedDirectory == null ? -1 : flockHolder(lockedDirectory);
-        return pid > 0 ? "pid " + pid + " (from /proc/locks; " + problem + ")" : "holder unknown (" + problem + ")";
+        List<Long> pids = lockedDirectory == null ? List.of() : flockHolders(lockedDirectory);
+        return !pids.isEmpty() ? "pid " + pids.getFirst() + " (from /proc/locks; " + problem + ")"
+                : "holder unknown (" + problem + ")";
     }
 
-    /** {@return the pid holding a flock on the directory's inode, from {@code /proc/locks}; -1 if not found} */
-    private static long flockHolder(Path directory) {
+    /** {@return the pids holding a flock on the directory's inode, from {@code /proc/locks}; empty if none found} */
+    static List<Long> flockHolders(Path directory) {
+        List<Long> pids = new java.util.ArrayList<>();
         try {
             long inode = ((Number) Files.getAttribute(directory, "unix:ino")).longValue();
             for (String line : Files.readAllLines(Path.of("/proc/locks"), StandardCharsets.US_ASCII)) {
                 // "1: FLOCK  ADVISORY  WRITE 4242 fd:01:1311 0 EOF": major:minor:inode of the locked file
                 String[] f = line.trim().split("\\s+");
                 if (f.length >= 6 && f[1].equals("FLOCK") && f[5].endsWith(":" + inode)) {
-                    return Long.parseLong(f[4]);
+                    long pid = Long.parseLong(f[4]);
+                    if (!pids.contains(pid)) {
+                        pids.add(pid);
+                    }
                 }
             }
         } catch (IOException | RuntimeException e) {
             // no /proc, or another format: the caller says the holder is unknown
         }
-        return -1;
+        return pids;
     }
 
     /** The host name as the kernel has it: no resolver, no network. */
@@ -180,6 +233,6 @@ final class DirectoryLock implements AutoCloseable {
         }
         closeQuietly(channel);
         NativeFiles.close(directoryFd);
-        HELD.remove(key);
+        forget(key, shared);
     }
 }

@@ -23,20 +23,71 @@ final class DiskDirectory {
     private static final String FORMAT_TITLE = "granary-disk-tier";
     /** The only names Granary puts in a tier's directory (FORMAT.tmp: a FORMAT being written when a process died). */
     private static final java.util.Set<String> OWN = java.util.Set.of(DiskTier.FORMAT_FILE,
-            DiskTier.FORMAT_FILE + ".tmp", DirectoryLock.FILE, DiskTier.SEGMENTS);
+            DiskTier.FORMAT_FILE + ".tmp", DirectoryLock.FILE, DiskTier.SEGMENTS, SharedDirectory.FILE);
     private static final System.Logger LOG = System.getLogger(DiskTier.class.getName());
 
     private DiskDirectory() {}
 
     /**
-     * Creates the directory ({@code 0700}) if missing, else checks it is a directory that only Granary wrote in, and
-     * tightens it to {@code 0700}.
+     * Who may use a directory: its owner only (the default: directory {@code 0700}, files {@code 0600}), or every
+     * member of a group ({@code group != null}: the directory is given to the group, set-group-ID so files made in it
+     * inherit the group, mode {@code 2770}; files {@code 0660}) — for processes of different users sharing one
+     * directory ({@link DiskTier.Builder#group}).
+     */
+    record Access(String group) {
+        static final Access PRIVATE = new Access(null);
+
+        int directoryMode() {
+            return group == null ? 0700 : 02770;
+        }
+
+        int fileMode() {
+            return group == null ? 0600 : 0660;
+        }
+
+        /** Gives a file or directory Granary made this access: its mode (the umask does not apply) and group. */
+        void apply(Path path, boolean directory) throws IOException {
+            if (group == null) {
+                return;
+            }
+            java.nio.file.attribute.GroupPrincipal principal = path.getFileSystem().getUserPrincipalLookupService()
+                    .lookupPrincipalByGroupName(group);
+            java.nio.file.attribute.PosixFileAttributeView view = Files.getFileAttributeView(path,
+                    java.nio.file.attribute.PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS);
+            // Changed only where it differs: a member of the group who does not own the file may not change it.
+            if (!view.readAttributes().group().equals(principal)) {
+                view.setGroup(principal);
+            }
+            int mode = directory ? directoryMode() : fileMode();
+            if (((Integer) Files.getAttribute(path, "unix:mode", LinkOption.NOFOLLOW_LINKS) & 07777) != mode) {
+                NativeFiles.chmod(path, mode);
+            }
+        }
+    }
+
+    /**
+     * Creates the directory if missing, else checks it is a directory that only Granary wrote in; and gives it the
+     * access asked ({@code 0700}, or {@code 2770} for a group).
      *
-     * @throws IllegalArgumentException if the path is not a directory, or the directory holds other files
+     * @throws IllegalArgumentException if the path is not a directory, or the directory holds other files, or the
+     *                                  group does not exist
      */
     static void prepare(Path directory) throws IOException {
+        prepare(directory, Access.PRIVATE);
+    }
+
+    static void prepare(Path directory, Access access) throws IOException {
+        if (access.group() != null) {
+            try {
+                directory.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByGroupName(access.group());
+            } catch (java.nio.file.attribute.UserPrincipalNotFoundException e) {
+                throw new IllegalArgumentException("disk tier group: '" + access.group() + "' (expected: a group that"
+                        + " exists on this host, such as one listed by getent group)");
+            }
+        }
         if (!Files.exists(directory, LinkOption.NOFOLLOW_LINKS)) {
             Files.createDirectories(directory, PosixFilePermissions.asFileAttribute(DiskTier.DIRECTORY_PERMISSIONS));
+            access.apply(directory, true);
             return;
         }
         if (!Files.isDirectory(directory)) {
@@ -61,45 +112,68 @@ final class DiskDirectory {
                         .toList()) + "; Granary does not share a directory with other data: move the file away)");
             }
         }
-        if (!Files.getPosixFilePermissions(directory).equals(DiskTier.DIRECTORY_PERMISSIONS)) {
+        if (access.group() != null) {
+            access.apply(directory, true);
+        } else if (!Files.getPosixFilePermissions(directory).equals(DiskTier.DIRECTORY_PERMISSIONS)) {
             Files.setPosixFilePermissions(directory, DiskTier.DIRECTORY_PERMISSIONS);
         }
     }
 
     /**
-     * Reads or writes the FORMAT file and makes sure {@code segments/} exists; an older format's segments are
-     * discarded, a newer one is refused.
+     * Reads or writes the FORMAT file and makes sure {@code segments/} exists. A directory of format 1 is upgraded in
+     * place: its segments are read as they are (their records did not change), so the cache stays warm; only FORMAT
+     * is rewritten. A newer format is refused. The caller holds the directory exclusively (the directory lock, or in
+     * shared mode the shared file's lock).
      *
      * @param tierName for the log line
      * @throws IllegalStateException if the directory holds a newer format or an unreadable FORMAT file
      */
     static void checkFormat(Path directory, String tierName) throws IOException {
+        checkFormat(directory, tierName, Access.PRIVATE);
+    }
+
+    static void checkFormat(Path directory, String tierName, Access access) throws IOException {
         Path formatFile = directory.resolve(DiskTier.FORMAT_FILE);
         Path segmentsDirectory = directory.resolve(DiskTier.SEGMENTS);
         if (Files.exists(formatFile)) {
             int found = parseFormat(directory, formatFile);
             if (found > SegmentFormat.FORMAT) {
                 throw new IllegalStateException("disk tier directory " + directory + " was written by a newer Granary"
-                        + " (format " + found + "; this one reads format " + SegmentFormat.FORMAT + ") (expected:"
-                        + " format " + SegmentFormat.FORMAT + "; use that Granary version, another directory, or"
-                        + " delete this one to start over)");
+                        + " (format " + found + "; this one reads format " + SegmentFormat.OLDEST_READABLE + " to "
+                        + SegmentFormat.FORMAT + ") (expected: format " + SegmentFormat.FORMAT + "; use that Granary"
+                        + " version, another directory, or delete this one to start over)");
             }
             if (found == SegmentFormat.FORMAT) {
-                Files.createDirectories(segmentsDirectory,
-                        PosixFilePermissions.asFileAttribute(DiskTier.DIRECTORY_PERMISSIONS));
+                makeSegmentsDirectory(segmentsDirectory, access);
                 return;
             }
-            LOG.log(System.Logger.Level.INFO, "disk tier '" + tierName + "': " + directory + " holds format " + found
-                    + "; discarding its segments and starting over in format " + SegmentFormat.FORMAT);
-            deleteSegments(segmentsDirectory);
+            if (found >= SegmentFormat.OLDEST_READABLE) {
+                LOG.log(System.Logger.Level.INFO, "disk tier '" + tierName + "': " + directory + " holds format "
+                        + found + "; upgrading it to format " + SegmentFormat.FORMAT + " in place (its segments are"
+                        + " kept and read as they are)");
+            } else {
+                LOG.log(System.Logger.Level.INFO, "disk tier '" + tierName + "': " + directory + " holds format "
+                        + found + "; discarding its segments and starting over in format " + SegmentFormat.FORMAT);
+                deleteSegments(segmentsDirectory);
+            }
         }
-        Files.createDirectories(segmentsDirectory,
-                PosixFilePermissions.asFileAttribute(DiskTier.DIRECTORY_PERMISSIONS));
+        makeSegmentsDirectory(segmentsDirectory, access);
         Path temporary = directory.resolve(DiskTier.FORMAT_FILE + ".tmp");
         Files.deleteIfExists(temporary);
         Files.write(Files.createFile(temporary, DiskTier.FILE_PERMISSIONS),
                 (FORMAT_TITLE + "\nformat " + SegmentFormat.FORMAT + "\n").getBytes(StandardCharsets.UTF_8));
+        access.apply(temporary, false);
         Files.move(temporary, formatFile, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    }
+
+    private static void makeSegmentsDirectory(Path segmentsDirectory, Access access) throws IOException {
+        if (!Files.isDirectory(segmentsDirectory)) {
+            Files.createDirectories(segmentsDirectory,
+                    PosixFilePermissions.asFileAttribute(DiskTier.DIRECTORY_PERMISSIONS));
+            access.apply(segmentsDirectory, true);
+        } else if (access.group() != null) {
+            access.apply(segmentsDirectory, true);
+        }
     }
 
     private static int parseFormat(Path directory, Path formatFile) throws IOException {

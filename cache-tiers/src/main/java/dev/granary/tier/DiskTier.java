@@ -74,10 +74,18 @@ import java.util.concurrent.locks.ReentrantLock;
  * itself: a reader touching it after its file was truncated gets an {@link InternalError} from the JVM, as with
  * Lucene's {@code MMapDirectory}. Never truncate a running tier's files ({@code docs/disk-format.md}).
  *
+ * <h2>Sharing</h2>
+ * By default one tier holds a directory: it is locked ({@code flock} on the directory itself; {@code granary.lock}
+ * names the holder) against a second tier in this or any other process, which gets an {@link IllegalStateException}
+ * naming the holder. With {@link Builder#shared}, any number of processes on the host open it at once: each sees the
+ * pages the others write at its next miss, the capacity bounds the whole directory, eviction is least recently used
+ * across processes and never takes a segment a live process appends to, concurrent misses of one page read the origin
+ * once ({@link #awaitFill}), and a process killed at any moment leaves the others running
+ * ({@code docs/disk-format.md}, "Shared directories").
+ *
  * <h2>Safety</h2>
- * The directory is locked ({@code flock} on the directory itself; {@code granary.lock} names the holder) against a
- * second tier in this or any other process: the second one gets an {@link IllegalStateException} naming the holder. The directory is {@code 0700}, files are {@code 0600}, and
- * file names are segment numbers, never derived from object keys.
+ * The directory is {@code 0700} and files are {@code 0600} (or {@code 2770}/{@code 0660} for a
+ * {@linkplain Builder#group group}); file names are segment numbers, never derived from object keys.
  *
  * <h2>Thread safety</h2>
  * All methods are safe from any thread. Hits take no lock; appends reserve their place under one lock and copy
@@ -135,6 +143,24 @@ public final class DiskTier implements Tier {
     /** Scratch mode ({@link Builder#deleteOnClose}); and whether this tier made the directory (then it may remove it). */
     private final boolean deleteOnClose;
     private final boolean createdDirectory;
+    /** Who may use the directory: the owner only, or a group ({@link Builder#group}). */
+    private final DiskDirectory.Access access;
+    /** Shared mode ({@link Builder#shared}): what the processes sharing the directory coordinate through; else null. */
+    private final SharedDirectory shared;
+    /** Shared mode: the directory generation the segment list reflects. */
+    private volatile long seenGeneration = -1;
+    /** Shared mode: other processes' segments that may still get records, watched on misses. */
+    private volatile Segment[] following = new Segment[0];
+    /** Shared mode: when the owners of followed segments were last checked (System.nanoTime). */
+    private volatile long sweptAt;
+    /** Shared mode: segment numbers whose header did not check out; the next opener deletes them. */
+    private final Set<Long> unreadable = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** Shared mode: the claim slot each of this tier's fills in progress holds. */
+    private final java.util.concurrent.ConcurrentHashMap<PageKey, Integer> claims =
+            new java.util.concurrent.ConcurrentHashMap<>();
+    private final long fillWaitNanos;
+    private final java.util.concurrent.atomic.LongAdder peerFills = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder peerWaitTimeouts = new java.util.concurrent.atomic.LongAdder();
 
     private DiskTier(Builder b, long segmentSize) throws IOException {
         this.name = b.name;
@@ -148,16 +174,38 @@ public final class DiskTier implements Tier {
         this.randomAccess = b.randomAccess;
         this.lengthCheckNanos = b.lengthCheck.toNanos();
         this.deleteOnClose = b.deleteOnClose;
+        this.access = new DiskDirectory.Access(b.group);
+        this.fillWaitNanos = b.fillWait.toNanos();
         this.createdDirectory = !Files.exists(directory, java.nio.file.LinkOption.NOFOLLOW_LINKS);
-        DiskDirectory.prepare(directory);
-        this.lock = DirectoryLock.acquire(directory);
+        DiskDirectory.prepare(directory, access);
+        this.lock = DirectoryLock.acquire(directory, b.shared, access);
+        SharedDirectory sharing = null;
         try {
-            DiskDirectory.checkFormat(directory, name);
-            this.recovery = recover();
+            sharing = b.shared ? SharedDirectory.open(directory, access.fileMode()) : null;
+        } catch (IOException | RuntimeException | Error e) {
+            lock.close();
+            throw e;
+        }
+        this.shared = sharing;
+        try {
+            if (shared != null) {
+                shared.lock(); // opening (format upgrade, recovery, deleting leftovers) changes the directory
+            }
+            try {
+                DiskDirectory.checkFormat(directory, name, access);
+                this.recovery = recover();
+            } finally {
+                if (shared != null) {
+                    shared.unlock();
+                }
+            }
             dev.granary.internal.FlightEvents.diskRecovered(name, directory, recovery.segments(), recovery.pages(),
                     recovery.damagedSegments(), recovery.damagedTails(), recovery.took());
         } catch (IOException | RuntimeException | Error e) {
             closeSegmentsAfterFailedOpen();
+            if (shared != null) {
+                shared.close();
+            }
             lock.close();
             throw e;
         }
@@ -177,7 +225,7 @@ public final class DiskTier implements Tier {
 
     @Override
     public Page get(PageKey key) {
-        DiskPage page = index.lease(this, key);
+        DiskPage page = lease(key);
         if (page == null) {
             counters.miss();
             return null;
@@ -189,7 +237,11 @@ public final class DiskTier implements Tier {
         }
         counters.hit(page.length());
         long stamp = workload.clock();
-        page.segment.touched(clock);
+        if (shared != null) {
+            touchShared(page.segment);
+        } else {
+            page.segment.touched(clock);
+        }
         page.segment.stamp(stamp);
         page.stamp(stamp);
         return page;
@@ -197,7 +249,7 @@ public final class DiskTier implements Tier {
 
     @Override
     public Page peek(PageKey key) {
-        DiskPage page = index.lease(this, key);
+        DiskPage page = lease(key);
         if (page == null) {
             return null;
         }
@@ -206,6 +258,371 @@ public final class DiskTier implements Tier {
             return null;
         }
         return page;
+    }
+
+    /** Leases a page from the index; in shared mode, first catches up with what other processes changed. */
+    private DiskPage lease(PageKey key) {
+        if (shared == null) {
+            return index.lease(this, key);
+        }
+        follow();
+        DiskPage page = index.lease(this, key);
+        if (page == null && !closed && followOthers(false)) {
+            page = index.lease(this, key);
+        }
+        return page;
+    }
+
+    // ------------------------------------------------------------------------------------------------ sharing
+
+    /** How long a shared segment's modification time may lag its reads: the resolution of eviction order. */
+    private static final long SHARED_TOUCH_MILLIS = 1_000;
+    /** How often the owners of followed segments are checked, and how long a segment is followed after its owner
+     *  moved on to a new one (writes reserved in it before may still be landing). */
+    private static final long FOLLOW_SWEEP_NANOS = 100_000_000L;
+    private static final long FOLLOW_GRACE_NANOS = 1_000_000_000L;
+
+    /**
+     * Shared mode: a read of a segment sets its file's modification time (at most once a second per segment and
+     * process), so that every process sharing the directory evicts the segment read least recently by any of them.
+     * Appends set it too (the kernel does, on every write).
+     */
+    private void touchShared(Segment segment) {
+        long now = System.currentTimeMillis();
+        if (now - segment.sharedTouchAt >= SHARED_TOUCH_MILLIS) {
+            segment.sharedTouchAt = now;
+            try {
+                Files.setLastModifiedTime(segment.file, java.nio.file.attribute.FileTime.fromMillis(now));
+            } catch (IOException e) {
+                // evicted by another process meanwhile: nothing to order
+            }
+        }
+    }
+
+    /** Shared mode: lists the directory again if its set of segment files changed since the last look (one load). */
+    private void follow() {
+        if (shared.generation() != seenGeneration && !closed) {
+            allocation.lock();
+            try {
+                if (!closed) {
+                    relist();
+                }
+            } finally {
+                allocation.unlock();
+            }
+        }
+    }
+
+    /**
+     * Shared mode: makes the segment list match the directory: segments another process created are mapped, scanned
+     * and indexed (and followed while their owner may append); segments another process evicted leave the index
+     * (their mappings stay until the last lease of them goes: the bytes are still valid, the file is only unlinked).
+     * Called under {@link #allocation}.
+     */
+    private void relist() {
+        long generation = shared.generation();
+        java.util.TreeMap<Long, Path> listed = new java.util.TreeMap<>();
+        try (java.nio.file.DirectoryStream<Path> entries = Files.newDirectoryStream(segmentsDirectory)) {
+            for (Path entry : entries) {
+                long id = DiskDirectory.parseId(entry.getFileName().toString());
+                if (id >= 0) {
+                    listed.put(id, entry);
+                }
+            }
+        } catch (IOException e) {
+            failed("cannot list " + segmentsDirectory, e);
+            return;
+        }
+        java.util.Set<Long> known = new java.util.HashSet<>();
+        for (Segment segment : List.copyOf(segments)) {
+            if (listed.containsKey(segment.id)) {
+                known.add(segment.id);
+            } else {
+                // Evicted by another process (or deleted by hand): its pages go, its mapping when the leases do.
+                unfollow(segment);
+                segments.remove(segment);
+                if (segment == active) {
+                    active = null;
+                }
+                index.kill(segment, false, false);
+                segment.release();
+            }
+        }
+        unreadable.retainAll(listed.keySet());
+        for (var e : listed.entrySet()) {
+            if (!known.contains(e.getKey()) && !unreadable.contains(e.getKey())) {
+                adopt(e.getKey(), e.getValue());
+            }
+        }
+        long total = 0;
+        for (Segment segment : segments) {
+            total += segment.size;
+        }
+        bytesOnDisk.set(total);
+        seenGeneration = generation;
+        refollow(System.nanoTime());
+    }
+
+    /** Maps, checks, scans and indexes a segment another process created; under {@link #allocation}. */
+    private void adopt(long id, Path file) {
+        Segment segment;
+        try {
+            long size = Files.size(file);
+            if (size < SegmentFormat.SEGMENT_HEADER || size > (1L << 40)) {
+                unreadable.add(id);
+                return;
+            }
+            segment = Segment.map(id, file, size, this::freed, null);
+        } catch (IOException e) {
+            return; // evicted between the listing and now
+        }
+        mapped.incrementAndGet();
+        advise(segment);
+        String damage;
+        try {
+            damage = SegmentFormat.checkSegmentHeader(segment.map, id, segment.size);
+        } catch (InternalError e) {
+            damage = e.getMessage();
+        }
+        if (damage != null) {
+            // Deleted by the next process that opens the directory (under its lock), not behind the others' backs.
+            unreadable.add(id);
+            segment.kill(false);
+            segment.release();
+            return;
+        }
+        segment.owner = SegmentFormat.owner(segment.map);
+        segment.cursors(SegmentFormat.SEGMENT_HEADER, segment.size);
+        segment.followAt = SegmentFormat.SEGMENT_HEADER;
+        segment.generation = 0;
+        segments.add(segment);
+        index.register(segment);
+        tail(segment, false);
+    }
+
+    /**
+     * Shared mode: indexes the records appended to followed segments since the last look. Lock-free unless a
+     * followed segment has a new record (one load each), or the owners are due for a check.
+     *
+     * @param force look even without a sign of new records (a fill waiting for another process's page)
+     * @return whether a new page may have been indexed
+     */
+    private boolean followOthers(boolean force) {
+        Segment[] watched = following;
+        long now = System.nanoTime();
+        boolean sweep = now - sweptAt >= FOLLOW_SWEEP_NANOS;
+        boolean news = false;
+        try {
+            for (Segment segment : watched) {
+                if (segment.hasNewRecord()) {
+                    news = true;
+                    break;
+                }
+            }
+        } catch (InternalError | IllegalStateException e) {
+            // A file shorter than its mapping, or a segment dropped (and unmapped) since the snapshot: the look under
+            // the lock, over the segments followed now, sorts it out.
+            news = true;
+        }
+        if (!news && !sweep && !(force && watched.length > 0)) {
+            return false;
+        }
+        allocation.lock();
+        try {
+            if (closed) {
+                return false;
+            }
+            long before = index.size();
+            for (Segment segment : following.clone()) {
+                tail(segment, false);
+            }
+            if (sweep) {
+                sweptAt = now;
+                refollow(now);
+            }
+            return index.size() != before || news;
+        } finally {
+            allocation.unlock();
+        }
+    }
+
+    /**
+     * Scans a segment from where the last scan of it ended and indexes what it finds (unverified: the first read of
+     * each page checks its CRC). With {@code last}, the owner is known to be gone: what is there now is all there
+     * will be. Under {@link #allocation}.
+     */
+    private void tail(Segment segment, boolean last) {
+        SegmentFormat.ScanEnd end;
+        try {
+            end = SegmentFormat.scan(segment.map, segment.id, segment.headerEnd(), segment.payloadStart(),
+                    segment.generation, r -> index.add(segment, r.key(), r.payloadOffset(), r.payloadCrc(), false, 0,
+                            isClosed), position -> {});
+        } catch (InternalError e) {
+            discardLocked(segment);
+            return;
+        }
+        segment.cursors(end.headerEnd(), end.payloadStart());
+        segment.generation = end.generation();
+        segment.followAt = end.headerEnd();
+        if (last && end.damage() != null) {
+            counters.corrupted(); // a writer killed mid-record: the pages after it are lost, as in a recovery
+        }
+    }
+
+    /** Stops following a segment that leaves the tier; under {@link #allocation}. */
+    private void unfollow(Segment segment) {
+        Segment[] watched = following;
+        for (int i = 0; i < watched.length; i++) {
+            if (watched[i] == segment) {
+                Segment[] fewer = new Segment[watched.length - 1];
+                System.arraycopy(watched, 0, fewer, 0, i);
+                System.arraycopy(watched, i + 1, fewer, i, watched.length - i - 1);
+                following = fewer;
+                return;
+            }
+        }
+    }
+
+    /** Drops a segment whose mapping faulted while following it; under {@link #allocation}. */
+    private void discardLocked(Segment segment) {
+        unfollow(segment);
+        if (segments.remove(segment)) {
+            index.kill(segment, false, false);
+            segment.release();
+            counters.corrupted();
+        }
+    }
+
+    /**
+     * Decides which segments of other processes to follow: those of a live owner that are its newest, or stopped
+     * being so less than a second ago. A segment whose owner died gets one last scan. Under {@link #allocation}.
+     */
+    private void refollow(long now) {
+        java.util.Map<Long, Long> newest = new java.util.HashMap<>();
+        for (Segment segment : segments) {
+            if (segment.owner != 0) {
+                newest.merge(segment.owner, segment.id, Math::max);
+            }
+        }
+        java.util.Map<Long, Boolean> alive = new java.util.HashMap<>();
+        List<Segment> watched = new ArrayList<>();
+        for (Segment segment : segments) {
+            if (segment.owner == 0 || segment.owner == shared.owner()) {
+                continue;
+            }
+            boolean live = alive.computeIfAbsent(segment.owner, o -> {
+                try {
+                    return shared.alive(o);
+                } catch (IOException e) {
+                    return false;
+                }
+            });
+            boolean wasFollowed = segment.followUntil >= 0;
+            if (!live) {
+                if (wasFollowed) {
+                    tail(segment, true);
+                    segment.followUntil = -1;
+                }
+                continue;
+            }
+            if (newest.get(segment.owner) == segment.id) {
+                segment.followUntil = 0;
+            } else if (segment.followUntil == 0) {
+                segment.followUntil = now + FOLLOW_GRACE_NANOS;
+            }
+            if (segment.followUntil == 0 || now - segment.followUntil < 0) {
+                watched.add(segment);
+            } else if (wasFollowed) {
+                tail(segment, false);
+                segment.followUntil = -1;
+            }
+        }
+        following = watched.toArray(new Segment[0]);
+    }
+
+    /** {@return whether other processes see this tier's pages: shared mode} */
+    @Override
+    public boolean shared() {
+        return shared != null;
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>In shared mode: claims the page for this process (a byte-range lock the kernel drops if the process dies)
+     * and returns {@code null}; or, if another process claims it, waits — parking, at most until the deadline or
+     * {@link Builder#fillWait} — for that process's page to appear in the directory, and returns it. If the other
+     * process gives up or dies, its claim goes and this one fills the page. After the wait times out, returns
+     * {@code null} without a claim: the caller fills the page as well.
+     */
+    @Override
+    public Page awaitFill(PageKey key, long deadlineNanos) {
+        if (shared == null || closed) {
+            return null;
+        }
+        int slot = SharedDirectory.claimSlot(key);
+        long until = Math.min(deadlineNanos, System.nanoTime() + fillWaitNanos);
+        long pause = 50_000;
+        try {
+            while (!closed) {
+                if (shared.tryClaim(slot)) {
+                    // A holder may have finished just before (after this fill's own look): look once more.
+                    Page page = peekFollowing(key);
+                    if (page != null) {
+                        shared.release(slot);
+                        peerFills.increment();
+                        return page;
+                    }
+                    if (claims.putIfAbsent(key, slot) != null) {
+                        shared.release(slot); // a second fill of the key in this process: the first one's claim holds
+                    }
+                    return null;
+                }
+                Page page = peekFollowing(key);
+                if (page != null) {
+                    peerFills.increment();
+                    return page;
+                }
+                if (System.nanoTime() - until >= 0) {
+                    peerWaitTimeouts.increment();
+                    return null;
+                }
+                java.util.concurrent.locks.LockSupport.parkNanos(pause);
+                pause = Math.min(2 * pause, 2_000_000);
+                if (Thread.currentThread().isInterrupted()) {
+                    return null;
+                }
+            }
+        } catch (IOException e) {
+            return null; // cannot coordinate: fill without a claim
+        }
+        return null;
+    }
+
+    /** A page this process sees now, having caught up with the directory; retained, or null. */
+    private Page peekFollowing(PageKey key) {
+        follow();
+        followOthers(true);
+        DiskPage page = index.lease(this, key);
+        if (page != null && !ready(page)) {
+            page.release();
+            return null;
+        }
+        return page;
+    }
+
+    /** Ends the claim {@link #awaitFill} took for {@code key}, if it took one. */
+    @Override
+    public void fillDone(PageKey key) {
+        Integer slot = claims.remove(key);
+        if (slot != null) {
+            shared.release(slot);
+        }
+    }
+
+    /** {@return how many fills took a page another process filled, and how many waits for one timed out} */
+    long[] sharingCounts() {
+        return new long[] {peerFills.sum(), peerWaitTimeouts.sum()};
     }
 
     /**
@@ -333,6 +750,9 @@ public final class DiskTier implements Tier {
         try {
             live = segments.remove(segment);
             if (live) {
+                if (shared != null) {
+                    unfollow(segment);
+                }
                 if (active == segment) {
                     active = null;
                 }
@@ -346,6 +766,9 @@ public final class DiskTier implements Tier {
             counters.corrupted();
             LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': dropping segment " + segment.file + ": "
                     + why + "; its pages are read again from below");
+            if (shared != null) {
+                shared.changed(); // the file is gone: the other processes drop it at their next lookup
+            }
         }
     }
 
@@ -433,6 +856,7 @@ public final class DiskTier implements Tier {
     private boolean write(Page page, PageKey key, SegmentFormat.Names names, Segment segment, long payload,
             long header) {
         boolean written = false;
+        boolean turn = false;
         try {
             MemorySegment bytes = page.segment();
             // Write first, then checksum: a source that is a mapping of a truncated file fails the write with an
@@ -441,6 +865,10 @@ public final class DiskTier implements Tier {
             int crc = SegmentFormat.crc(bytes);
             byte[] record = SegmentFormat.recordHeader(names, segment.id, segment.generation, payload, key, crc,
                     SegmentFormat.FLAG_PAGE);
+            if (shared != null) {
+                segment.awaitTurn(header, TURN_NANOS);
+                turn = true;
+            }
             segment.write(MemorySegment.ofArray(record), header);
             written = true;
             return publish(segment, key, payload, crc);
@@ -457,11 +885,20 @@ public final class DiskTier implements Tier {
             return false;
         } finally {
             if (!written) {
+                if (shared != null && !turn) {
+                    segment.awaitTurn(header, TURN_NANOS);
+                }
                 skip(segment, names, payload, header, key);
+            }
+            if (shared != null) {
+                segment.passTurn(header, names.headerLength());
             }
             segment.release();
         }
     }
+
+    /** Shared mode: how long a write waits for the headers reserved before its own ({@link Segment#awaitTurn}). */
+    private static final long TURN_NANOS = 10_000_000_000L;
 
     /** Makes a written page visible, unless its segment was evicted meanwhile or an equal page won. */
     private boolean publish(Segment segment, PageKey key, long payload, int crc) {
@@ -508,6 +945,9 @@ public final class DiskTier implements Tier {
             index.seal(active); // full: its rows lose their spare room
         }
         active = null; // full: from now on a candidate for eviction like the others
+        if (shared != null) {
+            return reserveShared(headerLength, length);
+        }
         Workload w = workload;
         while (bytesOnDisk.get() + segmentSize > capacity) {
             if (segments.isEmpty()) {
@@ -574,6 +1014,48 @@ public final class DiskTier implements Tier {
     }
 
     /**
+     * Shared mode: opens a segment of this tier's own under the directory lock, after listing the directory again and
+     * evicting (least recently used across processes) until the directory's segment files fit the capacity. Under
+     * {@link #allocation}.
+     */
+    private Segment reserveShared(int headerLength, int length) {
+        Segment fresh;
+        try {
+            shared.lock();
+        } catch (IOException e) {
+            return null; // interrupted: not a failure of the medium
+        }
+        try {
+            relist();
+            if (!makeRoom(segmentSize)) {
+                return null;
+            }
+            fresh = createSegment(shared.nextSegment(nextId));
+            nextId = fresh.id + 1;
+            shared.changed();
+            seenGeneration = shared.generation();
+        } catch (IOException | UncheckedIOException | InternalError e) {
+            if (closed || e instanceof java.nio.channels.ClosedByInterruptException) {
+                return null;
+            }
+            failed("cannot create a segment file in " + segmentsDirectory, e);
+            return null;
+        } finally {
+            shared.unlock();
+        }
+        if (failure != null) {
+            LOG.log(System.Logger.Level.INFO, "disk tier '" + name + "': admitting pages again after: " + failure);
+            failure = null;
+        }
+        fresh.owner = shared.owner();
+        fresh.stamp(workload.clock());
+        segments.add(fresh);
+        active = fresh;
+        fresh.reserve(headerLength, length); // fits an empty segment: checked by the caller
+        return fresh;
+    }
+
+    /**
      * While a loader drives, a new segment is opened only in place of a dead one (see {@link Workload}); the segment
      * policy decides again once no loader drives. Segments carry the stamp of their latest write or read.
      */
@@ -603,6 +1085,9 @@ public final class DiskTier implements Tier {
 
     /** Drops a whole segment: its pages leave the index now, its file goes once readers release them. */
     private void evict(Segment segment) {
+        if (shared != null) {
+            unfollow(segment);
+        }
         segments.remove(segment);
         if (segment == active) {
             active = null;
@@ -647,7 +1132,9 @@ public final class DiskTier implements Tier {
             files.allocate(temporary, segmentSize);
             segment = Segment.map(id, file, segmentSize, this::freed, temporary);
             mapped.incrementAndGet();
-            SegmentFormat.writeSegmentHeader(segment.map, id, segmentSize, System.currentTimeMillis());
+            SegmentFormat.writeSegmentHeader(segment.map, id, segmentSize, System.currentTimeMillis(),
+                    shared == null ? 0 : shared.owner());
+            access.apply(temporary, false);
             Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE);
             advise(segment);
             index.register(segment);
@@ -676,7 +1163,7 @@ public final class DiskTier implements Tier {
     /** Called when a segment's last reference goes: it is unmapped, and deleted if it was evicted. */
     private void freed(Segment segment) {
         mapped.decrementAndGet();
-        if (segment.deletedWhenFree()) {
+        if (segment.deletedWhenFree() && shared == null) { // shared mode counts the directory's files instead
             bytesOnDisk.addAndGet(-segment.size);
         }
     }
@@ -825,6 +1312,11 @@ public final class DiskTier implements Tier {
                 closeDone = true;
                 active = null;
                 releaseSegments();
+                following = new Segment[0];
+                if (shared != null) {
+                    claims.clear();
+                    shared.close(); // gives up the owner slot and every claim: the others may now evict our segments
+                }
             } finally {
                 allocation.unlock();
             }
@@ -855,7 +1347,7 @@ public final class DiskTier implements Tier {
         SegmentRecovery.Result found = new SegmentRecovery(segmentsDirectory, name, this::freed, segment -> {
             mapped.incrementAndGet();
             bytesOnDisk.addAndGet(segment.size);
-        }, this::advise, counters::corrupted).scan(recovered -> {
+        }, this::advise, counters::corrupted, this::appendedByAnother).scan(recovered -> {
             Segment s = recovered.segment();
             segments.add(s); // at once: if the scan fails further on, closing after the failed open releases it
             index.register(s);
@@ -868,18 +1360,101 @@ public final class DiskTier implements Tier {
             }
         });
         nextId = Math.max(nextId, found.nextId());
-        resumeNewest();
-        // A smaller capacity than the directory was filled with: evict the oldest until within it.
-        allocation.lock();
-        try {
-            while (bytesOnDisk.get() > capacity && !segments.isEmpty()) {
-                evict(segments.getFirst());
+        if (shared != null) {
+            allocation.lock();
+            try {
+                openShared();
+            } finally {
+                allocation.unlock();
             }
-        } finally {
-            allocation.unlock();
+        } else {
+            resumeNewest();
+            // A smaller capacity than the directory was filled with: evict the oldest until within it.
+            allocation.lock();
+            try {
+                while (bytesOnDisk.get() > capacity && !segments.isEmpty()) {
+                    evict(segments.getFirst());
+                }
+            } finally {
+                allocation.unlock();
+            }
         }
         return new Recovery(found.files(), pages[0], found.damagedSegments(), found.damagedTails(),
                 Duration.ofNanos(System.nanoTime() - start));
+    }
+
+    /** Shared mode: whether a live process other than this one may append to the segment (its creator is open). */
+    private boolean appendedByAnother(Segment segment) {
+        if (shared == null) {
+            return false;
+        }
+        try {
+            long owner = SegmentFormat.owner(segment.map);
+            return owner != 0 && shared.alive(owner);
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /**
+     * Shared mode, after the scan (under the directory lock and {@link #allocation}): notes each segment's owner,
+     * follows the segments other live processes append to (scanned again from their start: their appends carry the
+     * generation of their creation, which the recovery scan's resume generation would hide), evicts down to the
+     * capacity among segments no live process appends to, and tells the others the directory changed. Appends of
+     * this tier always go to a segment of its own.
+     */
+    private void openShared() throws IOException {
+        for (Segment segment : segments) {
+            segment.owner = SegmentFormat.owner(segment.map);
+            segment.followAt = segment.headerEnd();
+            if (segment.owner != 0 && shared.alive(segment.owner)) {
+                segment.cursors(SegmentFormat.SEGMENT_HEADER, segment.size);
+                segment.generation = 0;
+                tail(segment, false);
+            } else {
+                segment.followUntil = -1;
+            }
+        }
+        refollow(System.nanoTime());
+        makeRoom(0);
+        shared.changed();
+        seenGeneration = shared.generation();
+    }
+
+    /**
+     * Evicts segments until {@code more} bytes fit within the capacity, choosing among the segments no live process
+     * may still append to. Shared mode; under the directory lock and {@link #allocation}.
+     *
+     * @return whether they fit
+     */
+    private boolean makeRoom(long more) throws IOException {
+        while (bytesOnDisk.get() + more > capacity) {
+            List<Segment> candidates = new ArrayList<>();
+            java.util.Set<Segment> followed = java.util.Set.of(following);
+            for (Segment segment : segments) {
+                if (segment == active || (segment.followUntil == 0 && followed.contains(segment))) {
+                    continue; // appended to by this or another live process (a live owner's newest segment)
+                }
+                try {
+                    // Eviction order across processes: the file's modification time, set by appends and reads.
+                    segment.touched(Files.getLastModifiedTime(segment.file).toMillis());
+                } catch (IOException e) {
+                    segment.touched(0); // gone already: the first to go
+                }
+                candidates.add(segment);
+            }
+            if (candidates.isEmpty()) {
+                return false; // every segment is appended to by a live process
+            }
+            RegionPolicy.Region chosen = policy.victim(List.copyOf(candidates));
+            if (!(chosen instanceof Segment victim) || !candidates.contains(victim)) {
+                throw new IllegalStateException("region policy " + policy + " chose " + chosen
+                        + " (expected: one of the candidates it was given)");
+            }
+            evict(victim);
+            bytesOnDisk.addAndGet(-victim.size); // unlinked now; other processes still mapping it keep its blocks
+        }
+        return true;
     }
 
     /**
@@ -1000,8 +1575,70 @@ public final class DiskTier implements Tier {
         static final Duration LENGTH_CHECK = Duration.ofMillis(10);
         private Duration lengthCheck = LENGTH_CHECK;
         private boolean deleteOnClose;
+        private boolean shared;
+        private String group;
+        private Duration fillWait = Duration.ofSeconds(10);
 
         private Builder() {}
+
+        /**
+         * Shared mode: any number of processes on this host (and tiers in one process) open the directory at once, and
+         * each sees the pages the others write. Every one of them must open it with {@code shared(true)}: an unshared
+         * tier holds its directory alone, and is refused while shared ones hold it (and the other way round).
+         *
+         * <p>What sharing gives ({@code docs/disk-format.md}, "Shared directories"): a page another process wrote is
+         * found at this tier's next miss on it after its record is complete; the capacity bounds the directory's
+         * files, whoever wrote them, and eviction takes the segment read least recently by any process — never one a
+         * live process is appending to, and a process still reading an evicted segment keeps valid bytes (the file is
+         * unlinked, not reused); when several processes miss one page at once, one reads it from the origin and the
+         * others wait for it ({@link #fillWait}). A process killed at any moment leaves the others running and a
+         * directory the next one opens. Each process appends to segments of its own, and under a loader the
+         * directory is evicted least-recently-used, not by the loader's epochs. Not with {@link #deleteOnClose}.
+         * Default {@code false}: one process, one directory — a second one gets an error naming the holder.
+         *
+         * @param shared whether to share the directory with other processes
+         * @return this builder
+         */
+        public Builder shared(boolean shared) {
+            this.shared = shared;
+            return this;
+        }
+
+        /**
+         * Lets the members of a group use the directory, for processes of different users sharing it: the directory
+         * is given to the group and made {@code 2770} (set-group-ID, so files made in it belong to the group too),
+         * its files {@code 0660}, whatever the umask. Every process sharing the directory should set the same group.
+         * Default: none — the directory is {@code 0700} and its files {@code 0600}, private to their owner.
+         *
+         * @param group the name of a group on this host that the process belongs to
+         * @return this builder
+         * @throws IllegalArgumentException if null or blank (checked against the host's groups at {@link #build})
+         */
+        public Builder group(String group) {
+            if (group == null || group.isBlank()) {
+                throw new IllegalArgumentException("disk tier group: " + (group == null ? "null" : "'" + group + "'")
+                        + " (expected: the name of a group on this host, such as \"ml\")");
+            }
+            this.group = group;
+            return this;
+        }
+
+        /**
+         * Shared mode: how long a fill waits for a page another process is reading from the origin before reading it
+         * itself; it also stops waiting at the cache's read deadline, and at once when the other process dies or
+         * gives up. Default 10 seconds.
+         *
+         * @param wait zero or more
+         * @return this builder
+         * @throws IllegalArgumentException if null or negative
+         */
+        public Builder fillWait(Duration wait) {
+            if (wait == null || wait.isNegative()) {
+                throw new IllegalArgumentException("fill wait: " + wait + " (expected: a duration >= 0)");
+            }
+            this.fillWait = wait;
+            return this;
+        }
 
         /**
          * Scratch mode: when the tier closes (with its cache), delete its files, and its directory if this tier created
@@ -1178,6 +1815,10 @@ public final class DiskTier implements Tier {
             if (capacity < 0) {
                 throw new IllegalStateException("disk tier capacity not set (expected: capacity(bytes) before"
                         + " build())");
+            }
+            if (shared && deleteOnClose) {
+                throw new IllegalStateException("disk tier " + directory + ": shared(true) with deleteOnClose(true)"
+                        + " (expected: one of them; a shared directory outlives any one process using it)");
             }
             long size = segmentSize < 0 ? defaultSegmentSize(capacity) : segmentSize;
             if (segmentSize >= 0 && capacity < 2 * segmentSize) {

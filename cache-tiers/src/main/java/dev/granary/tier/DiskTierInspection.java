@@ -192,10 +192,11 @@ public final class DiskTierInspection {
             throw new IllegalArgumentException("disk tier directory " + directory + ": " + DiskTier.FORMAT_FILE
                     + " is unreadable: " + lines + " (expected: 'granary-disk-tier' and 'format <n>')");
         }
-        if (found != SegmentFormat.FORMAT) {
+        if (found < SegmentFormat.OLDEST_READABLE || found > SegmentFormat.FORMAT) {
             throw new IllegalStateException("disk tier directory " + directory + " holds format " + found
-                    + " (expected: format " + SegmentFormat.FORMAT + ", which this Granary reads; opening it with a"
-                    + (found < SegmentFormat.FORMAT ? "ny cache would discard its segments)" : " newer Granary)"));
+                    + " (expected: format " + SegmentFormat.OLDEST_READABLE + " to " + SegmentFormat.FORMAT
+                    + ", which this Granary reads; " + (found < SegmentFormat.OLDEST_READABLE
+                    ? "opening it with any cache would discard its segments)" : "use a newer Granary)"));
         }
         return found;
     }

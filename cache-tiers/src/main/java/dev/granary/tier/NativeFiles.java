@@ -53,6 +53,9 @@ final class NativeFiles {
     private static final MethodHandle PWRITE_FAST;
     private static final MethodHandle LSEEK;
     private static final MethodHandle FLOCK;
+    /** {@code fcntl(fd, cmd, struct flock *)}: open-file-description locks ({@link #ofdTryLock}). */
+    private static final MethodHandle FCNTL;
+    private static final MethodHandle FCHMOD;
     /** Captures errno of {@link #PREAD} and {@link #FLOCK}. */
     private static final java.lang.foreign.StructLayout CAPTURED = Linker.Option.captureStateLayout();
     private static final java.lang.invoke.VarHandle ERRNO = CAPTURED.varHandle(
@@ -68,6 +71,8 @@ final class NativeFiles {
         MethodHandle pwriteFast = null;
         MethodHandle lseek = null;
         MethodHandle flock = null;
+        MethodHandle fcntl = null;
+        MethodHandle fchmod = null;
         try {
             Linker linker = Linker.nativeLinker();
             SymbolLookup libc = linker.defaultLookup();
@@ -95,6 +100,11 @@ final class NativeFiles {
                     ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT))).orElse(null);
             flock = libc.find("flock").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(ValueLayout.JAVA_INT,
                     ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), errno)).orElse(null);
+            fcntl = libc.find("fcntl").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(ValueLayout.JAVA_INT,
+                    ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS), errno,
+                    Linker.Option.firstVariadicArg(2))).orElse(null);
+            fchmod = libc.find("fchmod").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(ValueLayout.JAVA_INT,
+                    ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), errno)).orElse(null);
         } catch (RuntimeException | LinkageError e) {
             // not on a platform with these calls: the fallbacks below apply
         }
@@ -108,6 +118,8 @@ final class NativeFiles {
         PWRITE = PREAD != null && pwriteFast != null ? pwrite : null;
         PWRITE_FAST = PWRITE != null ? pwriteFast : null;
         FLOCK = files ? flock : null;
+        FCNTL = files ? fcntl : null;
+        FCHMOD = files ? fchmod : null;
     }
 
     private NativeFiles() {}
@@ -374,12 +386,116 @@ final class NativeFiles {
         }
     }
 
+    // ---- open-file-description locks (Linux 3.15+): byte-range locks owned by one open file, not by the process ----
+
+    private static final int F_OFD_GETLK = 36;
+    private static final int F_OFD_SETLK = 37;
+    private static final short F_WRLCK = 1;
+    private static final short F_UNLCK = 2;
+    /** {@code struct flock} on Linux x86_64 and aarch64: type, whence, start, len, pid. */
+    private static final java.lang.foreign.StructLayout FLOCK_STRUCT = java.lang.foreign.MemoryLayout.structLayout(
+            ValueLayout.JAVA_SHORT.withName("type"), ValueLayout.JAVA_SHORT.withName("whence"),
+            java.lang.foreign.MemoryLayout.paddingLayout(4), ValueLayout.JAVA_LONG.withName("start"),
+            ValueLayout.JAVA_LONG.withName("len"), ValueLayout.JAVA_INT.withName("pid"),
+            java.lang.foreign.MemoryLayout.paddingLayout(4));
+
+    /** {@return whether open-file-description locks can be called here} */
+    static boolean ofdLocks() {
+        return FCNTL != null;
+    }
+
+    /**
+     * Takes an exclusive open-file-description lock on {@code length} bytes at {@code start} without waiting. Such a
+     * lock belongs to the open file (the descriptor), not to the process: two descriptors of one file conflict even
+     * in one process, closing another descriptor of the file does not drop it, and the kernel drops it when the
+     * descriptor is closed — or its process dies, however it dies.
+     *
+     * @return whether the lock was taken; {@code false} if another open file holds a conflicting lock
+     * @throws IOException with the OS's reason on any other failure
+     */
+    static boolean ofdTryLock(int fd, long start, long length) throws IOException {
+        return ofd(fd, F_OFD_SETLK, F_WRLCK, start, length) != CONFLICT;
+    }
+
+    /** Drops an open-file-description lock this descriptor holds on the range (a no-op if it holds none). */
+    static void ofdUnlock(int fd, long start, long length) throws IOException {
+        ofd(fd, F_OFD_SETLK, F_UNLCK, start, length);
+    }
+
+    /** {@return whether another open file holds a lock on the range} (this descriptor's own locks never conflict) */
+    static boolean ofdLocked(int fd, long start, long length) throws IOException {
+        return ofd(fd, F_OFD_GETLK, F_WRLCK, start, length) == CONFLICT;
+    }
+
+    private static final int CONFLICT = -2;
+
+    private static int ofd(int fd, int command, short type, long start, long length) throws IOException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CAPTURED);
+            MemorySegment lock = arena.allocate(FLOCK_STRUCT);
+            while (true) {
+                lock.set(ValueLayout.JAVA_SHORT, 0, type);
+                lock.set(ValueLayout.JAVA_SHORT, 2, (short) 0); // SEEK_SET
+                lock.set(ValueLayout.JAVA_LONG, 8, start);
+                lock.set(ValueLayout.JAVA_LONG, 16, length);
+                lock.set(ValueLayout.JAVA_INT, 24, 0); // must be 0 for open-file-description locks
+                int rc = (int) FCNTL.invokeExact(state, fd, command, lock);
+                if (rc == 0) {
+                    if (command == F_OFD_GETLK) {
+                        return lock.get(ValueLayout.JAVA_SHORT, 0) == F_UNLCK ? 0 : CONFLICT;
+                    }
+                    return 0;
+                }
+                int errno = (int) ERRNO.get(state, 0L);
+                if (errno == 11 /* EAGAIN */ || errno == 13 /* EACCES */) {
+                    return CONFLICT;
+                }
+                if (errno != EINTR) {
+                    throw new IOException("fcntl lock of bytes [" + start + ", " + (start + length) + ") failed: "
+                            + describe(errno));
+                }
+            }
+        } catch (IOException | RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IOException("fcntl failed", t);
+        }
+    }
+
+    /**
+     * Sets a file's mode bits through an open descriptor, including set-group-ID (which {@code PosixFilePermission}
+     * cannot express); applied as given, regardless of the umask.
+     */
+    static void chmod(Path file, int mode) throws IOException {
+        if (FCHMOD == null) {
+            throw new IOException(file + ": cannot set mode " + Integer.toOctalString(mode) + " (fchmod unavailable)");
+        }
+        int fd = open(file, O_RDONLY | O_CLOEXEC);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CAPTURED);
+            int rc = (int) FCHMOD.invokeExact(state, fd, mode);
+            if (rc != 0) {
+                throw new IOException(file + ": cannot set mode " + Integer.toOctalString(mode) + ": "
+                        + describe((int) ERRNO.get(state, 0L)));
+            }
+        } catch (IOException | RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IOException(file + ": fchmod failed", t);
+        } finally {
+            close(fd);
+        }
+    }
+
     private static String describe(int errno) {
         return switch (errno) {
             case 28 -> "No space left on device (ENOSPC)";
             case 27 -> "File too large (EFBIG)";
             case 5 -> "I/O error (EIO)";
             case 122 -> "Disk quota exceeded (EDQUOT)";
+            case 1 -> "Operation not permitted (EPERM)";
+            case 13 -> "Permission denied (EACCES)";
+            case 22 -> "Invalid argument (EINVAL)";
             default -> "errno " + errno;
         };
     }

@@ -408,6 +408,60 @@ final class Segment implements RegionPolicy.Region {
         }
     }
 
+    // ---- shared directories (DiskTier.Builder#shared); guarded by the tier's allocation lock unless volatile ----
+
+    /** The tier that created this segment (from its header): only it appends to it; 0 for none. */
+    long owner;
+    /** Where the next record of a followed segment would start: a non-zero word there means new records. */
+    volatile long followAt;
+    /** Followed until then (System.nanoTime) once no longer its owner's newest segment; 0 while it is. */
+    long followUntil;
+    /** When this process last set the file's modification time, which orders segments for eviction across processes. */
+    volatile long sharedTouchAt;
+
+    /** Shared mode: the end of the record headers written so far, all of them, in order (see {@link #awaitTurn}). */
+    private long headersDone = SegmentFormat.SEGMENT_HEADER;
+    private final java.util.concurrent.locks.ReentrantLock turns = new java.util.concurrent.locks.ReentrantLock();
+    private final java.util.concurrent.locks.Condition turn = turns.newCondition();
+
+    /**
+     * Shared mode: waits until every record header reserved before the one at {@code header} is written, so headers
+     * reach the file in the order of their places. Another process reads a segment's records in that order and stops
+     * at the first header not yet written; without the wait, a page written after a slower one would stay invisible
+     * to the others until the slower one lands, and they would read it from the origin again. Waits at most
+     * {@code maxNanos}: a writer stuck in the kernel must not stop the others for ever (its place stays a hole).
+     */
+    void awaitTurn(long header, long maxNanos) {
+        turns.lock();
+        try {
+            long left = maxNanos;
+            while (headersDone < header && left > 0) {
+                left = turn.awaitNanos(left);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // the header is written all the same; the caller's caller sees it
+        } finally {
+            turns.unlock();
+        }
+    }
+
+    /** Shared mode: the header at {@code header} (or a skip record in its place) is written; the next may go. */
+    void passTurn(long header, int headerLength) {
+        turns.lock();
+        try {
+            headersDone = Math.max(headersDone, header + headerLength);
+            turn.signalAll();
+        } finally {
+            turns.unlock();
+        }
+    }
+
+    /** {@return whether a record may have been appended at {@link #followAt} since the last look} Lock-free. */
+    boolean hasNewRecord() {
+        long at = followAt;
+        return at + 8 <= payloadStart && map.get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, at) != 0;
+    }
+
     private boolean dead;
 
     /** {@return whether the segment was evicted or closed}; under the index's lock */

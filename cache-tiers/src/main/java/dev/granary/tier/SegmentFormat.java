@@ -33,8 +33,14 @@ import java.util.zip.CRC32C;
  */
 final class SegmentFormat {
 
-    /** The on-disk format this code writes and reads. Bumped on any incompatible change. */
-    static final int FORMAT = 1;
+    /**
+     * The on-disk format this code writes. Bumped on any incompatible change. Format 2 (shared directories) adds the
+     * owner of a segment to its header and the file {@code granary.shared}; records are those of format 1, and
+     * segments of format 1 are read as segments with no owner.
+     */
+    static final int FORMAT = 2;
+    /** The oldest format whose segments this code reads as they are. */
+    static final int OLDEST_READABLE = 1;
     static final int SEGMENT_HEADER = 64;
     static final long SEGMENT_MAGIC = 0x31474553594E5247L; // "GRNYSEG1" little-endian
     static final int RECORD_MAGIC = 0x52594E47; // "GNYR" little-endian
@@ -54,11 +60,12 @@ final class SegmentFormat {
         return length >= 4096 ? 4096 : 64;
     }
 
-    // ---- segment header: magic(8) format(4) reserved(4) id(8) size(8) createdMillis(8) reserved(20) crc(4) ----
+    // ---- segment header: magic(8) format(4) reserved(4) id(8) size(8) createdMillis(8) owner(8) reserved(12) crc(4)
 
-    static void writeSegmentHeader(MemorySegment map, long id, long size, long createdMillis) {
+    static void writeSegmentHeader(MemorySegment map, long id, long size, long createdMillis, long owner) {
         ByteBuffer b = ByteBuffer.allocate(SEGMENT_HEADER).order(ByteOrder.LITTLE_ENDIAN);
-        b.putLong(0, SEGMENT_MAGIC).putInt(8, FORMAT).putLong(16, id).putLong(24, size).putLong(32, createdMillis);
+        b.putLong(0, SEGMENT_MAGIC).putInt(8, FORMAT).putLong(16, id).putLong(24, size).putLong(32, createdMillis)
+                .putLong(40, owner);
         b.putInt(60, crc(b.array(), 0, 60));
         MemorySegment.copy(MemorySegment.ofArray(b.array()), 0, map, 0, SEGMENT_HEADER);
     }
@@ -80,8 +87,8 @@ final class SegmentFormat {
         if (b.getInt(60) != crc(h, 0, 60)) {
             return "segment header checksum mismatch";
         }
-        if (b.getInt(8) != FORMAT) {
-            return "segment format " + b.getInt(8) + " (expected: " + FORMAT + ")";
+        if (b.getInt(8) < OLDEST_READABLE || b.getInt(8) > FORMAT) {
+            return "segment format " + b.getInt(8) + " (expected: " + OLDEST_READABLE + " to " + FORMAT + ")";
         }
         if (b.getLong(16) != expectedId) {
             return "segment id " + b.getLong(16) + " does not match its file name (" + expectedId + ")";
@@ -90,6 +97,14 @@ final class SegmentFormat {
             return "segment size " + b.getLong(24) + " does not match the file's " + fileSize + " bytes";
         }
         return null;
+    }
+
+    /**
+     * {@return the owner id in a checked segment header}: the shared-mode tier that created the segment and may still
+     * append to it; 0 for none (format 1, or a tier opened unshared)
+     */
+    static long owner(MemorySegment map) {
+        return map.get(INT, 8) >= 2 ? map.get(LONG, 40) : 0;
     }
 
     // ---- record header ----
@@ -141,11 +156,19 @@ final class SegmentFormat {
      * @return where the scan stopped; {@code damage} is {@code null} for a clean end (never-written zeros)
      */
     static ScanEnd scan(MemorySegment map, long segmentId, Consumer<Record> sink, LongConsumer readingAt) {
-        long size = map.byteSize();
-        long position = SEGMENT_HEADER;
-        long payloadFloor = size; // every payload lies in [headers end, payloadFloor)
+        return scan(map, segmentId, SEGMENT_HEADER, map.byteSize(), 0, sink, readingAt);
+    }
+
+    /**
+     * Goes on with a scan where an earlier one ended ({@code from}, {@code floor} and {@code generation} as its
+     * {@link ScanEnd} said): how a process sees the records another process appended since (shared directories).
+     */
+    static ScanEnd scan(MemorySegment map, long segmentId, long from, long floor, int fromGeneration,
+            Consumer<Record> sink, LongConsumer readingAt) {
+        long position = from;
+        long payloadFloor = floor; // every payload lies in [headers end, payloadFloor)
         long nextWindow = 0;
-        int generation = 0;
+        int generation = fromGeneration;
         byte[] previous = null;
         byte[] bufferA = new byte[256];
         byte[] bufferB = new byte[256];

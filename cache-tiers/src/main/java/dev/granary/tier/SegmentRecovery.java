@@ -45,6 +45,7 @@ final class SegmentRecovery {
     private final Mapped onMapped;
     private final Consumer<Segment> advise;
     private final Runnable corrupted;
+    private final java.util.function.Predicate<Segment> appending;
 
     /**
      * @param onFree    the tier's callback when a segment's last reference goes
@@ -54,6 +55,16 @@ final class SegmentRecovery {
      */
     SegmentRecovery(Path segmentsDirectory, String tierName, Consumer<Segment> onFree, Mapped onMapped,
             Consumer<Segment> advise, Runnable corrupted) {
+        this(segmentsDirectory, tierName, onFree, onMapped, advise, corrupted, segment -> false);
+    }
+
+    /**
+     * @param appending whether another live process may still be appending to a segment (shared directories): a scan
+     *                  of it that ends on a record not yet complete is not damage
+     */
+    SegmentRecovery(Path segmentsDirectory, String tierName, Consumer<Segment> onFree, Mapped onMapped,
+            Consumer<Segment> advise, Runnable corrupted, java.util.function.Predicate<Segment> appending) {
+        this.appending = appending;
         this.segmentsDirectory = segmentsDirectory;
         this.tierName = tierName;
         this.onFree = onFree;
@@ -119,7 +130,7 @@ final class SegmentRecovery {
             List<SegmentFormat.Record> records = new ArrayList<>();
             SegmentFormat.ScanEnd end = SegmentFormat.scan(s.map, id, records::add,
                     position -> readAhead(s, position));
-            if (end.damage() != null) {
+            if (end.damage() != null && !appending.test(s)) { // else a record being written by a live process
                 damagedTails++;
                 corrupted.run();
                 LOG.log(System.Logger.Level.WARNING, "disk tier '" + tierName + "': segment " + file + " ends in a"

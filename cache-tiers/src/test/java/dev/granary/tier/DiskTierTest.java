@@ -340,10 +340,10 @@ class DiskTierTest {
         disk().build().close();
         Files.writeString(dir.resolve(DiskTier.FORMAT_FILE), "granary-disk-tier\nformat 99\n");
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> disk().build());
-        assertTrue(e.getMessage().contains("written by a newer Granary (format 99; this one reads format 1)"),
+        assertTrue(e.getMessage().contains("written by a newer Granary (format 99; this one reads format 1 to 2)"),
                 e.getMessage());
         assertEquals("granary-disk-tier\nformat 99\n", Files.readString(dir.resolve(DiskTier.FORMAT_FILE)));
-        Files.writeString(dir.resolve(DiskTier.FORMAT_FILE), "granary-disk-tier\nformat 1\n");
+        Files.writeString(dir.resolve(DiskTier.FORMAT_FILE), "granary-disk-tier\nformat 2\n");
         disk().build().close(); // would throw if the refused open had kept the lock
     }
 
@@ -355,7 +355,7 @@ class DiskTierTest {
         Files.writeString(dir.resolve(DiskTier.FORMAT_FILE), "granary-disk-tier\nformat 0\n");
         DiskTier reopened = disk().build();
         assertEquals(0, reopened.recovery().pages(), "segments of an older format are discarded");
-        assertEquals("granary-disk-tier\nformat 1\n", Files.readString(dir.resolve(DiskTier.FORMAT_FILE)));
+        assertEquals("granary-disk-tier\nformat 2\n", Files.readString(dir.resolve(DiskTier.FORMAT_FILE)));
         TieredCache second = cache(reopened);
         readAllAndCheck(second);
     }
