@@ -301,7 +301,13 @@ public final class DiskTier implements Tier {
 
     /** Shared mode: lists the directory again if its set of segment files changed since the last look (one load). */
     private void follow() {
-        if (shared.generation() != seenGeneration && !closed) {
+        long generation;
+        try {
+            generation = shared.generation();
+        } catch (IllegalStateException closedMeanwhile) {
+            return; // the tier closed under this lookup: nothing to follow any more
+        }
+        if (generation != seenGeneration && !closed) {
             allocation.lock();
             try {
                 if (!closed) {
