@@ -13,7 +13,7 @@ import java.util.Map;
  * <p>Each id counts the pages that refer to it ({@link #acquire}, {@link #release}); the last release forgets the
  * name and frees the id for reuse. Origins are few and interned separately, so all objects of one origin share one
  * origin string. Per object the table costs its strings (shared with whoever else holds them), three references and
- * two ints in columns, and one {@code int} slot of the open-addressing table (at a load of 3/8 to 3/4).
+ * one {@code int} in columns, and one {@code long} slot of the open-addressing table (at a load of 3/8 to 3/4).
  *
  * <h2>Thread safety</h2>
  * Not thread-safe: the owner guards every mutation with its lock. {@link #find} may be called under an optimistic
@@ -26,10 +26,13 @@ final class ObjectNames {
     private String[] origins = new String[64];
     private String[] keys = new String[64];
     private String[] versions = new String[64];
-    private int[] hashes = new int[64];
     private int[] pages = new int[64];
-    /** Open addressing, linear probing: id + 1 per slot, 0 for empty. */
-    private int[] table = new int[128];
+    /**
+     * Open addressing, linear probing: per slot the name's hash in the high half and id + 1 in the low half, 0 for
+     * empty. The hash beside the id lets a probe pass over other names without touching their columns: a lookup
+     * that misses (every name a recovery scan adds) costs the table's cache lines only.
+     */
+    private long[] table = new long[128];
     private int size;
     /** Ids below this have been handed out at least once. */
     private int highWater;
@@ -57,19 +60,18 @@ final class ObjectNames {
      * @return its id, or {@code -1}
      */
     int find(String origin, String key, String version, int hash) {
-        int[] t = table;
+        long[] t = table;
         String[] k = keys;
         String[] v = versions;
         String[] o = origins;
-        int[] h = hashes;
         int mask = t.length - 1;
         for (int i = hash & mask, probes = 0; probes <= mask; i = (i + 1) & mask, probes++) {
-            int entry = t[i];
+            long entry = t[i];
             if (entry == 0) {
                 return -1;
             }
-            int id = entry - 1;
-            if (id < h.length && id < k.length && id < v.length && id < o.length && h[id] == hash) {
+            int id = (int) entry - 1;
+            if ((int) (entry >>> 32) == hash && id >= 0 && id < k.length && id < v.length && id < o.length) {
                 String ki = k[id];
                 String vi = v[id];
                 String oi = o[id];
@@ -105,7 +107,7 @@ final class ObjectNames {
         if (--pages[id] > 0) {
             return;
         }
-        removeFromTable(id);
+        removeFromTable(id, hash(origins[id], keys[id], versions[id]));
         origins[id] = null;
         keys[id] = null;
         versions[id] = null;
@@ -144,14 +146,12 @@ final class ObjectNames {
                 origins = Arrays.copyOf(origins, n);
                 keys = Arrays.copyOf(keys, n);
                 versions = Arrays.copyOf(versions, n);
-                hashes = Arrays.copyOf(hashes, n);
                 pages = Arrays.copyOf(pages, n);
             }
         }
         origins[id] = originStrings.computeIfAbsent(origin, o -> o);
         keys[id] = key;
         versions[id] = version;
-        hashes[id] = hash;
         pages[id] = 0;
         size++;
         if (size * 4L > table.length * 3L) {
@@ -161,36 +161,37 @@ final class ObjectNames {
         return id;
     }
 
-    private void insert(int[] t, int id, int hash) {
+    private static void insert(long[] t, int id, int hash) {
         int mask = t.length - 1;
         int i = hash & mask;
         while (t[i] != 0) {
             i = (i + 1) & mask;
         }
-        t[i] = id + 1;
+        t[i] = (long) hash << 32 | (id + 1);
     }
 
     private void rehash(int capacity) {
-        int[] fresh = new int[capacity];
-        for (int entry : table) {
+        long[] fresh = new long[capacity];
+        for (long entry : table) {
             if (entry != 0) {
-                insert(fresh, entry - 1, hashes[entry - 1]);
+                insert(fresh, (int) entry - 1, (int) (entry >>> 32));
             }
         }
         table = fresh; // published after it is complete: an optimistic reader sees the old table or the new
     }
 
     /** Backward-shift deletion (Knuth, Algorithm R): no tombstones, probe chains stay short. */
-    private void removeFromTable(int id) {
-        int[] t = table;
+    private void removeFromTable(int id, int hash) {
+        long[] t = table;
         int mask = t.length - 1;
-        int i = hashes[id] & mask;
-        while (t[i] != id + 1) {
+        int i = hash & mask;
+        long target = (long) hash << 32 | (id + 1);
+        while (t[i] != target) {
             i = (i + 1) & mask;
         }
         int hole = i;
         for (int j = (hole + 1) & mask; t[j] != 0; j = (j + 1) & mask) {
-            int home = hashes[t[j] - 1] & mask;
+            int home = (int) (t[j] >>> 32) & mask;
             // move t[j] into the hole unless its home lies cyclically in (hole, j]
             if (((j - home) & mask) >= ((j - hole) & mask)) {
                 t[hole] = t[j];
