@@ -18,8 +18,9 @@ import java.util.Map;
  * <h2>Thread safety</h2>
  * Not thread-safe: the owner guards every mutation with its lock. {@link #find} may be called under an optimistic
  * read (a {@link java.util.concurrent.locks.StampedLock} stamp validated afterwards): it then reads without
- * synchronisation, so it tolerates torn state — it never throws on inconsistent arrays, and returns {@code -1} or a
- * wrong id that the caller's validation discards.
+ * synchronisation, so it may see torn state: it then returns {@code -1} or a wrong id, or throws a
+ * {@link RuntimeException} (a table chunk seen before it was filled in), all of which the caller's validation
+ * discards ({@code DiskIndex.lease} looks again under the read lock).
  */
 final class ObjectNames {
 
@@ -30,9 +31,10 @@ final class ObjectNames {
     /**
      * Open addressing, linear probing: per slot the name's hash in the high half and id + 1 in the low half, 0 for
      * empty. The hash beside the id lets a probe pass over other names without touching their columns: a lookup
-     * that misses (every name a recovery scan adds) costs the table's cache lines only.
+     * that misses (every name a recovery scan adds) costs the table's cache lines only. In chunks of 512 KiB
+     * ({@link ChunkedLongs}): a plain array of a megabyte or more would take whole G1 regions.
      */
-    private long[] table = new long[128];
+    private ChunkedLongs table = new ChunkedLongs(128);
     private int size;
     /** Ids below this have been handed out at least once. */
     private int highWater;
@@ -60,13 +62,13 @@ final class ObjectNames {
      * @return its id, or {@code -1}
      */
     int find(String origin, String key, String version, int hash) {
-        long[] t = table;
+        ChunkedLongs t = table;
         String[] k = keys;
         String[] v = versions;
         String[] o = origins;
-        int mask = t.length - 1;
+        int mask = (int) t.length() - 1;
         for (int i = hash & mask, probes = 0; probes <= mask; i = (i + 1) & mask, probes++) {
-            long entry = t[i];
+            long entry = t.get(i);
             if (entry == 0) {
                 return -1;
             }
@@ -154,25 +156,27 @@ final class ObjectNames {
         versions[id] = version;
         pages[id] = 0;
         size++;
-        if (size * 4L > table.length * 3L) {
-            rehash(table.length * 2);
+        if (size * 4L > table.length() * 3L) {
+            rehash((int) table.length() * 2);
         }
         insert(table, id, hash);
         return id;
     }
 
-    private static void insert(long[] t, int id, int hash) {
-        int mask = t.length - 1;
+    private static void insert(ChunkedLongs t, int id, int hash) {
+        int mask = (int) t.length() - 1;
         int i = hash & mask;
-        while (t[i] != 0) {
+        while (t.get(i) != 0) {
             i = (i + 1) & mask;
         }
-        t[i] = (long) hash << 32 | (id + 1);
+        t.set(i, (long) hash << 32 | (id + 1));
     }
 
     private void rehash(int capacity) {
-        long[] fresh = new long[capacity];
-        for (long entry : table) {
+        ChunkedLongs fresh = new ChunkedLongs(capacity);
+        ChunkedLongs old = table;
+        for (long j = 0; j < old.length(); j++) {
+            long entry = old.get(j);
             if (entry != 0) {
                 insert(fresh, (int) entry - 1, (int) (entry >>> 32));
             }
@@ -182,22 +186,22 @@ final class ObjectNames {
 
     /** Backward-shift deletion (Knuth, Algorithm R): no tombstones, probe chains stay short. */
     private void removeFromTable(int id, int hash) {
-        long[] t = table;
-        int mask = t.length - 1;
+        ChunkedLongs t = table;
+        int mask = (int) t.length() - 1;
         int i = hash & mask;
         long target = (long) hash << 32 | (id + 1);
-        while (t[i] != target) {
+        while (t.get(i) != target) {
             i = (i + 1) & mask;
         }
         int hole = i;
-        for (int j = (hole + 1) & mask; t[j] != 0; j = (j + 1) & mask) {
-            int home = (int) (t[j] >>> 32) & mask;
+        for (int j = (hole + 1) & mask; t.get(j) != 0; j = (j + 1) & mask) {
+            int home = (int) (t.get(j) >>> 32) & mask;
             // move t[j] into the hole unless its home lies cyclically in (hole, j]
             if (((j - home) & mask) >= ((j - hole) & mask)) {
-                t[hole] = t[j];
+                t.set(hole, t.get(j));
                 hole = j;
             }
         }
-        t[hole] = 0;
+        t.set(hole, 0);
     }
 }
