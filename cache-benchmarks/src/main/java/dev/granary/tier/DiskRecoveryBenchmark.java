@@ -2,6 +2,7 @@
 package dev.granary.tier;
 
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
@@ -90,13 +91,20 @@ public final class DiskRecoveryBenchmark {
         long heapOpen = 0;
         double[] ms = new double[repeats];
         double[] cpu = new double[repeats];
+        double[] own = new double[repeats];
+        double[] gc = new double[repeats];
+        java.lang.management.ThreadMXBean threads = ManagementFactory.getThreadMXBean();
         DiskTier.Recovery last = null;
         for (int i = 0; i < repeats; i++) {
+            long g0 = gcMillis();
+            long o0 = threads.getCurrentThreadCpuTime();
             long c0 = processCpuNanos();
             long t0 = System.nanoTime();
             DiskTier tier = data.open(true);
             ms[i] = (System.nanoTime() - t0) / 1e6;
             cpu[i] = (processCpuNanos() - c0) / 1e6;
+            own[i] = (threads.getCurrentThreadCpuTime() - o0) / 1e6;
+            gc[i] = gcMillis() - g0;
             last = tier.recovery();
             if (i == repeats - 1) {
                 heapOpen = usedHeapAfterGc();
@@ -113,6 +121,8 @@ public final class DiskRecoveryBenchmark {
         System.out.printf(Locale.ROOT, "  warm: CPU of the whole process during build() (every thread, GC included):"
                 + " median %.1f ms, min %.1f, max %.1f (%s) — on a loaded machine the wall time stretches, this does"
                 + " not%n", cpuSorted[repeats / 2], cpuSorted[0], cpuSorted[repeats - 1], format(cpu));
+        System.out.printf(Locale.ROOT, "  warm: of which the opening thread's own CPU (scan and index): %s ms;"
+                + " GC pauses (wall): %s ms%n", format(own), format(gc));
         System.out.printf("  warm: recovery() = %s%n", last);
         System.out.printf(Locale.ROOT, "  open tier's heap: %.1f MiB, %.0f bytes per page%n",
                 (heapOpen - heapClosed) / 1048576.0, (double) (heapOpen - heapClosed) / data.count);
@@ -131,6 +141,15 @@ public final class DiskRecoveryBenchmark {
         System.out.printf("  cold: segment files resident %s before the drop, %s after it (mincore), %s after the"
                 + " reopen%s%n", before, after, opened, after.fraction() > 0.01 ? " — WARNING: the drop did not"
                 + " evict them, the cold number is not cold" : "");
+    }
+
+    /** {@return milliseconds the collectors report having spent so far} */
+    private static long gcMillis() {
+        long sum = 0;
+        for (var bean : ManagementFactory.getGarbageCollectorMXBeans()) {
+            sum += Math.max(0, bean.getCollectionTime());
+        }
+        return sum;
     }
 
     /** CPU time of the whole process so far (every thread, the GC's included). */

@@ -6,33 +6,62 @@ import dev.granary.spi.PageKey;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
+import java.util.stream.Stream;
 
 /**
  * How fast the disk tier writes pages, beside its ceiling in the same run: {@code DiskTier.put} of N pages that sit
- * in off-heap memory (as pages filled in the memory tier do) into a fresh tier, against a plain
- * {@code FileChannel.write} append of the same pages, from the same memory, to one file. Neither {@code fsync}s (the
- * tier does not: its pages reach the disk by writeback, as the append's do); both create their files inside the
- * timed part (the tier its segments, preallocated; the append its one file). Rounds alternate which goes first; each
- * round's files are deleted before the next, so dirty pages never pile up across rounds.
+ * in off-heap memory (as pages filled in the memory tier do) into a fresh tier, against plain {@code FileChannel.write}
+ * appends of the same pages, from the same memory, into files of the tier's segment size.
+ *
+ * <h2>Contenders (every round runs all three, in a rotating order)</h2>
+ * <ul>
+ *   <li>{@code tier}: a fresh {@link DiskTier} of 64 MiB segments (each {@code posix_fallocate}d by the tier when it
+ *       is opened, as always), every page put, the tier closed.</li>
+ *   <li>{@code append}: the same pages appended to new files of 64 MiB each (a new file when one is full), not
+ *       preallocated: ext4's delayed allocation, the cheapest way to put bytes in a file.</li>
+ *   <li>{@code append-falloc}: the same, each file {@code posix_fallocate}d to 64 MiB first, as the tier's are: writes
+ *       into unwritten extents, whose conversion at writeback goes through the journal.</li>
+ * </ul>
+ *
+ * <h2>What is timed, and the page cache</h2>
+ * Each contender's files are new; before it starts, the previous contender's files were {@code fsync}ed and deleted,
+ * so it starts with none of this benchmark's dirty pages in the page cache (other processes' are not controlled: the
+ * kernel's {@code Dirty:} figure is printed per round). Two rates per contender: <b>buffered</b>, from the first write
+ * to the last file closed (bytes copied into the page cache: what a reader waiting on a fill sees; neither the tier nor
+ * the append {@code fsync}s on its own), and <b>durable</b>, the same plus {@code fsync} of every file (bytes on the
+ * device). Also the calling thread's CPU time per GiB: the write path's own cost, which the load of other processes
+ * stretches less than wall time. The ratio tier/append is taken <b>per round</b> (the same seconds of the machine), and
+ * the median of the rounds reported with their min-max.
  *
  * <h2>Run</h2>
  * <pre>
  * ./mvnw -q -o -DskipTests -pl cache-benchmarks -am package exec:exec@disk-write
  * </pre>
- * Options in {@code -Ddiskwrite.args="..."}: {@code --pageSizes=4096,131072,1048576} {@code --bytes=536870912} (per
- * round and contender) {@code --rounds=3}. Files go to {@code granary.bench.dir} (must not be tmpfs).
+ * Options in {@code -Ddiskwrite.args="..."}: {@code --pageSizes=4096,131072,1048576} {@code --bytes=268435456} (per
+ * round and contender) {@code --rounds=7}. Files go to {@code granary.bench.dir} (must not be tmpfs).
  */
 public final class DiskWriteBenchmark {
 
+    private static final long FILE_SIZE = 64L << 20;
+    private static final String[] CONTENDERS = {"tier", "append", "append-falloc"};
+    private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+
     private DiskWriteBenchmark() {}
+
+    /** One contender's figures in one round. */
+    private record Run(double bufferedMBps, double durableMBps, double cpuSecondsPerGiB) {}
 
     /**
      * Runs the rounds.
@@ -42,8 +71,8 @@ public final class DiskWriteBenchmark {
      */
     public static void main(String[] args) throws IOException {
         String pageSizes = "4096,131072,1048576";
-        long bytes = 512L << 20;
-        int rounds = 3;
+        long bytes = 256L << 20;
+        int rounds = 7;
         for (String arg : args) {
             if (arg.startsWith("--pageSizes=")) {
                 pageSizes = arg.substring(12);
@@ -56,10 +85,15 @@ public final class DiskWriteBenchmark {
                         + " (expected: --pageSizes=, --bytes=, --rounds=)");
             }
         }
+        if (rounds < 1 || bytes < FILE_SIZE) {
+            throw new IllegalArgumentException("rounds: " + rounds + ", bytes: " + bytes
+                    + " (expected: rounds >= 1, bytes >= " + FILE_SIZE + ")");
+        }
         Path base = DiskBenchData.baseDirectory("/var/tmp/granary-bench");
         DiskBenchData.requireBlockDevice(base);
-        System.out.printf("disk-write: %s on %s; %d MiB per round and contender, %d rounds%n", base,
-                DiskBenchData.describeFileSystem(base), bytes >> 20, rounds);
+        System.out.printf("disk-write: %s on %s; %d MiB per round and contender in files of %d MiB, %d rounds;"
+                + " thread CPU time %s%n", base, DiskBenchData.describeFileSystem(base), bytes >> 20, FILE_SIZE >> 20,
+                rounds, THREADS.isCurrentThreadCpuTimeSupported() ? "measured" : "not available");
         for (String s : pageSizes.split(",")) {
             run(base, Integer.parseInt(s.strip()), bytes, rounds);
         }
@@ -80,40 +114,67 @@ public final class DiskWriteBenchmark {
             for (int i = 0; i < count; i++) {
                 keys[i] = DiskBenchData.key(i, 7, pageSize);
             }
-            double[] tier = new double[rounds];
-            double[] append = new double[rounds];
-            double[] ratio = new double[rounds];
+            Run[][] runs = new Run[rounds][CONTENDERS.length];
+            Path directory = base.resolve("disk-write-" + pageSize);
             for (int r = 0; r < rounds; r++) {
-                Path directory = base.resolve("disk-write-" + pageSize);
-                DiskBenchData.deleteTree(directory);
-                Files.createDirectories(directory);
-                try {
-                    if (r % 2 == 0) {
-                        tier[r] = tier(directory.resolve("tier"), keys, contents, pageSize, bytes);
-                        append[r] = append(directory.resolve("raw.dat"), count, contents);
-                    } else {
-                        append[r] = append(directory.resolve("raw.dat"), count, contents);
-                        tier[r] = tier(directory.resolve("tier"), keys, contents, pageSize, bytes);
-                    }
-                } finally {
+                StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "  %s round %d (Dirty %s):",
+                        DiskColdReadBenchmark.size(pageSize), r + 1, dirtyKiB()));
+                for (int k = 0; k < CONTENDERS.length; k++) {
+                    int c = (k + r) % CONTENDERS.length; // rotate: each contender goes first, second and third
                     DiskBenchData.deleteTree(directory);
+                    Files.createDirectories(directory);
+                    try {
+                        runs[r][c] = switch (c) {
+                            case 0 -> tier(directory.resolve("tier"), keys, contents, pageSize, bytes);
+                            case 1 -> append(directory, count, contents, false);
+                            default -> append(directory, count, contents, true);
+                        };
+                    } finally {
+                        DiskBenchData.deleteTree(directory);
+                    }
                 }
-                ratio[r] = tier[r] / append[r];
-                System.out.printf(Locale.ROOT, "  %s round %d: tier %.0f MB/s, append %.0f MB/s, tier/append %.2f%n",
-                        DiskColdReadBenchmark.size(pageSize), r + 1, tier[r], append[r], ratio[r]);
+                for (int c = 0; c < CONTENDERS.length; c++) {
+                    line.append(String.format(Locale.ROOT, " %s %.0f/%.0f MB/s %.2f CPU-s/GiB;", CONTENDERS[c],
+                            runs[r][c].bufferedMBps, runs[r][c].durableMBps, runs[r][c].cpuSecondsPerGiB));
+                }
+                line.append(String.format(Locale.ROOT, " tier/append %.2f buffered, %.2f durable",
+                        runs[r][0].bufferedMBps / runs[r][1].bufferedMBps,
+                        runs[r][0].durableMBps / runs[r][1].durableMBps));
+                System.out.println(line);
             }
-            System.out.printf(Locale.ROOT, "%s pages: tier %.0f MB/s, append %.0f MB/s (medians); tier/append median"
-                    + " %.2f (min %.2f, max %.2f)%n", DiskColdReadBenchmark.size(pageSize), median(tier),
-                    median(append), median(ratio), Arrays.stream(ratio).min().orElse(0),
-                    Arrays.stream(ratio).max().orElse(0));
+            String size = DiskColdReadBenchmark.size(pageSize);
+            for (int c = 0; c < CONTENDERS.length; c++) {
+                int cc = c;
+                System.out.printf(Locale.ROOT, "%s %-13s buffered %s MB/s, durable %s MB/s, %s CPU-s/GiB%n", size,
+                        CONTENDERS[c], summary(runs, r -> r[cc].bufferedMBps, "%.0f"),
+                        summary(runs, r -> r[cc].durableMBps, "%.0f"),
+                        summary(runs, r -> r[cc].cpuSecondsPerGiB, "%.2f"));
+            }
+            System.out.printf(Locale.ROOT, "%s tier/append (per round): buffered %s, durable %s;"
+                    + " tier/append-falloc: buffered %s, durable %s%n", size,
+                    summary(runs, r -> r[0].bufferedMBps / r[1].bufferedMBps, "%.2f"),
+                    summary(runs, r -> r[0].durableMBps / r[1].durableMBps, "%.2f"),
+                    summary(runs, r -> r[0].bufferedMBps / r[2].bufferedMBps, "%.2f"),
+                    summary(runs, r -> r[0].durableMBps / r[2].durableMBps, "%.2f"));
         }
     }
 
-    /** {@return MB/s of putting every page into a fresh tier} */
-    private static double tier(Path directory, PageKey[] keys, MemorySegment[] contents, int pageSize, long bytes) {
-        long capacity = ((bytes + bytes / 4) / (64L << 20) + 3) * (64L << 20);
+    /** {@return "median (min-max)" of one figure over the rounds} */
+    private static String summary(Run[][] runs, java.util.function.ToDoubleFunction<Run[]> figure, String format) {
+        double[] values = Arrays.stream(runs).mapToDouble(figure).sorted().toArray();
+        int n = values.length;
+        double median = n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+        return String.format(Locale.ROOT, format + " (" + format + "-" + format + ")", median, values[0],
+                values[n - 1]);
+    }
+
+    /** Puts every page into a fresh tier, closes it, then fsyncs its segment files. */
+    private static Run tier(Path directory, PageKey[] keys, MemorySegment[] contents, int pageSize, long bytes)
+            throws IOException {
+        long capacity = ((bytes + bytes / 4) / FILE_SIZE + 3) * FILE_SIZE;
+        long cpu0 = THREADS.getCurrentThreadCpuTime();
         long t0 = System.nanoTime();
-        try (DiskTier tier = DiskTier.builder().directory(directory).capacity(capacity).segmentSize(64L << 20)
+        try (DiskTier tier = DiskTier.builder().directory(directory).capacity(capacity).segmentSize(FILE_SIZE)
                 .build()) {
             for (int i = 0; i < keys.length; i++) {
                 Page page = new Page(keys[i], contents[i & 63]) {
@@ -129,28 +190,78 @@ public final class DiskWriteBenchmark {
                 throw new IllegalStateException("the tier evicted while filling: " + tier.stats());
             }
         }
-        return (double) keys.length * pageSize / 1e6 / ((System.nanoTime() - t0) / 1e9);
+        long buffered = System.nanoTime();
+        long cpu = THREADS.getCurrentThreadCpuTime() - cpu0;
+        List<Path> files;
+        try (Stream<Path> list = Files.list(directory.resolve(DiskTier.SEGMENTS))) {
+            files = list.toList();
+        }
+        fsync(files);
+        return run((long) keys.length * pageSize, t0, buffered, System.nanoTime(), cpu);
     }
 
-    /** {@return MB/s of appending every page to one file} */
-    private static double append(Path file, int count, MemorySegment[] contents) throws IOException {
+    /** Appends every page to new files of {@link #FILE_SIZE}, optionally preallocated, then fsyncs them. */
+    private static Run append(Path directory, int count, MemorySegment[] contents, boolean preallocate)
+            throws IOException {
+        long cpu0 = THREADS.getCurrentThreadCpuTime();
         long t0 = System.nanoTime();
         long written = 0;
-        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+        List<Path> files = new ArrayList<>();
+        FileChannel channel = null;
+        long inFile = FILE_SIZE;
+        try {
             for (int i = 0; i < count; i++) {
                 ByteBuffer b = contents[i & 63].asByteBuffer();
+                if (inFile + b.remaining() > FILE_SIZE) {
+                    if (channel != null) {
+                        channel.close();
+                    }
+                    Path file = directory.resolve("raw-" + files.size() + ".dat");
+                    files.add(file);
+                    Files.createFile(file);
+                    if (preallocate) {
+                        NativeFiles.allocate(file, FILE_SIZE);
+                    }
+                    channel = FileChannel.open(file, StandardOpenOption.WRITE);
+                    inFile = 0;
+                }
                 while (b.hasRemaining()) {
-                    written += channel.write(b);
+                    int n = channel.write(b);
+                    written += n;
+                    inFile += n;
                 }
             }
+        } finally {
+            if (channel != null) {
+                channel.close();
+            }
         }
-        return written / 1e6 / ((System.nanoTime() - t0) / 1e9);
+        long buffered = System.nanoTime();
+        long cpu = THREADS.getCurrentThreadCpuTime() - cpu0;
+        fsync(files);
+        return run(written, t0, buffered, System.nanoTime(), cpu);
     }
 
-    private static double median(double[] values) {
-        double[] sorted = values.clone();
-        Arrays.sort(sorted);
-        int n = sorted.length;
-        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    private static Run run(long bytes, long t0, long buffered, long durable, long cpuNanos) {
+        return new Run(bytes / 1e6 / ((buffered - t0) / 1e9), bytes / 1e6 / ((durable - t0) / 1e9),
+                cpuNanos / 1e9 / (bytes / (double) (1L << 30)));
+    }
+
+    private static void fsync(List<Path> files) throws IOException {
+        for (Path file : files) {
+            try (FileChannel channel = FileChannel.open(file, StandardOpenOption.WRITE)) {
+                channel.force(true);
+            }
+        }
+    }
+
+    /** {@return the kernel's "Dirty:" figure, e.g. "1234 kB", or "?"} */
+    private static String dirtyKiB() {
+        try {
+            return Files.readAllLines(Path.of("/proc/meminfo")).stream().filter(l -> l.startsWith("Dirty:"))
+                    .map(l -> l.substring(6).strip()).findFirst().orElse("?");
+        } catch (IOException e) {
+            return "?";
+        }
     }
 }

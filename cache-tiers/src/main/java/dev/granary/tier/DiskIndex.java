@@ -295,6 +295,107 @@ final class DiskIndex {
     }
 
     /**
+     * Indexes the records a recovery scan accepted in one segment ({@link SegmentRecovery}), under one hold of the
+     * write lock, unverified and unstamped, with the result {@link #add} would give one by one (a page already
+     * indexed, from an older segment or earlier in this one, keeps its first record). Cheaper per record than
+     * {@code add} in three ways:
+     * <ul>
+     *   <li>the table grows once for this segment and the ones still to come ({@code expectedMore}, an estimate),
+     *       not by halves as it fills, each growth rehashing every page before;</li>
+     *   <li>a record whose names are the very strings of the record before (the scan reuses them for consecutive
+     *       pages of one object) takes that record's object id without hashing and looking its names up;</li>
+     *   <li>the segment's pages enter the table in the order of their home slots, so the table is walked once from
+     *       start to end instead of touched at a random place (a cache and TLB miss) per page; a page equal to one
+     *       already in the table is found on the same walk (the same home) and dropped.</li>
+     * </ul>
+     *
+     * @param expectedMore pages expected in the segments still to be scanned; 0 if none or unknown
+     * @return how many were stored (the others: an equal page was already indexed, or the segment is dead or full)
+     */
+    int addRecovered(Segment segment, List<SegmentFormat.Record> records, long expectedMore) {
+        long lockStamp = lock.writeLock();
+        try {
+            if (segment.deadLocked() || records.isEmpty()) {
+                return 0;
+            }
+            long wanted = size + records.size() + Math.max(0, expectedMore);
+            if (wanted * 5 > table.length() * 4L) {
+                rehash(Math.max(table.length() + (table.length() >> 1), wanted * 4 / 3 + 1));
+            }
+            int n = (int) Math.min(records.size(), MAX_RECORDS - segment.records);
+            int first = segment.records;
+            long[] hashes = new long[n];
+            long[] order = new long[n];
+            long capacity = table.length();
+            int object = -1;
+            String origin = null;
+            String key = null;
+            String version = null;
+            for (int i = 0; i < n; i++) {
+                SegmentFormat.Record r = records.get(i);
+                PageKey k = r.key();
+                if (object >= 0 && k.key() == key && k.version() == version && k.origin() == origin) {
+                    names.acquire(object, null, null, null, 0); // the record before's strings: the same name
+                } else {
+                    object = names.acquire(k.origin(), k.key(), k.version());
+                    origin = k.origin();
+                    key = k.key();
+                    version = k.version();
+                }
+                int rec = segment.append(object, k.offset(), k.length(), r.payloadOffset(), r.payloadCrc(), 0, false);
+                long h = hash(object, k.offset(), k.length());
+                hashes[i] = h;
+                order[i] = home(h, capacity) << 24 | (rec - first); // rec - first < 2^24 (MAX_RECORDS)
+            }
+            Arrays.sort(order); // by home slot, then by record number: an earlier record of a page goes in first
+            int stored = 0;
+            for (long o : order) {
+                int i = (int) (o & 0xFF_FFFF);
+                int rec = first + i;
+                if (insertUnlessPresent(segment, rec, hashes[i])) {
+                    stored++;
+                } else { // an equal page is indexed already: this record stays in the file, out of the index
+                    int id = segment.object(rec);
+                    segment.object(rec, Segment.REMOVED);
+                    segment.live--;
+                    names.release(id);
+                }
+            }
+            size += stored;
+            return stored;
+        } finally {
+            lock.unlockWrite(lockStamp);
+        }
+    }
+
+    /**
+     * Inserts a record of {@code segment} into the table (which has room), unless a page equal to it is there:
+     * walks its probe chain once, comparing the pages whose tags match. Does not count it in {@link #size}.
+     *
+     * @return whether it was inserted
+     */
+    private boolean insertUnlessPresent(Segment segment, int record, long h) {
+        ChunkedLongs t = table;
+        long capacity = t.length();
+        long tag = h >>> 48;
+        long offset = segment.offset(record);
+        long objectAndLength = segment.rows.get((long) record * Segment.ROW + 1);
+        long i = home(h, capacity);
+        for (long ref = t.get(i); ref != 0; ref = t.get(i)) {
+            if ((ref & 0xFFFF) == tag) {
+                ChunkedLongs rows = bySlot[slotOf(ref)].rows;
+                long b = (long) recordOf(ref) * Segment.ROW;
+                if (rows.get(b + 1) == objectAndLength && rows.get(b) == offset) {
+                    return false;
+                }
+            }
+            i = i + 1 == capacity ? 0 : i + 1;
+        }
+        t.set(i, ref(segment.slot, record, h));
+        return true;
+    }
+
+    /**
      * Puts a page of this tier that left the index (moved up by exclusive tiering) back, if its segment is live.
      *
      * @return whether the index holds the page (this record or an equal one) afterwards
@@ -501,6 +602,16 @@ final class DiskIndex {
                 }
             }
             return live * 2 < total;
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    /** {@return the number of object names held; for tests (no name outlives its last page)} */
+    int nameCount() {
+        long stamp = lock.readLock();
+        try {
+            return names.size();
         } finally {
             lock.unlockRead(stamp);
         }

@@ -1256,6 +1256,11 @@ public final class DiskTier implements Tier {
         return index.size();
     }
 
+    /** {@return the index}; for tests */
+    DiskIndex index() {
+        return index;
+    }
+
     /** {@return the directory the tier keeps its files in} */
     public Path directory() {
         return directory;
@@ -1349,7 +1354,6 @@ public final class DiskTier implements Tier {
     private Recovery recover() throws IOException {
         long start = System.nanoTime();
         long[] pages = {0};
-        BooleanSupplier open = () -> false;
         SegmentRecovery.Result found = new SegmentRecovery(segmentsDirectory, name, this::freed, segment -> {
             mapped.incrementAndGet();
             bytesOnDisk.addAndGet(segment.size);
@@ -1358,12 +1362,7 @@ public final class DiskTier implements Tier {
             segments.add(s); // at once: if the scan fails further on, closing after the failed open releases it
             index.register(s);
             s.resize(recovered.records().size());
-            for (SegmentFormat.Record r : recovered.records()) {
-                if (index.add(s, r.key(), r.payloadOffset(), r.payloadCrc(), false, 0, open)
-                        == DiskIndex.Added.STORED) {
-                    pages[0]++;
-                }
-            }
+            pages[0] += index.addRecovered(s, recovered.records(), recovered.expectedMore());
         });
         nextId = Math.max(nextId, found.nextId());
         if (shared != null) {

@@ -13,23 +13,28 @@ import java.util.Map;
  * <p>Each id counts the pages that refer to it ({@link #acquire}, {@link #release}); the last release forgets the
  * name and frees the id for reuse. Origins are few and interned separately, so all objects of one origin share one
  * origin string. Per object the table costs its strings (shared with whoever else holds them), three references and
- * two ints in columns, and one {@code int} slot of the open-addressing table (at a load of 3/8 to 3/4).
+ * one {@code int} in columns, and one {@code long} slot of the open-addressing table (at a load of 3/8 to 3/4).
  *
  * <h2>Thread safety</h2>
  * Not thread-safe: the owner guards every mutation with its lock. {@link #find} may be called under an optimistic
  * read (a {@link java.util.concurrent.locks.StampedLock} stamp validated afterwards): it then reads without
- * synchronisation, so it tolerates torn state — it never throws on inconsistent arrays, and returns {@code -1} or a
- * wrong id that the caller's validation discards.
+ * synchronisation, so it may see torn state: it then returns {@code -1} or a wrong id, or throws a
+ * {@link RuntimeException} (a table chunk seen before it was filled in), all of which the caller's validation
+ * discards ({@code DiskIndex.lease} looks again under the read lock).
  */
 final class ObjectNames {
 
     private String[] origins = new String[64];
     private String[] keys = new String[64];
     private String[] versions = new String[64];
-    private int[] hashes = new int[64];
     private int[] pages = new int[64];
-    /** Open addressing, linear probing: id + 1 per slot, 0 for empty. */
-    private int[] table = new int[128];
+    /**
+     * Open addressing, linear probing: per slot the name's hash in the high half and id + 1 in the low half, 0 for
+     * empty. The hash beside the id lets a probe pass over other names without touching their columns: a lookup
+     * that misses (every name a recovery scan adds) costs the table's cache lines only. In chunks of 512 KiB
+     * ({@link ChunkedLongs}): a plain array of a megabyte or more would take whole G1 regions.
+     */
+    private ChunkedLongs table = new ChunkedLongs(128);
     private int size;
     /** Ids below this have been handed out at least once. */
     private int highWater;
@@ -57,19 +62,18 @@ final class ObjectNames {
      * @return its id, or {@code -1}
      */
     int find(String origin, String key, String version, int hash) {
-        int[] t = table;
+        ChunkedLongs t = table;
         String[] k = keys;
         String[] v = versions;
         String[] o = origins;
-        int[] h = hashes;
-        int mask = t.length - 1;
+        int mask = (int) t.length() - 1;
         for (int i = hash & mask, probes = 0; probes <= mask; i = (i + 1) & mask, probes++) {
-            int entry = t[i];
+            long entry = t.get(i);
             if (entry == 0) {
                 return -1;
             }
-            int id = entry - 1;
-            if (id < h.length && id < k.length && id < v.length && id < o.length && h[id] == hash) {
+            int id = (int) entry - 1;
+            if ((int) (entry >>> 32) == hash && id >= 0 && id < k.length && id < v.length && id < o.length) {
                 String ki = k[id];
                 String vi = v[id];
                 String oi = o[id];
@@ -105,7 +109,7 @@ final class ObjectNames {
         if (--pages[id] > 0) {
             return;
         }
-        removeFromTable(id);
+        removeFromTable(id, hash(origins[id], keys[id], versions[id]));
         origins[id] = null;
         keys[id] = null;
         versions[id] = null;
@@ -144,59 +148,60 @@ final class ObjectNames {
                 origins = Arrays.copyOf(origins, n);
                 keys = Arrays.copyOf(keys, n);
                 versions = Arrays.copyOf(versions, n);
-                hashes = Arrays.copyOf(hashes, n);
                 pages = Arrays.copyOf(pages, n);
             }
         }
         origins[id] = originStrings.computeIfAbsent(origin, o -> o);
         keys[id] = key;
         versions[id] = version;
-        hashes[id] = hash;
         pages[id] = 0;
         size++;
-        if (size * 4L > table.length * 3L) {
-            rehash(table.length * 2);
+        if (size * 4L > table.length() * 3L) {
+            rehash((int) table.length() * 2);
         }
         insert(table, id, hash);
         return id;
     }
 
-    private void insert(int[] t, int id, int hash) {
-        int mask = t.length - 1;
+    private static void insert(ChunkedLongs t, int id, int hash) {
+        int mask = (int) t.length() - 1;
         int i = hash & mask;
-        while (t[i] != 0) {
+        while (t.get(i) != 0) {
             i = (i + 1) & mask;
         }
-        t[i] = id + 1;
+        t.set(i, (long) hash << 32 | (id + 1));
     }
 
     private void rehash(int capacity) {
-        int[] fresh = new int[capacity];
-        for (int entry : table) {
+        ChunkedLongs fresh = new ChunkedLongs(capacity);
+        ChunkedLongs old = table;
+        for (long j = 0; j < old.length(); j++) {
+            long entry = old.get(j);
             if (entry != 0) {
-                insert(fresh, entry - 1, hashes[entry - 1]);
+                insert(fresh, (int) entry - 1, (int) (entry >>> 32));
             }
         }
         table = fresh; // published after it is complete: an optimistic reader sees the old table or the new
     }
 
     /** Backward-shift deletion (Knuth, Algorithm R): no tombstones, probe chains stay short. */
-    private void removeFromTable(int id) {
-        int[] t = table;
-        int mask = t.length - 1;
-        int i = hashes[id] & mask;
-        while (t[i] != id + 1) {
+    private void removeFromTable(int id, int hash) {
+        ChunkedLongs t = table;
+        int mask = (int) t.length() - 1;
+        int i = hash & mask;
+        long target = (long) hash << 32 | (id + 1);
+        while (t.get(i) != target) {
             i = (i + 1) & mask;
         }
         int hole = i;
-        for (int j = (hole + 1) & mask; t[j] != 0; j = (j + 1) & mask) {
-            int home = hashes[t[j] - 1] & mask;
+        for (int j = (hole + 1) & mask; t.get(j) != 0; j = (j + 1) & mask) {
+            int home = (int) (t.get(j) >>> 32) & mask;
             // move t[j] into the hole unless its home lies cyclically in (hole, j]
             if (((j - home) & mask) >= ((j - hole) & mask)) {
-                t[hole] = t[j];
+                t.set(hole, t.get(j));
                 hole = j;
             }
         }
-        t[hole] = 0;
+        t.set(hole, 0);
     }
 }

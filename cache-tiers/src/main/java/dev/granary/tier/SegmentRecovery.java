@@ -20,8 +20,13 @@ final class SegmentRecovery {
 
     private static final System.Logger LOG = System.getLogger(DiskTier.class.getName());
 
-    /** A segment that checked out, with the records its scan accepted, in file order. */
-    record Recovered(Segment segment, List<SegmentFormat.Record> records) {}
+    /**
+     * A segment that checked out, with the records its scan accepted, in file order.
+     *
+     * @param expectedMore an estimate of the records still to come in the segments not yet scanned (this segment's
+     *                     count for each of them), so the index can grow once instead of by halves; 0 for the last
+     */
+    record Recovered(Segment segment, List<SegmentFormat.Record> records, long expectedMore) {}
 
     /**
      * What the scan found.
@@ -98,7 +103,9 @@ final class SegmentRecovery {
         int damagedTails = 0;
         long nextId = 0;
         List<Recovered> recovered = new ArrayList<>();
+        int left = found.size();
         for (var e : found.entrySet()) {
+            left--;
             long id = e.getKey();
             Path file = e.getValue();
             nextId = Math.max(nextId, id + 1);
@@ -141,8 +148,9 @@ final class SegmentRecovery {
             // have left beyond the scan's end (which the scan cannot see): seconds since 2020 grow across restarts.
             s.generation = Math.max(end.generation() + 1,
                     (int) Math.min(Integer.MAX_VALUE, (System.currentTimeMillis() - 1_577_836_800_000L) / 1000));
-            recovered.add(new Recovered(s, List.of()));
-            indexer.accept(new Recovered(s, records)); // indexed now: one segment's records in memory at a time
+            recovered.add(new Recovered(s, List.of(), 0));
+            // Indexed now: one segment's records in memory at a time.
+            indexer.accept(new Recovered(s, records, (long) records.size() * left));
         }
         return new Result(recovered, found.size(), nextId, damagedSegments, damagedTails);
     }

@@ -128,6 +128,52 @@ class DiskIndexTest {
     }
 
     @Test
+    void reopenIndexesEveryRecordOnceAndSharesNamesAmongAnObjectsPages() throws Exception {
+        SplittableRandom random = new SplittableRandom(29);
+        Set<PageKey> model = new HashSet<>();
+        Path directory = root.resolve("r");
+        try (DiskTier tier = DiskTier.builder().directory(directory).capacity(64 * SEGMENT).segmentSize(SEGMENT)
+                .build()) {
+            for (int object = 0; object < 60; object++) {
+                // One set of strings per object, as the cache passes them; 1 to 8 pages each.
+                String name = "obj/" + object;
+                String version = "v" + random.nextInt(3);
+                int pages = 1 + random.nextInt(8);
+                for (int p = 0; p < pages; p++) {
+                    PageKey key = new PageKey("file:///data/", name, version, (long) p * PAGE, PAGE);
+                    assertTrue(tier.put(heapPage(key)), key.toString());
+                    model.add(key);
+                    if (random.nextInt(4) == 0) { // a second record of the same page, in this or a later segment
+                        assertTrue(tier.remove(key));
+                        assertTrue(tier.put(heapPage(key)), key.toString());
+                    }
+                }
+            }
+            assertEquals(0, tier.stats().evictions(), "no evictions: every record put is on disk");
+        }
+        try (var files = java.nio.file.Files.list(directory.resolve(DiskTier.SEGMENTS))) {
+            assertTrue(files.count() > 4, "several segments written");
+        }
+        try (DiskTier reopened = DiskTier.builder().directory(directory).capacity(64 * SEGMENT)
+                .segmentSize(SEGMENT).build()) {
+            assertEquals(model.size(), reopened.pageCount(), "each page once, whatever records it has");
+            Set<String> objects = new HashSet<>();
+            for (PageKey key : model) {
+                Page page = reopened.get(key);
+                assertNotNull(page, key.toString());
+                assertBytes(key, page);
+                page.release();
+                objects.add(key.key());
+            }
+            assertEquals(objects.size(), reopened.index().nameCount(), "one name per object version");
+            for (PageKey key : model) {
+                assertTrue(reopened.remove(key), key.toString());
+            }
+            assertEquals(0, reopened.index().nameCount(), "no name outlives its last page");
+        }
+    }
+
+    @Test
     void objectNamesSurviveCollidingRemovals() {
         ObjectNames names = new ObjectNames();
         Map<Integer, String> ids = new HashMap<>();
