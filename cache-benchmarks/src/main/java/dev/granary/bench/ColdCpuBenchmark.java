@@ -25,17 +25,12 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.SplittableRandom;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
 import software.amazon.awssdk.core.ResponseInputStream;
-import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
-import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
-import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.http.apache.ApacheHttpClient;
-import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 
@@ -64,6 +59,9 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  *       bytes in the reader's array).</li>
  *   <li>{@code disk}: as {@code memory}, plus a {@link DiskTier} (inclusive tiering: every page lands in both) in a
  *       fresh temporary directory under {@code granary.bench.dir}.</li>
+ *   <li>{@code memory-vt}, {@code disk-vt} (not in the default list): as {@code memory} and {@code disk} with each
+ *       fill on a virtual thread of its own (system property {@code granary.fillThreads=virtual} while the cache is
+ *       built), as fills ran before decision 0008: the before/after of that decision in one run.</li>
  * </ul>
  * Every round builds fresh clients and caches (outside the timed epoch; connections are opened inside it, for every
  * subject alike). Every subject lists the bucket once before its epoch (Granary through {@code cache.list("")}, so no
@@ -77,13 +75,15 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  * ./mvnw -q -DskipTests -pl cache-benchmarks -am package exec:exec@coldcpu -Dcoldcpu.args="--rounds=5"
  * </pre>
  * Options {@code --name=value}: objects (4000), size (131072), readers (16), latency-ms (20), mbps (0: no cap),
- * rounds (5), warmup (400), subjects (sdk,memory,disk), threads (true: also print each epoch's CPU per thread
+ * rounds (5), warmup (400), subjects (sdk,memory,disk; also memory-vt, disk-vt), threads (true: also print each epoch's CPU per thread
  * group of this process, from {@code /proc/self/task}: readers, virtual threads' carriers, GC, JIT). Extra JVM flags
  * (a JFR recording, for one) go in {@code -Dcoldcpu.jvm="..."}.
  */
 public final class ColdCpuBenchmark {
 
     private static final String BUCKET = "coldcpu";
+    /** The subjects; a {@code -vt} suffix runs Granary's fills on virtual threads ({@code granary.fillThreads}). */
+    private static final List<String> SUBJECTS = List.of("sdk", "memory", "disk", "memory-vt", "disk-vt");
 
     private ColdCpuBenchmark() {}
 
@@ -102,25 +102,11 @@ public final class ColdCpuBenchmark {
         }
 
         private static String option(String[] args, String name, String fallback) {
-            for (String arg : args) {
-                if (arg.startsWith("--" + name + "=")) {
-                    return arg.substring(name.length() + 3);
-                }
-            }
-            return fallback;
+            return S3ReadBenchmark.option(args, name, fallback);
         }
 
         private static int intOption(String[] args, String name, int fallback) {
-            String value = option(args, name, Integer.toString(fallback));
-            try {
-                int n = Integer.parseInt(value);
-                if (n < 0 || (n == 0 && !name.equals("mbps"))) {
-                    throw new NumberFormatException();
-                }
-                return n;
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("--" + name + ": '" + value + "' (expected: a positive integer)");
-            }
+            return S3ReadBenchmark.intOption(args, name, fallback, name.equals("mbps") ? 0 : 1);
         }
     }
 
@@ -136,8 +122,8 @@ public final class ColdCpuBenchmark {
         }
         Config c = Config.parse(args);
         for (String s : c.subjects) {
-            if (!List.of("sdk", "memory", "disk").contains(s)) {
-                throw new IllegalArgumentException("subject: '" + s + "' (expected: sdk, memory or disk)");
+            if (!SUBJECTS.contains(s)) {
+                throw new IllegalArgumentException("subject: '" + s + "' (expected: one of " + SUBJECTS + ")");
             }
         }
         Path dir = Path.of(System.getProperty("granary.bench.dir", "target")).resolve("coldcpu-bench");
@@ -211,22 +197,11 @@ public final class ColdCpuBenchmark {
             return;
         }
         long start = System.nanoTime();
-        try (S3Client client = server.client(); ExecutorService pool = Executors.newFixedThreadPool(8)) {
-            try {
-                client.createBucket(b -> b.bucket(BUCKET));
-            } catch (software.amazon.awssdk.services.s3.model.S3Exception e) {
-                if (e.statusCode() != 409) {
-                    throw e;
-                }
-            }
-            List<CompletableFuture<Void>> puts = new ArrayList<>();
-            for (int i = 0; i < objects; i++) {
-                int index = i;
-                puts.add(CompletableFuture.runAsync(() -> client.putObject(b -> b.bucket(BUCKET).key(key(index)),
-                        RequestBody.fromBytes(S3ReadBenchmark.content(index, size))), pool));
-            }
-            CompletableFuture.allOf(puts.toArray(CompletableFuture[]::new)).join();
+        List<String> keys = new ArrayList<>();
+        for (int i = 0; i < objects; i++) {
+            keys.add(key(i));
         }
+        S3ReadBenchmark.upload(server, BUCKET, keys, size);
         Files.writeString(marker, "");
         System.out.printf(Locale.ROOT, "seeded %d objects in %.1f s%n", objects, (System.nanoTime() - start) / 1e9);
     }
@@ -350,7 +325,14 @@ public final class ColdCpuBenchmark {
                     });
                 }
             }
-            case "memory", "disk" -> {
+            case "memory", "disk", "memory-vt", "disk-vt" -> {
+                // Read when the cache is built: the -vt subjects put each fill on a virtual thread, as before
+                // decision 0008, so that both run in one process, alternated.
+                if (subject.endsWith("-vt")) {
+                    System.setProperty("granary.fillThreads", "virtual");
+                } else {
+                    System.clearProperty("granary.fillThreads");
+                }
                 S3Origin origin = S3Origin.builder().bucket(BUCKET).endpoint(endpoint).pathStyle(true)
                         .credentials(S3ProxyServer.credentials()).maxConcurrency(c.readers).build();
                 long capacity = (long) c.objects * c.size + (64L << 20);
@@ -358,11 +340,12 @@ public final class ColdCpuBenchmark {
                         .metadataTtl(Duration.ofHours(1)) // a slow epoch on a loaded box must not turn into HEADs
                         .tier(MemoryTier.builder().capacity(capacity).build());
                 Path diskDir = null;
-                if (subject.equals("disk")) {
+                if (subject.startsWith("disk")) {
                     diskDir = Files.createTempDirectory(dir, "disk-");
                     builder.tier(DiskTier.builder().directory(diskDir).capacity(capacity).build());
                 }
                 try (TieredCache cache = builder.build()) {
+                    System.clearProperty("granary.fillThreads");
                     long cpu = processCpuNanos();
                     long start = System.nanoTime();
                     long listed;
@@ -398,7 +381,8 @@ public final class ColdCpuBenchmark {
                     }
                 }
             }
-            default -> throw new IllegalArgumentException("subject: '" + subject + "' (expected: sdk, memory or disk)");
+            default -> throw new IllegalArgumentException("subject: '" + subject + "' (expected: one of " + SUBJECTS
+                    + ")");
         };
     }
 
@@ -498,15 +482,11 @@ public final class ColdCpuBenchmark {
         return total;
     }
 
-    /** The plain loop's client: configured as {@link S3Origin} configures its own. */
+    /** The plain loop's client: configured as {@link S3Origin} configures its own, with the SDK's default retries. */
     static S3Client sdkClient(int readers, URI endpoint) {
-        return S3Client.builder().endpointOverride(endpoint).forcePathStyle(true)
-                .region(Region.US_EAST_1).credentialsProvider(S3ProxyServer.credentials())
-                .httpClientBuilder(ApacheHttpClient.builder().maxConnections(readers + 16)
+        return S3ReadBenchmark.clientBuilder(ApacheHttpClient.builder().maxConnections(readers + 16)
                         .connectionTimeout(Duration.ofSeconds(10)).socketTimeout(Duration.ofSeconds(10))
-                        .connectionAcquisitionTimeout(Duration.ofSeconds(10)).tcpKeepAlive(true))
-                .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
-                .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
+                        .connectionAcquisitionTimeout(Duration.ofSeconds(10)).tcpKeepAlive(true), endpoint)
                 .build(); // the SDK's default retries, as a user's loop has them: S3Origin retries by itself
     }
 }
