@@ -59,6 +59,13 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  *       bytes in the reader's array).</li>
  *   <li>{@code disk}: as {@code memory}, plus a {@link DiskTier} (inclusive tiering: every page lands in both) in a
  *       fresh temporary directory under {@code granary.bench.dir}.</li>
+ *   <li>{@code sdk-ranged} (not in the default list): the plain loop sending the request {@link S3Origin} sent
+ *       before it dropped the {@code Range} of whole-object reads: {@code Range: bytes=0-(size-1)} and
+ *       {@code If-Match} with the ETag from the listing.</li>
+ *   <li>{@code memory-touched} (not in the default list): as {@code memory}, but the cache first reads the epoch
+ *       untimed and invalidates every object, so the timed cold epoch fills memory the tier has already faulted in:
+ *       what the kernel's first touch of fresh memory costs the {@code memory} subject (the plain loop reuses one
+ *       array per thread on a pre-touched heap).</li>
  *   <li>{@code memory-vt}, {@code disk-vt} (not in the default list): as {@code memory} and {@code disk} with each
  *       fill on a virtual thread of its own (system property {@code granary.fillThreads=virtual} while the cache is
  *       built), as fills ran before decision 0008: the before/after of that decision in one run.</li>
@@ -75,7 +82,7 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  * ./mvnw -q -DskipTests -pl cache-benchmarks -am package exec:exec@coldcpu -Dcoldcpu.args="--rounds=5"
  * </pre>
  * Options {@code --name=value}: objects (4000), size (131072), readers (16), latency-ms (20), mbps (0: no cap),
- * rounds (5), warmup (400), subjects (sdk,memory,disk; also memory-vt, disk-vt), threads (true: also print each epoch's CPU per thread
+ * rounds (5), warmup (400), subjects (sdk,memory,disk; also sdk-ranged, memory-touched, memory-vt, disk-vt), threads (true: also print each epoch's CPU per thread
  * group of this process, from {@code /proc/self/task}: readers, virtual threads' carriers, GC, JIT). Extra JVM flags
  * (a JFR recording, for one) go in {@code -Dcoldcpu.jvm="..."}.
  */
@@ -83,7 +90,8 @@ public final class ColdCpuBenchmark {
 
     private static final String BUCKET = "coldcpu";
     /** The subjects; a {@code -vt} suffix runs Granary's fills on virtual threads ({@code granary.fillThreads}). */
-    private static final List<String> SUBJECTS = List.of("sdk", "memory", "disk", "memory-vt", "disk-vt");
+    private static final List<String> SUBJECTS = List.of("sdk", "sdk-ranged", "memory", "disk", "memory-vt",
+            "disk-vt", "memory-touched");
 
     private ColdCpuBenchmark() {}
 
@@ -301,21 +309,28 @@ public final class ColdCpuBenchmark {
     private static Epoch epoch(String subject, Config c, URI endpoint, Path dir, List<String> order, Process server)
             throws Exception {
         return switch (subject) {
-            case "sdk" -> {
+            case "sdk", "sdk-ranged" -> {
+                boolean ranged = subject.equals("sdk-ranged");
                 try (S3Client s3 = sdkClient(c.readers, endpoint)) {
                     // A plain loader lists its keys too: the same work as Granary's listing before the epoch, so both
                     // enter it with the SDK's code compiled alike (a listing's XML reshapes the JIT's profiles).
                     long cpu = processCpuNanos();
                     long start = System.nanoTime();
-                    long listed = s3.listObjectsV2Paginator(b -> b.bucket(BUCKET)).contents().stream().count();
+                    Map<String, String> etags = new java.util.HashMap<>();
+                    s3.listObjectsV2Paginator(b -> b.bucket(BUCKET)).contents()
+                            .forEach(o -> etags.put(o.key(), o.eTag()));
+                    long listed = etags.size();
                     if (listed < c.objects) {
                         throw new IllegalStateException("listed " + listed + " objects (expected: >= " + c.objects
                                 + ")");
                     }
                     listingCpuNanos = processCpuNanos() - cpu;
                     listingNanos = System.nanoTime() - start;
+                    String range = "bytes=0-" + (c.size - 1);
                     yield timed(c, order, server, (key, scratch) -> {
-                        try (ResponseInputStream<GetObjectResponse> in = s3.getObject(b -> b.bucket(BUCKET).key(key))) {
+                        try (ResponseInputStream<GetObjectResponse> in = s3.getObject(ranged
+                                ? b -> b.bucket(BUCKET).key(key).range(range).ifMatch(etags.get(key))
+                                : b -> b.bucket(BUCKET).key(key))) {
                             int n = in.readNBytes(scratch, 0, scratch.length);
                             if (n != c.size || in.read() != -1) {
                                 throw new IllegalStateException(key + ": " + n + " bytes (expected: " + c.size + ")");
@@ -325,7 +340,7 @@ public final class ColdCpuBenchmark {
                     });
                 }
             }
-            case "memory", "disk", "memory-vt", "disk-vt" -> {
+            case "memory", "disk", "memory-vt", "disk-vt", "memory-touched" -> {
                 // Read when the cache is built: the -vt subjects put each fill on a virtual thread, as before
                 // decision 0008, so that both run in one process, alternated.
                 if (subject.endsWith("-vt")) {
@@ -346,6 +361,25 @@ public final class ColdCpuBenchmark {
                 }
                 try (TieredCache cache = builder.build()) {
                     System.clearProperty("granary.fillThreads");
+                    boolean touched = subject.equals("memory-touched");
+                    Read read = (key, scratch) -> {
+                        try (Lease lease = cache.read(key)) {
+                            ByteBuffer b = lease.bytes();
+                            if (b.remaining() != c.size) {
+                                throw new IllegalStateException(key + ": " + b.remaining() + " bytes (expected: "
+                                        + c.size + ")");
+                            }
+                            b.get(0, scratch, 0, c.size);
+                        }
+                        check(key, scratch, c.size);
+                    };
+                    if (touched) { // an untimed epoch, then every object invalidated: the tier's memory is faulted in
+                        try (var listing = cache.list("")) {
+                            listing.count();
+                        }
+                        timed(c, order, server, read);
+                        order.forEach(cache::invalidate);
+                    }
                     long cpu = processCpuNanos();
                     long start = System.nanoTime();
                     long listed;
@@ -358,19 +392,10 @@ public final class ColdCpuBenchmark {
                     }
                     listingCpuNanos = processCpuNanos() - cpu;
                     listingNanos = System.nanoTime() - start;
-                    Epoch e = timed(c, order, server, (key, scratch) -> {
-                        try (Lease lease = cache.read(key)) {
-                            ByteBuffer b = lease.bytes();
-                            if (b.remaining() != c.size) {
-                                throw new IllegalStateException(key + ": " + b.remaining() + " bytes (expected: "
-                                        + c.size + ")");
-                            }
-                            b.get(0, scratch, 0, c.size);
-                        }
-                        check(key, scratch, c.size);
-                    });
+                    Epoch e = timed(c, order, server, read);
                     var stats = cache.stats().origin();
-                    if (stats.reads() != order.size() || stats.metadataRequests() != 1) {
+                    int passes = touched ? 2 : 1;
+                    if (stats.reads() != (long) passes * order.size() || stats.metadataRequests() != passes) { // listings
                         throw new IllegalStateException("expected one listing and one read per object: " + stats);
                     }
                     yield e;
@@ -444,7 +469,8 @@ public final class ColdCpuBenchmark {
     /**
      * Every OS thread of this process with its user + system CPU ticks, keyed "tid group", where the group is the
      * kernel's thread name with its digits dropped ("GC Thread#", "C2 CompilerThre", "ForkJoinPool--worker-", the
-     * virtual threads' carriers): what the JVM's own threads (GC, JIT) cost beside the readers. Empty off Linux.
+     * virtual threads' carriers): what the JVM's own threads (GC, JIT) cost beside the readers; each also as
+     * "group (sys)", its system time alone (included in the group's). Empty off Linux.
      */
     private static Map<String, Long> threadCpuTicks() {
         Map<String, Long> ticks = new java.util.HashMap<>();
@@ -458,6 +484,8 @@ public final class ColdCpuBenchmark {
                     String[] fields = stat.substring(close + 2).split(" ");
                     long cpu = Long.parseLong(fields[11]) + Long.parseLong(fields[12]); // utime, stime
                     ticks.put(task.getFileName() + " " + name, cpu);
+                    // The kernel's share on its own: socket calls, futex hand-offs, page faults.
+                    ticks.put(task.getFileName() + " " + name + " (sys)", Long.parseLong(fields[12]));
                 } catch (IOException | RuntimeException e) {
                     // the thread ended meanwhile
                 }
