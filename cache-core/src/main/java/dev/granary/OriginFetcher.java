@@ -36,8 +36,8 @@ import java.util.stream.Stream;
  * {@value #IDLE_SECONDS} s idle; fills beyond that wait in the pool's queue. Metadata requests ({@code stat}) run on
  * virtual threads of their own, so that they never queue behind fills. Why platform threads for fills: an origin read
  * through an HTTP client parks in socket reads under a deep stack, and parking and resuming a virtual thread there
- * costs more CPU than the read's own work (docs/decisions/0008-fills-on-platform-threads.md: 1.2 against 1.7 times a
- * plain SDK loop's CPU per cold epoch). The system property {@code granary.fillThreads=virtual} puts fills back on a
+ * costs CPU a platform thread does not spend (docs/decisions/0008-fills-on-platform-threads.md: in a profile, the
+ * fills' work was 1.15 times a plain SDK loop's on platform threads, 1.35 times on virtual threads). The system property {@code granary.fillThreads=virtual} puts fills back on a
  * virtual thread each (read when a cache is built), for measuring the two side by side.
  * <p>
  * Callers wait on the result with the cache's read timeout, so a hung origin costs a caller an {@link IOException}
