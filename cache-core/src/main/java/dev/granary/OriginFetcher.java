@@ -8,14 +8,17 @@ import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
@@ -28,9 +31,19 @@ import java.util.stream.Stream;
  * and — for page fills — coalesced, so concurrent misses on one page make one origin read.
  *
  * <h2>Threads</h2>
- * Each origin request runs on its own virtual thread; at most {@link Origin#maxConcurrency()} data reads are in flight
- * (a semaphore, not a pool size). Callers wait on the result with the cache's read timeout, so a hung origin costs a
- * caller an {@link IOException} after the timeout, never a hang.
+ * Page fills run on a bounded pool of <em>platform</em> threads, one thread per allowed origin read
+ * ({@link Origin#maxConcurrency()}, at most {@value #MAX_FILL_THREADS}), started on demand and ended after
+ * {@value #IDLE_SECONDS} s idle; fills beyond that wait in the pool's queue. Metadata requests ({@code stat}) run on
+ * virtual threads of their own, so that they never queue behind fills. Why platform threads for fills: an origin read
+ * through an HTTP client parks in socket reads under a deep stack, and parking and resuming a virtual thread there
+ * costs CPU a platform thread does not spend (docs/decisions/0010-fills-on-platform-threads.md: in a profile, the
+ * fills' work was 1.15 times a plain SDK loop's on platform threads, 1.35 times on virtual threads). The system property {@code granary.fillThreads=virtual} puts fills back on a
+ * virtual thread each (read when a cache is built), for measuring the two side by side.
+ * <p>
+ * Callers wait on the result with the cache's read timeout, so a hung origin costs a caller an {@link IOException}
+ * after the timeout, never a hang; its fill goes on until the origin gives up (its own socket timeout).
+ * {@link #close()} fails every flight still registered and every queued fill at once, and interrupts the fills in
+ * progress (a platform thread blocked in a socket read ends when the origin closes its connections).
  *
  * <h2>Single flight and page ownership</h2>
  * A {@link Flight} is registered under the page key before the fill starts; later misses on the same key join it (an
@@ -43,6 +56,13 @@ final class OriginFetcher implements AutoCloseable {
 
     private final Origin origin;
     private final URI originUri;
+    /** The most platform threads one cache's fills use, whatever an origin's concurrency limit says. */
+    static final int MAX_FILL_THREADS = 1024;
+    private static final int IDLE_SECONDS = 30;
+
+    /** Runs fills: a bounded platform-thread pool, or a virtual thread per fill ({@code granary.fillThreads}). */
+    private final ExecutorService fills;
+    /** Runs metadata requests: a virtual thread each. */
     private final ExecutorService executor;
     private final int maxConcurrency;
     private final Semaphore permits;
@@ -58,6 +78,15 @@ final class OriginFetcher implements AutoCloseable {
         this.executor = Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("granary-origin-", 0).factory());
         this.maxConcurrency = origin.maxConcurrency();
         this.permits = new Semaphore(maxConcurrency);
+        if ("virtual".equals(System.getProperty("granary.fillThreads"))) {
+            this.fills = executor;
+        } else {
+            int threads = Math.max(1, Math.min(maxConcurrency, MAX_FILL_THREADS));
+            ThreadPoolExecutor pool = new ThreadPoolExecutor(threads, threads, IDLE_SECONDS, TimeUnit.SECONDS,
+                    new LinkedBlockingQueue<>(), Thread.ofPlatform().daemon().name("granary-fill-", 0).factory());
+            pool.allowCoreThreadTimeOut(true);
+            this.fills = pool;
+        }
     }
 
     URI originUri() {
@@ -98,36 +127,62 @@ final class OriginFetcher implements AutoCloseable {
             return flight;
         }
         try {
-            executor.execute(() -> runFill(mine, key, recheck, filler));
+            fills.execute(new Fill(mine, key, recheck, filler));
         } catch (RejectedExecutionException e) {
             flights.remove(key, mine);
-            mine.completeExceptionally(new IllegalStateException("cache is closed (expected: an open cache)", e));
+            mine.completeExceptionally(closed(e));
         }
         return mine;
     }
 
-    private void runFill(Flight flight, PageKey key, Function<PageKey, Page> recheck, Filler filler) {
-        Page page = null;
-        try {
-            page = recheck.apply(key);
-            if (page == null) {
-                page = dev.granary.internal.ReadAccount.call(flight.account, () -> filler.fill(key));
-            }
-        } catch (Throwable t) {
-            flights.remove(key, flight);
-            flight.completeExceptionally(t);
-            return;
+    private static IllegalStateException closed(Throwable cause) {
+        return new IllegalStateException("cache is closed (expected: an open cache)", cause);
+    }
+
+    /** One fill as a task: a named type, so that {@link #close()} can fail the flights of fills still queued. */
+    private final class Fill implements Runnable {
+        final Flight flight;
+        final PageKey key;
+        final Function<PageKey, Page> recheck;
+        final Filler filler;
+
+        Fill(Flight flight, PageKey key, Function<PageKey, Page> recheck, Filler filler) {
+            this.flight = flight;
+            this.key = key;
+            this.recheck = recheck;
+            this.filler = filler;
         }
-        flights.remove(key, flight);
-        // No one can join any more: hand one reference to each joiner, then drop the fill's own.
-        page.retain(flight.joiners.get());
-        page.release();
-        flight.complete(page);
+
+        @Override
+        public void run() {
+            Page page;
+            try {
+                page = recheck.apply(key);
+                if (page == null) {
+                    page = dev.granary.internal.ReadAccount.call(flight.account, () -> filler.fill(key));
+                }
+            } catch (Throwable t) {
+                flights.remove(key, flight);
+                flight.completeExceptionally(t);
+                return;
+            }
+            flights.remove(key, flight);
+            // No one can join any more: hand one reference to each joiner, then drop the fill's own.
+            int joiners = flight.joiners.get();
+            page.retain(joiners);
+            page.release();
+            if (!flight.complete(page)) {
+                // close() failed the flight meanwhile: no joiner takes its reference, so hand them back here.
+                for (int i = 0; i < joiners; i++) {
+                    page.release();
+                }
+            }
+        }
     }
 
     /**
      * Reads bytes of one object version from the origin into {@code page}'s writable memory, metered and bounded by
-     * the concurrency limit. Runs on the fill's virtual thread.
+     * the concurrency limit. Runs on the fill's thread.
      */
     void readInto(dev.granary.ObjectInfo info, Page page) throws IOException {
         try {
@@ -225,13 +280,23 @@ final class OriginFetcher implements AutoCloseable {
                 maxConcurrency - permits.availablePermits());
     }
 
-    int inFlight() {
-        return flights.size();
-    }
-
-    /** Stops accepting work and interrupts fills in progress; their waiters fail. */
+    /**
+     * Stops accepting work, fails every registered flight (its waiters see "cache is closed" at once, not after a
+     * socket timeout) and every queued fill, and interrupts the fills in progress.
+     */
     @Override
     public void close() {
+        List<Runnable> queued = fills.shutdownNow();
         executor.shutdownNow();
+        IllegalStateException closed = closed(null);
+        for (Runnable task : queued) {
+            if (task instanceof Fill fill) {
+                flights.remove(fill.key, fill.flight);
+                fill.flight.completeExceptionally(closed);
+            }
+        }
+        for (Flight flight : flights.values()) {
+            flight.completeExceptionally(closed);
+        }
     }
 }

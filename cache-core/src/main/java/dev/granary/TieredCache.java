@@ -39,8 +39,8 @@ import java.util.function.LongSupplier;
  * it, so one read never mixes two versions of an object, and a changed object is never served from old pages.
  *
  * <h2>Thread safety</h2>
- * All methods may be called from any number of threads. Origin reads run on virtual threads, bounded by the origin's
- * {@link Origin#maxConcurrency()}; a caller waits at most {@link Builder#readTimeout(Duration)} for them.
+ * All methods may be called from any number of threads. Origin reads run on a pool of platform threads as large as the
+ * origin's {@link Origin#maxConcurrency()}; a caller waits at most {@link Builder#readTimeout(Duration)} for them.
  *
  * <h2>Lifecycle</h2>
  * The cache owns its origin and tiers and closes them in {@link #close()}. Leases handed out before close stay valid
@@ -495,7 +495,7 @@ public final class TieredCache implements AutoCloseable {
 
     /**
      * Fills a page into the staging tiers: copied from a tier above if one holds it (no origin read), else read from
-     * the origin into memory a staging tier allocates. Runs on the fill's virtual thread.
+     * the origin into memory a staging tier allocates. Runs on the fill's thread.
      */
     private Page stageFill(ObjectInfo info, PageKey key, int from) throws IOException {
         Page page = null;
@@ -799,7 +799,7 @@ public final class TieredCache implements AutoCloseable {
         return page(info, key, fromTier, k -> fill(info, k));
     }
 
-    /** A page, looked up from tier {@code fromTier} down, else made by {@code filler} on a fill's virtual thread. */
+    /** A page, looked up from tier {@code fromTier} down, else made by {@code filler} on a fill's thread. */
     private Page page(ObjectInfo info, PageKey key, int fromTier, OriginFetcher.Filler filler) throws IOException {
         Page page = lookup(key, fromTier, false);
         if (page != null) {
@@ -873,7 +873,7 @@ public final class TieredCache implements AutoCloseable {
 
     /**
      * Fills a page from the origin: into memory the first willing tier allocates (no extra copy), else into a heap
-     * page of its own; then offers it to every tier. Runs on the fill's virtual thread. With a
+     * page of its own; then offers it to every tier. Runs on a fill thread (OriginFetcher). With a
      * {@linkplain Tier#shared() shared} tier (a disk directory other processes use), the fill first asks it whether
      * another process is reading the same page, and takes that one's page instead of reading the origin; else it
      * claims the page and puts it into the shared tier before the claim ends.

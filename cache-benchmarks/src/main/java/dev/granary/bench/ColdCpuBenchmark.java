@@ -25,17 +25,12 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.SplittableRandom;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
 import software.amazon.awssdk.core.ResponseInputStream;
-import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
-import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
-import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.http.apache.ApacheHttpClient;
-import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 
@@ -64,6 +59,16 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  *       bytes in the reader's array).</li>
  *   <li>{@code disk}: as {@code memory}, plus a {@link DiskTier} (inclusive tiering: every page lands in both) in a
  *       fresh temporary directory under {@code granary.bench.dir}.</li>
+ *   <li>{@code sdk-ranged} (not in the default list): the plain loop sending the request {@link S3Origin} sent
+ *       before it dropped the {@code Range} of whole-object reads: {@code Range: bytes=0-(size-1)} and
+ *       {@code If-Match} with the ETag from the listing.</li>
+ *   <li>{@code memory-touched} (not in the default list): as {@code memory}, but the cache first reads the epoch
+ *       untimed and invalidates every object, so the timed cold epoch fills memory the tier has already faulted in:
+ *       what the kernel's first touch of fresh memory costs the {@code memory} subject (the plain loop reuses one
+ *       array per thread on a pre-touched heap).</li>
+ *   <li>{@code memory-vt}, {@code disk-vt} (not in the default list): as {@code memory} and {@code disk} with each
+ *       fill on a virtual thread of its own (system property {@code granary.fillThreads=virtual} while the cache is
+ *       built), as fills ran before decision 0010: the before/after of that decision in one run.</li>
  * </ul>
  * Every round builds fresh clients and caches (outside the timed epoch; connections are opened inside it, for every
  * subject alike). Every subject lists the bucket once before its epoch (Granary through {@code cache.list("")}, so no
@@ -77,13 +82,16 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  * ./mvnw -q -DskipTests -pl cache-benchmarks -am package exec:exec@coldcpu -Dcoldcpu.args="--rounds=5"
  * </pre>
  * Options {@code --name=value}: objects (4000), size (131072), readers (16), latency-ms (20), mbps (0: no cap),
- * rounds (5), warmup (400), subjects (sdk,memory,disk), threads (true: also print each epoch's CPU per thread
+ * rounds (5), warmup (400), subjects (sdk,memory,disk; also sdk-ranged, memory-touched, memory-vt, disk-vt), threads (true: also print each epoch's CPU per thread
  * group of this process, from {@code /proc/self/task}: readers, virtual threads' carriers, GC, JIT). Extra JVM flags
  * (a JFR recording, for one) go in {@code -Dcoldcpu.jvm="..."}.
  */
 public final class ColdCpuBenchmark {
 
     private static final String BUCKET = "coldcpu";
+    /** The subjects; a {@code -vt} suffix runs Granary's fills on virtual threads ({@code granary.fillThreads}). */
+    private static final List<String> SUBJECTS = List.of("sdk", "sdk-ranged", "memory", "disk", "memory-vt",
+            "disk-vt", "memory-touched");
 
     private ColdCpuBenchmark() {}
 
@@ -102,25 +110,11 @@ public final class ColdCpuBenchmark {
         }
 
         private static String option(String[] args, String name, String fallback) {
-            for (String arg : args) {
-                if (arg.startsWith("--" + name + "=")) {
-                    return arg.substring(name.length() + 3);
-                }
-            }
-            return fallback;
+            return S3ReadBenchmark.option(args, name, fallback);
         }
 
         private static int intOption(String[] args, String name, int fallback) {
-            String value = option(args, name, Integer.toString(fallback));
-            try {
-                int n = Integer.parseInt(value);
-                if (n < 0 || (n == 0 && !name.equals("mbps"))) {
-                    throw new NumberFormatException();
-                }
-                return n;
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("--" + name + ": '" + value + "' (expected: a positive integer)");
-            }
+            return S3ReadBenchmark.intOption(args, name, fallback, name.equals("mbps") ? 0 : 1);
         }
     }
 
@@ -136,8 +130,8 @@ public final class ColdCpuBenchmark {
         }
         Config c = Config.parse(args);
         for (String s : c.subjects) {
-            if (!List.of("sdk", "memory", "disk").contains(s)) {
-                throw new IllegalArgumentException("subject: '" + s + "' (expected: sdk, memory or disk)");
+            if (!SUBJECTS.contains(s)) {
+                throw new IllegalArgumentException("subject: '" + s + "' (expected: one of " + SUBJECTS + ")");
             }
         }
         Path dir = Path.of(System.getProperty("granary.bench.dir", "target")).resolve("coldcpu-bench");
@@ -211,22 +205,11 @@ public final class ColdCpuBenchmark {
             return;
         }
         long start = System.nanoTime();
-        try (S3Client client = server.client(); ExecutorService pool = Executors.newFixedThreadPool(8)) {
-            try {
-                client.createBucket(b -> b.bucket(BUCKET));
-            } catch (software.amazon.awssdk.services.s3.model.S3Exception e) {
-                if (e.statusCode() != 409) {
-                    throw e;
-                }
-            }
-            List<CompletableFuture<Void>> puts = new ArrayList<>();
-            for (int i = 0; i < objects; i++) {
-                int index = i;
-                puts.add(CompletableFuture.runAsync(() -> client.putObject(b -> b.bucket(BUCKET).key(key(index)),
-                        RequestBody.fromBytes(S3ReadBenchmark.content(index, size))), pool));
-            }
-            CompletableFuture.allOf(puts.toArray(CompletableFuture[]::new)).join();
+        List<String> keys = new ArrayList<>();
+        for (int i = 0; i < objects; i++) {
+            keys.add(key(i));
         }
+        S3ReadBenchmark.upload(server, BUCKET, keys, size);
         Files.writeString(marker, "");
         System.out.printf(Locale.ROOT, "seeded %d objects in %.1f s%n", objects, (System.nanoTime() - start) / 1e9);
     }
@@ -326,21 +309,28 @@ public final class ColdCpuBenchmark {
     private static Epoch epoch(String subject, Config c, URI endpoint, Path dir, List<String> order, Process server)
             throws Exception {
         return switch (subject) {
-            case "sdk" -> {
+            case "sdk", "sdk-ranged" -> {
+                boolean ranged = subject.equals("sdk-ranged");
                 try (S3Client s3 = sdkClient(c.readers, endpoint)) {
                     // A plain loader lists its keys too: the same work as Granary's listing before the epoch, so both
                     // enter it with the SDK's code compiled alike (a listing's XML reshapes the JIT's profiles).
                     long cpu = processCpuNanos();
                     long start = System.nanoTime();
-                    long listed = s3.listObjectsV2Paginator(b -> b.bucket(BUCKET)).contents().stream().count();
+                    Map<String, String> etags = new java.util.HashMap<>();
+                    s3.listObjectsV2Paginator(b -> b.bucket(BUCKET)).contents()
+                            .forEach(o -> etags.put(o.key(), o.eTag()));
+                    long listed = etags.size();
                     if (listed < c.objects) {
                         throw new IllegalStateException("listed " + listed + " objects (expected: >= " + c.objects
                                 + ")");
                     }
                     listingCpuNanos = processCpuNanos() - cpu;
                     listingNanos = System.nanoTime() - start;
+                    String range = "bytes=0-" + (c.size - 1);
                     yield timed(c, order, server, (key, scratch) -> {
-                        try (ResponseInputStream<GetObjectResponse> in = s3.getObject(b -> b.bucket(BUCKET).key(key))) {
+                        try (ResponseInputStream<GetObjectResponse> in = s3.getObject(ranged
+                                ? b -> b.bucket(BUCKET).key(key).range(range).ifMatch(etags.get(key))
+                                : b -> b.bucket(BUCKET).key(key))) {
                             int n = in.readNBytes(scratch, 0, scratch.length);
                             if (n != c.size || in.read() != -1) {
                                 throw new IllegalStateException(key + ": " + n + " bytes (expected: " + c.size + ")");
@@ -350,7 +340,14 @@ public final class ColdCpuBenchmark {
                     });
                 }
             }
-            case "memory", "disk" -> {
+            case "memory", "disk", "memory-vt", "disk-vt", "memory-touched" -> {
+                // Read when the cache is built: the -vt subjects put each fill on a virtual thread, as before
+                // decision 0010, so that both run in one process, alternated.
+                if (subject.endsWith("-vt")) {
+                    System.setProperty("granary.fillThreads", "virtual");
+                } else {
+                    System.clearProperty("granary.fillThreads");
+                }
                 S3Origin origin = S3Origin.builder().bucket(BUCKET).endpoint(endpoint).pathStyle(true)
                         .credentials(S3ProxyServer.credentials()).maxConcurrency(c.readers).build();
                 long capacity = (long) c.objects * c.size + (64L << 20);
@@ -358,11 +355,31 @@ public final class ColdCpuBenchmark {
                         .metadataTtl(Duration.ofHours(1)) // a slow epoch on a loaded box must not turn into HEADs
                         .tier(MemoryTier.builder().capacity(capacity).build());
                 Path diskDir = null;
-                if (subject.equals("disk")) {
+                if (subject.startsWith("disk")) {
                     diskDir = Files.createTempDirectory(dir, "disk-");
                     builder.tier(DiskTier.builder().directory(diskDir).capacity(capacity).build());
                 }
                 try (TieredCache cache = builder.build()) {
+                    System.clearProperty("granary.fillThreads");
+                    boolean touched = subject.equals("memory-touched");
+                    Read read = (key, scratch) -> {
+                        try (Lease lease = cache.read(key)) {
+                            ByteBuffer b = lease.bytes();
+                            if (b.remaining() != c.size) {
+                                throw new IllegalStateException(key + ": " + b.remaining() + " bytes (expected: "
+                                        + c.size + ")");
+                            }
+                            b.get(0, scratch, 0, c.size);
+                        }
+                        check(key, scratch, c.size);
+                    };
+                    if (touched) { // an untimed epoch, then every object invalidated: the tier's memory is faulted in
+                        try (var listing = cache.list("")) {
+                            listing.count();
+                        }
+                        timed(c, order, server, read);
+                        order.forEach(cache::invalidate);
+                    }
                     long cpu = processCpuNanos();
                     long start = System.nanoTime();
                     long listed;
@@ -375,19 +392,10 @@ public final class ColdCpuBenchmark {
                     }
                     listingCpuNanos = processCpuNanos() - cpu;
                     listingNanos = System.nanoTime() - start;
-                    Epoch e = timed(c, order, server, (key, scratch) -> {
-                        try (Lease lease = cache.read(key)) {
-                            ByteBuffer b = lease.bytes();
-                            if (b.remaining() != c.size) {
-                                throw new IllegalStateException(key + ": " + b.remaining() + " bytes (expected: "
-                                        + c.size + ")");
-                            }
-                            b.get(0, scratch, 0, c.size);
-                        }
-                        check(key, scratch, c.size);
-                    });
+                    Epoch e = timed(c, order, server, read);
                     var stats = cache.stats().origin();
-                    if (stats.reads() != order.size() || stats.metadataRequests() != 1) {
+                    int passes = touched ? 2 : 1;
+                    if (stats.reads() != (long) passes * order.size() || stats.metadataRequests() != passes) { // listings
                         throw new IllegalStateException("expected one listing and one read per object: " + stats);
                     }
                     yield e;
@@ -398,7 +406,8 @@ public final class ColdCpuBenchmark {
                     }
                 }
             }
-            default -> throw new IllegalArgumentException("subject: '" + subject + "' (expected: sdk, memory or disk)");
+            default -> throw new IllegalArgumentException("subject: '" + subject + "' (expected: one of " + SUBJECTS
+                    + ")");
         };
     }
 
@@ -460,7 +469,8 @@ public final class ColdCpuBenchmark {
     /**
      * Every OS thread of this process with its user + system CPU ticks, keyed "tid group", where the group is the
      * kernel's thread name with its digits dropped ("GC Thread#", "C2 CompilerThre", "ForkJoinPool--worker-", the
-     * virtual threads' carriers): what the JVM's own threads (GC, JIT) cost beside the readers. Empty off Linux.
+     * virtual threads' carriers): what the JVM's own threads (GC, JIT) cost beside the readers; each also as
+     * "group (sys)", its system time alone (included in the group's). Empty off Linux.
      */
     private static Map<String, Long> threadCpuTicks() {
         Map<String, Long> ticks = new java.util.HashMap<>();
@@ -474,6 +484,8 @@ public final class ColdCpuBenchmark {
                     String[] fields = stat.substring(close + 2).split(" ");
                     long cpu = Long.parseLong(fields[11]) + Long.parseLong(fields[12]); // utime, stime
                     ticks.put(task.getFileName() + " " + name, cpu);
+                    // The kernel's share on its own: socket calls, futex hand-offs, page faults.
+                    ticks.put(task.getFileName() + " " + name + " (sys)", Long.parseLong(fields[12]));
                 } catch (IOException | RuntimeException e) {
                     // the thread ended meanwhile
                 }
@@ -498,15 +510,11 @@ public final class ColdCpuBenchmark {
         return total;
     }
 
-    /** The plain loop's client: configured as {@link S3Origin} configures its own. */
+    /** The plain loop's client: configured as {@link S3Origin} configures its own, with the SDK's default retries. */
     static S3Client sdkClient(int readers, URI endpoint) {
-        return S3Client.builder().endpointOverride(endpoint).forcePathStyle(true)
-                .region(Region.US_EAST_1).credentialsProvider(S3ProxyServer.credentials())
-                .httpClientBuilder(ApacheHttpClient.builder().maxConnections(readers + 16)
+        return S3ReadBenchmark.clientBuilder(ApacheHttpClient.builder().maxConnections(readers + 16)
                         .connectionTimeout(Duration.ofSeconds(10)).socketTimeout(Duration.ofSeconds(10))
-                        .connectionAcquisitionTimeout(Duration.ofSeconds(10)).tcpKeepAlive(true))
-                .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
-                .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
+                        .connectionAcquisitionTimeout(Duration.ofSeconds(10)).tcpKeepAlive(true), endpoint)
                 .build(); // the SDK's default retries, as a user's loop has them: S3Origin retries by itself
     }
 }

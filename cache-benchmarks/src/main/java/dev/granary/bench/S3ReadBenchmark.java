@@ -37,6 +37,7 @@ import software.amazon.awssdk.http.nio.netty.NettyNioAsyncHttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3AsyncClient;
 import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.S3ClientBuilder;
 
 /**
  * Reads of a data set from a real S3 server behind injected latency and a per-connection bandwidth cap: Granary cold
@@ -98,26 +99,37 @@ public final class S3ReadBenchmark {
                     option(args, "origin-client", "own").equals("plain"));
         }
 
-        private static String option(String[] args, String name, String fallback) {
-            for (String arg : args) {
-                if (arg.startsWith("--" + name + "=")) {
-                    return arg.substring(name.length() + 3);
-                }
-            }
-            return fallback;
-        }
-
         private static int intOption(String[] args, String name, int fallback) {
-            String value = option(args, name, Integer.toString(fallback));
-            try {
-                int n = Integer.parseInt(value);
-                if (n < 1) {
-                    throw new NumberFormatException();
-                }
-                return n;
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("--" + name + ": '" + value + "' (expected: a positive integer)");
+            return S3ReadBenchmark.intOption(args, name, fallback, 1);
+        }
+    }
+
+    /** The value of option {@code --name=value}, else the fallback; shared by the S3 benchmark mains. */
+    static String option(String[] args, String name, String fallback) {
+        for (String arg : args) {
+            if (arg.startsWith("--" + name + "=")) {
+                return arg.substring(name.length() + 3);
             }
+        }
+        return fallback;
+    }
+
+    /**
+     * An integer option of at least {@code min}.
+     *
+     * @throws IllegalArgumentException naming the option and its value
+     */
+    static int intOption(String[] args, String name, int fallback, int min) {
+        String value = option(args, name, Integer.toString(fallback));
+        try {
+            int n = Integer.parseInt(value);
+            if (n < min) {
+                throw new NumberFormatException();
+            }
+            return n;
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--" + name + ": '" + value + "' (expected: an integer >= " + min
+                    + ")");
         }
     }
 
@@ -151,25 +163,30 @@ public final class S3ReadBenchmark {
             return keys;
         }
         long start = System.nanoTime();
+        upload(server, BUCKET, keys, c.size);
+        Files.writeString(marker, "");
+        System.out.printf(Locale.ROOT, "seeded in %.1f s%n", (System.nanoTime() - start) / 1e9);
+        return keys;
+    }
+
+    /** Creates the bucket (if it is not there) and uploads object {@code i} as {@link #content}{@code (i, size)}. */
+    static void upload(S3ProxyServer server, String bucket, List<String> keys, int size) throws Exception {
         try (S3Client client = server.client(); ExecutorService pool = Executors.newFixedThreadPool(8)) {
             try {
-                client.createBucket(b -> b.bucket(BUCKET));
+                client.createBucket(b -> b.bucket(bucket));
             } catch (software.amazon.awssdk.services.s3.model.S3Exception e) {
                 if (e.statusCode() != 409) {
                     throw e;
                 }
             }
             List<CompletableFuture<Void>> puts = new ArrayList<>();
-            for (int i = 0; i < c.objects; i++) {
+            for (int i = 0; i < keys.size(); i++) {
                 int index = i;
-                puts.add(CompletableFuture.runAsync(() -> client.putObject(b -> b.bucket(BUCKET).key(keys.get(index)),
-                        RequestBody.fromBytes(content(index, c.size))), pool));
+                puts.add(CompletableFuture.runAsync(() -> client.putObject(b -> b.bucket(bucket).key(keys.get(index)),
+                        RequestBody.fromBytes(content(index, size))), pool));
             }
             CompletableFuture.allOf(puts.toArray(CompletableFuture[]::new)).join();
         }
-        Files.writeString(marker, "");
-        System.out.printf(Locale.ROOT, "seeded in %.1f s%n", (System.nanoTime() - start) / 1e9);
-        return keys;
     }
 
     static byte[] content(int index, int size) {
@@ -428,13 +445,22 @@ public final class S3ReadBenchmark {
 
     /** The plain peer's client: sync Apache with {@code concurrency} connections, no retries, no checksums. */
     static S3Client plainClient(int concurrency, URI endpoint) {
-        return S3Client.builder().endpointOverride(endpoint).forcePathStyle(true)
-                .region(Region.US_EAST_1).credentialsProvider(S3ProxyServer.credentials())
-                .httpClientBuilder(ApacheHttpClient.builder().maxConnections(concurrency))
-                .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
-                .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
+        return clientBuilder(ApacheHttpClient.builder().maxConnections(concurrency), endpoint)
                 .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry()))
                 .build();
+    }
+
+    /**
+     * A synchronous client of the benchmark's S3 server over the given Apache HTTP client: path-style, S3Proxy's
+     * credentials, checksums only where S3 requires them (as {@link S3Origin} configures its own). Shared by the
+     * plain loops of the S3 benchmarks; retries are the caller's choice.
+     */
+    static S3ClientBuilder clientBuilder(ApacheHttpClient.Builder http, URI endpoint) {
+        return S3Client.builder().endpointOverride(endpoint).forcePathStyle(true)
+                .region(Region.US_EAST_1).credentialsProvider(S3ProxyServer.credentials())
+                .httpClientBuilder(http)
+                .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
+                .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED);
     }
 
     /** K requests in flight, started as earlier ones complete. */

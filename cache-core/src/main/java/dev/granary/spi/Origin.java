@@ -29,8 +29,9 @@ import java.util.stream.Stream;
  * sentinel.
  *
  * <h2>Thread safety and blocking</h2>
- * Every method may be called concurrently from many threads. Methods block on I/O; the cache calls them from virtual
- * threads, at most {@link #maxConcurrency()} data reads at a time, and an origin should not need its own thread pool.
+ * Every method may be called concurrently from many threads. Methods block on I/O; the cache calls them from threads of
+ * its own (data reads from a pool of at most {@link #maxConcurrency()} platform threads, metadata requests from virtual
+ * threads), at most {@link #maxConcurrency()} data reads at a time, and an origin should not need its own thread pool.
  * An origin must respond to interruption or time out by itself: a read must never hang forever.
  *
  * <h2>Lifecycle</h2>
