@@ -237,7 +237,7 @@ public final class TieredCache implements AutoCloseable {
      * probe and lookup (evicted), or found damaged under its mapping while copied, makes the whole extent a miss:
      * never partial or wrong bytes.
      */
-    private Lease fromPages(ObjectInfo info, long offset, int length) throws IOException {
+    private Lease fromPages(ObjectInfo info, long offset, int length) {
         long first = offset / pageSize;
         long last = (offset + length - 1) / pageSize;
         for (long i = first; i <= last; i++) {
@@ -437,9 +437,11 @@ public final class TieredCache implements AutoCloseable {
      * pre-stage before a training job (the {@code granary prestage} command runs it). The staging tiers are every tier
      * below the first when there are several (a disk tier under memory: staging a dataset through memory would only
      * churn it), else the only one. Pages are the cache's own ({@link Builder#pageSize(int)}), keyed by the version
-     * the listing reports: exactly what {@link #read(String)} and {@code Dataset.ofObjects} look up for objects up to a
-     * page in size, so a disk tier staged here and reopened by a later cache serves them without an origin data read.
-     * A WebDataset is staged by its prefix: the shards whole, and their {@code .gidx} index files beside them.
+     * the listing reports: what {@link #read(String)} looks up, and what a loader's extents are served from when no
+     * tier holds them as units ({@link LoaderSupport}) — so a disk tier staged here and reopened by a later cache with
+     * the same page size serves whole objects, {@code Dataset.ofObjects} samples, and a WebDataset's shard parts,
+     * samples and indexes without an origin data read. A WebDataset is staged by its prefix: the shards whole, and
+     * their {@code .gidx} index files beside them.
      *
      * <ul>
      *   <li><b>Lazy and bounded:</b> the prefix is listed lazily, page by page of the origin's listing, while objects
