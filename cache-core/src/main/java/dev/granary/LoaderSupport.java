@@ -97,6 +97,23 @@ public final class LoaderSupport {
     }
 
     /**
+     * Tells whether the cache's tiers hold an object's version in pages of the cache's page size — its first and its
+     * last page, probed without counting a hit or miss and without touching the eviction policy: the mark of an object
+     * {@link TieredCache#prestage} staged (or {@link TieredCache#read} read whole). A loader that reads such an object in
+     * parts of exactly the page size reads cached pages as they are (zero-copy views), where parts of another size
+     * would be assembled from them by a copy. A hint, not a promise: pages may be evicted a moment later, and a page
+     * between the first and the last may be missing (it is then read from the origin when needed).
+     *
+     * @param object the object's key, size and version
+     * @return whether its first and last pages are held; {@code false} for an empty object
+     * @throws IllegalArgumentException if {@code object} is null
+     * @throws IllegalStateException    if the cache is closed
+     */
+    public boolean holdsPages(ObjectInfo object) {
+        return cache.holdsPages(object);
+    }
+
+    /**
      * Writes an object whole through the origin (a shard's index file, for instance), replacing any object with that
      * key, and drops what the cache knew of the key — its version and every cached page and extent — so that the next
      * read sees the new bytes. Not counted in the origin stats' reads.

@@ -275,6 +275,16 @@ public final class TieredCache implements AutoCloseable {
         return Lease.ofCopy(info.key(), offset, ByteBuffer.wrap(bytes).asReadOnlyBuffer(), leases);
     }
 
+    /** {@link LoaderSupport#holdsPages}: the object's first and last pages, probed quietly. */
+    boolean holdsPages(ObjectInfo info) {
+        ensureOpen();
+        if (info == null) {
+            throw new IllegalArgumentException("object: null (expected: an ObjectInfo from stat() or list())");
+        }
+        long pages = (info.size() + pageSize - 1) / pageSize;
+        return pages > 0 && held(pageKey(info, 0)) && held(pageKey(info, pages - 1));
+    }
+
     /** {@return whether some tier holds the page}: neither counted, nor promoted, nor told to the eviction policy */
     private boolean held(PageKey key) {
         for (Tier tier : tiers) {

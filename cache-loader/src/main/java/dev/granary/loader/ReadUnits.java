@@ -80,8 +80,8 @@ interface ReadUnits {
             if (from == to) {
                 return;
             }
-            StreamPlan plan = StreamPlan.decide(shards, order, from, to, settings.partSize(),
-                    settings.streamBudget());
+            int partSize = ShardParts.forEpoch(shards, settings.partSize());
+            StreamPlan plan = StreamPlan.decide(shards, order, from, to, partSize, settings.streamBudget());
             if (!plan.streams()) {
                 perSample.epoch(epoch, order, from, to, sim, sink);
                 return;

@@ -39,6 +39,29 @@ final class ShardParts {
         return (int) Math.min(partSize, shardSize - start(part, partSize));
     }
 
+    /**
+     * The part size an epoch streams its shards in: the cache's page size when the cache holds every shard in pages
+     * ({@link dev.granary.LoaderSupport#holdsPages}: a prestage) and that size is at least {@link #MIN_PART_SIZE} —
+     * each part is then one cached page, read as a zero-copy view, where parts of {@code configured} bytes would each
+     * be a copy assembled from pages, held on the heap for as long as the stream holds the part
+     * (docs/decisions/0008-staged-pages-serve-extents.md) — else {@code configured}. Both the epoch
+     * ({@link EpochRun}) and its dry run ({@link ReadUnits}) ask this, so they plan the same parts.
+     */
+    static int forEpoch(WebDataset shards, int configured) {
+        int page = shards.cache().pageSize();
+        if (page == configured || page < MIN_PART_SIZE) {
+            return configured;
+        }
+        dev.granary.LoaderSupport support = shards.cache().loaderSupport();
+        for (int s = 0; s < shards.shardCount(); s++) {
+            dev.granary.ObjectInfo shard = shards.shardInfo(s);
+            if (shard.size() > 0 && !support.holdsPages(shard)) {
+                return configured;
+            }
+        }
+        return page;
+    }
+
     /** {@return the part holding byte {@code offset}} */
     static int partOf(long offset, int partSize) {
         return (int) (offset / partSize);

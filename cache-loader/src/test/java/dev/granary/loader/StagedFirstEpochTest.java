@@ -43,7 +43,8 @@ import software.amazon.awssdk.services.s3.S3Client;
  * cache is closed, and a child JVM opens a new cache on the same directory and runs, each checking every sample's
  * bytes against what was written: the shards' indexing (index files read whole), the dry run, a streamed epoch (shard
  * parts of 1 MiB, 64 pages each), a per-sample epoch (extents inside and across pages), and an epoch over the objects
- * (one extent each, up to six pages). The child reports the origin's data reads after each; all must be zero.
+ * (one extent each, up to six pages). The child reports the origin's data reads after each; all must be zero. With
+ * pages of at least a part's minimum (1 MiB), a streamed epoch reads the pages themselves as its parts.
  */
 @Timeout(300)
 class StagedFirstEpochTest {
@@ -162,6 +163,42 @@ class StagedFirstEpochTest {
         }
         stage(s3(server.endpoint(), bucket), disk, data);
         check(Job.run(shards, disk, "s3", server.endpoint().toString(), bucket));
+    }
+
+    @Test
+    void withPagesOfAtLeastAPartsMinimumTheStreamReadsThePagesThemselves() throws Exception {
+        Path data = root.resolve("data");
+        Path disk = root.resolve("nvme");
+        List<String> shards = write(data);
+        int page = ShardParts.MIN_PART_SIZE;
+        java.util.function.Supplier<TieredCache> cache = () -> TieredCache.builder(PosixOrigin.of(data))
+                .tier(MemoryTier.builder().capacity(16L << 20).slabSize(4 << 20).build())
+                .tier(DiskTier.builder().directory(disk).capacity(64L << 20).segmentSize(4L << 20).build())
+                .pageSize(page).build();
+        long pages = 0;
+        try (TieredCache staging = cache.get()) {
+            assertTrue(staging.prestage("shards/", p -> {}).complete());
+            for (String shard : shards) {
+                pages += (staging.stat(shard).size() + page - 1) / page;
+            }
+        }
+        try (TieredCache job = cache.get()) {
+            WebDataset dataset = WebDataset.of(job, shards);
+            try (DataLoader<Integer> loader = DataLoader.builder(dataset, Job::sample).batchSize(16)
+                    .shuffle(Shuffle.shardBlocks(7, 2)).workers(2).build()) { // parts of 8 MiB configured
+                EpochPlan plan = loader.plan(0, 1).epochs().getFirst();
+                assertEquals(pages, plan.reads(), "the epoch reads the staged 1 MiB pages as its parts: " + plan);
+                assertEquals(0, plan.originReads(), plan.toString());
+                long reads = job.stats().origin().reads();
+                long diskMisses = job.stats().tiers().get(1).misses();
+                long diskHits = job.stats().tiers().get(1).hits();
+                assertEquals(SAMPLES + TINY, Job.drain(loader));
+                assertEquals(reads, job.stats().origin().reads(), "no origin data read");
+                assertEquals(diskMisses, job.stats().tiers().get(1).misses(), "every part found as it is: no part"
+                        + " missed and assembled from pages");
+                assertEquals(diskHits + pages, job.stats().tiers().get(1).hits(), "one hit per page");
+            }
+        }
     }
 
     /** Stages both prefixes, and checks the dataset is what the test means: an index file larger than a page. */
