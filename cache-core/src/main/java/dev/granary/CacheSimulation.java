@@ -120,6 +120,52 @@ public final class CacheSimulation {
     }
 
     /**
+     * Reads an extent as {@link LoaderSupport#readExtent(ObjectInfo, long, int)} does: the extent itself if a tier holds
+     * it; else, if tiers hold every one of the cache's pages that cover it (what {@link TieredCache#prestage} stages),
+     * from those pages, each read as a hit; else from the origin, offered to the tiers as one unit ({@link #read}).
+     *
+     * <p>Where some pages are held and others not, the real cache probes them without effect first and reads the
+     * extent from the origin; here the pages found before the first missing one are recorded as read — a difference in
+     * their stamps only, which a partly staged object can show.
+     *
+     * @param object the object's key, size and version
+     * @param offset the first byte
+     * @param length the number of bytes, {@code > 0}
+     * @return the index of the tier that serves it (of the slowest one, when pages in several tiers do), or {@code -1}
+     *     if the origin is read
+     * @throws IllegalArgumentException if the object is null or the range is empty or outside it
+     */
+    public int readExtent(ObjectInfo object, long offset, int length) {
+        if (object == null || length <= 0 || offset < 0 || offset + length > object.size()) {
+            throw new IllegalArgumentException("extent [" + offset + ", +" + length + ") of " + object
+                    + " (expected: a non-empty range within the object)");
+        }
+        PageKey unit = extentKey(object, offset, length);
+        for (int i = 0; i < tiers.size(); i++) {
+            if (tiers.get(i).get(unit)) {
+                return i;
+            }
+        }
+        int slowest = -1;
+        long first = offset / cache.pageSize();
+        long last = (offset + length - 1) / cache.pageSize();
+        for (long p = first; p <= last; p++) {
+            PageKey page = pageKey(object, p);
+            int served = -1;
+            for (int i = 0; i < tiers.size() && served < 0; i++) {
+                if (tiers.get(i).get(page)) {
+                    served = i;
+                }
+            }
+            if (served < 0) {
+                return read(unit);
+            }
+            slowest = Math.max(slowest, served);
+        }
+        return slowest;
+    }
+
+    /**
      * {@return the version the cache knows of an object, without asking the origin} Empty if it knows none (a read
      * would ask the origin first, one metadata request).
      *

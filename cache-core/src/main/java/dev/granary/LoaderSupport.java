@@ -15,8 +15,11 @@ import java.io.IOException;
  * A random sample read inside a large shard must not be amplified into a page fetch: the unit of a miss is the
  * sample's own extent, one ranged origin read of exactly its bytes, cached as one unit. Reading page-sized pages of a
  * shard in shuffled order would move several times the bytes (docs/architecture.md). Extents and pages of one object
- * are cached independently; both are keyed by the object's version, so neither is served once it changes. An extent
- * larger than a tier can hold in one piece (a memory slab, a disk segment) is served without being cached there.
+ * are cached independently, both keyed by the object's version, so neither is served once it changes; but an extent
+ * no tier holds as a unit is served from the cache's pages of that version when tiers hold every page covering it —
+ * what {@link TieredCache#prestage} staged — so a pre-staged dataset is read without the origin whatever unit the
+ * loader reads it in (docs/decisions/0008-staged-pages-serve-extents.md). An extent larger than a tier can hold in
+ * one piece (a memory slab, a disk segment) is served without being cached there.
  *
  * <p>Thread-safe: a stateless view of its cache; every method may be called from any thread. It is valid as long as
  * the cache is open.
@@ -31,7 +34,8 @@ public final class LoaderSupport {
 
     /**
      * Reads a byte range of an object's current version and caches it as one unit of its own, not as pages. The
-     * lease is always a zero-copy view.
+     * lease is a zero-copy view, except for an extent served from several cached pages (see the class comment), which
+     * is assembled by one copy.
      *
      * @param key    the object key, relative to the origin's root
      * @param offset the first byte, {@code >= 0}
@@ -90,6 +94,23 @@ public final class LoaderSupport {
      */
     public Lease readExtentUncached(ObjectInfo object, long offset, int length) throws IOException {
         return cache.pinnedExtent(object, offset, length, false);
+    }
+
+    /**
+     * Tells whether the cache's tiers hold an object's version in pages of the cache's page size — its first and its
+     * last page, probed without counting a hit or miss and without touching the eviction policy: the mark of an object
+     * {@link TieredCache#prestage} staged (or {@link TieredCache#read} read whole). A loader that reads such an object in
+     * parts of exactly the page size reads cached pages as they are (zero-copy views), where parts of another size
+     * would be assembled from them by a copy. A hint, not a promise: pages may be evicted a moment later, and a page
+     * between the first and the last may be missing (it is then read from the origin when needed).
+     *
+     * @param object the object's key, size and version
+     * @return whether its first and last pages are held; {@code false} for an empty object
+     * @throws IllegalArgumentException if {@code object} is null
+     * @throws IllegalStateException    if the cache is closed
+     */
+    public boolean holdsPages(ObjectInfo object) {
+        return cache.holdsPages(object);
     }
 
     /**

@@ -178,7 +178,7 @@ public final class TieredCache implements AutoCloseable {
                 return Lease.empty(key, offset);
             }
             try {
-                return Lease.ofPage(key, offset, page(info, extentKey(info, offset, length), 0), 0, length, leases);
+                return extent(info, offset, length, k -> fill(info, k));
             } catch (ObjectChangedException e) {
                 changed(info, e, attempt);
             }
@@ -200,12 +200,101 @@ public final class TieredCache implements AutoCloseable {
         }
         OriginFetcher.Filler filler = keep ? k -> fill(object, k) : k -> load(object, new HeapPage(k));
         try {
-            return Lease.ofPage(key, offset, page(object, extentKey(object, offset, length), 0, filler), 0, length,
-                    leases);
+            return extent(object, offset, length, filler);
         } catch (ObjectChangedException e) {
             metadata.forget(key); // other readers learn the new version; this one keeps failing on the old
             throw e;
         }
+    }
+
+    // ------------------------------------------------------------------ extents, and extents served from pages
+
+    /**
+     * An extent: the unit itself if a tier holds it; else assembled from the cache's pages of that version if every
+     * one of them is held (what {@link #prestage} staged, or what {@link #read} cached); else read from the origin by
+     * {@code filler} as one unit. See docs/decisions/0008-staged-pages-serve-extents.md.
+     */
+    private Lease extent(ObjectInfo info, long offset, int length, OriginFetcher.Filler filler) throws IOException {
+        PageKey unit = extentKey(info, offset, length);
+        Page page = lookup(unit);
+        if (page == null) {
+            Lease staged = fromPages(info, offset, length);
+            if (staged != null) {
+                return staged;
+            }
+            page = page(info, unit, tiers.length, filler); // looked up already: straight to the fill
+        }
+        return Lease.ofPage(info.key(), offset, page, 0, length, leases);
+    }
+
+    /**
+     * Serves an extent from the pages that hold it, or returns null if a tier lacks one of them (then nothing was
+     * counted, and the caller reads the extent as one unit). Every page is probed first without being counted or
+     * touched, so a cold extent costs one quiet look per tier and counts no page miss; once all are there, each is
+     * looked up for real — a hit counted in its tier and in the reader's account, and stamped for the eviction
+     * policy, as any hit. An extent inside one page is a zero-copy view of it; one that spans pages is assembled by
+     * one copy into a buffer of its own, as {@link #read(String, long, long)} assembles ranges. A page gone between
+     * probe and lookup (evicted), or found damaged under its mapping while copied, makes the whole extent a miss:
+     * never partial or wrong bytes.
+     */
+    private Lease fromPages(ObjectInfo info, long offset, int length) {
+        long first = offset / pageSize;
+        long last = (offset + length - 1) / pageSize;
+        for (long i = first; i <= last; i++) {
+            if (!held(pageKey(info, i))) {
+                return null;
+            }
+        }
+        if (first == last) {
+            Page page = lookup(pageKey(info, first));
+            return page == null ? null
+                    : Lease.ofPage(info.key(), offset, page, (int) (offset - page.offset()), length, leases);
+        }
+        byte[] bytes = new byte[length];
+        MemorySegment dst = MemorySegment.ofArray(bytes);
+        for (long i = first; i <= last; i++) {
+            Page page = lookup(pageKey(info, i));
+            if (page == null) {
+                return null;
+            }
+            try {
+                long from = Math.max(offset, page.offset());
+                long to = Math.min(offset + length, page.offset() + page.length());
+                MemorySegment.copy(page.segment(), from - page.offset(), dst, from - offset, to - from);
+            } catch (InternalError e) {
+                // A mapped page whose file was truncated or whose device failed after its tier checked it (the JVM
+                // reports the SIGBUS as an InternalError): drop it, and read the extent from the origin instead.
+                for (Tier tier : tiers) {
+                    tier.remove(page.key());
+                }
+                return null;
+            } finally {
+                page.release();
+            }
+        }
+        return Lease.ofCopy(info.key(), offset, ByteBuffer.wrap(bytes).asReadOnlyBuffer(), leases);
+    }
+
+    /** {@link LoaderSupport#holdsPages}: the object's first and last pages, probed quietly. */
+    boolean holdsPages(ObjectInfo info) {
+        ensureOpen();
+        if (info == null) {
+            throw new IllegalArgumentException("object: null (expected: an ObjectInfo from stat() or list())");
+        }
+        long pages = (info.size() + pageSize - 1) / pageSize;
+        return pages > 0 && held(pageKey(info, 0)) && held(pageKey(info, pages - 1));
+    }
+
+    /** {@return whether some tier holds the page}: neither counted, nor promoted, nor told to the eviction policy */
+    private boolean held(PageKey key) {
+        for (Tier tier : tiers) {
+            Page page = tier.peek(key);
+            if (page != null) {
+                page.release();
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
@@ -358,9 +447,11 @@ public final class TieredCache implements AutoCloseable {
      * pre-stage before a training job (the {@code granary prestage} command runs it). The staging tiers are every tier
      * below the first when there are several (a disk tier under memory: staging a dataset through memory would only
      * churn it), else the only one. Pages are the cache's own ({@link Builder#pageSize(int)}), keyed by the version
-     * the listing reports: exactly what {@link #read(String)} and {@code Dataset.ofObjects} look up for objects up to a
-     * page in size, so a disk tier staged here and reopened by a later cache serves them without an origin data read.
-     * A WebDataset is staged by its prefix: the shards whole, and their {@code .gidx} index files beside them.
+     * the listing reports: what {@link #read(String)} looks up, and what a loader's extents are served from when no
+     * tier holds them as units ({@link LoaderSupport}) — so a disk tier staged here and reopened by a later cache with
+     * the same page size serves whole objects, {@code Dataset.ofObjects} samples, and a WebDataset's shard parts,
+     * samples and indexes without an origin data read. A WebDataset is staged by its prefix: the shards whole, and
+     * their {@code .gidx} index files beside them.
      *
      * <ul>
      *   <li><b>Lazy and bounded:</b> the prefix is listed lazily, page by page of the origin's listing, while objects

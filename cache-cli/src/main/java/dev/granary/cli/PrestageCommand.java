@@ -37,7 +37,11 @@ import picocli.CommandLine.Spec;
         description = {"Pull a dataset from its origin into a disk-tier directory before a job starts, so the job's"
                 + " first epoch reads local disk. Objects already staged are skipped: run it again to resume.",
             "",
-            "  granary prestage s3://train-data/imagenet/ --disk /nvme/granary --capacity 500G --prefix train/"},
+            "  granary prestage s3://train-data/imagenet/ --disk /nvme/granary --capacity 500G --prefix train/",
+            "",
+            "Objects are staged in pages of --page-size, which serve every read of the job's cache with the same"
+                + " page size: whole objects, and a loader's shard parts and samples. WebDataset shards are staged"
+                + " whole with their .gidx indexes (under a prefix, or beside shards named in --keys-from)."},
         footer = {"", ExitCodes.HELP})
 final class PrestageCommand implements Callable<Integer> {
 
@@ -58,7 +62,8 @@ final class PrestageCommand implements Callable<Integer> {
     String prefix;
 
     @Option(names = "--keys-from", paramLabel = "<file>",
-            description = "Stage the keys listed in this file, one per line, instead of a prefix.")
+            description = "Stage the keys listed in this file, one per line, instead of a prefix; the .gidx index"
+                    + " beside each listed .tar shard is staged too.")
     Path keysFrom;
 
     @Option(names = "--page-size", paramLabel = "<size>", converter = Sizes.class, defaultValue = "1M",
@@ -132,7 +137,8 @@ final class PrestageCommand implements Callable<Integer> {
                 last.set(p);
                 display.show(p);
             };
-            result = keys != null ? cache.prestage(keys, listener) : cache.prestage(prefix, listener);
+            result = keys != null ? cache.prestage(withIndexes(cache, keys), listener)
+                    : cache.prestage(prefix, listener);
         } finally {
             done.countDown();
             try {
@@ -164,6 +170,36 @@ final class PrestageCommand implements Callable<Integer> {
         }
         return result.failedCount() > 0 ? ExitCodes.PROBLEMS : ExitCodes.OK;
     }
+
+    /**
+     * The keys, with the index file of every WebDataset shard among them that has one ({@code <shard>.gidx}, which
+     * {@code WebDataset.of} reads whole before the first epoch) and is not listed already: a prefix stages indexes
+     * anyway, a list of shards must too, or the job's indexing reads them from the origin. One metadata request per
+     * shard; a shard without an index is staged alone (the job then indexes it by scanning its staged parts).
+     */
+    static List<String> withIndexes(TieredCache cache, List<String> keys) throws IOException {
+        java.util.Set<String> listed = new java.util.HashSet<>(keys);
+        List<String> all = new java.util.ArrayList<>(keys);
+        for (String key : keys) {
+            String index = key + INDEX_SUFFIX;
+            if (!key.endsWith(".tar") || listed.contains(index)) {
+                continue;
+            }
+            try {
+                cache.stat(index);
+                all.add(index);
+                listed.add(index);
+            } catch (dev.granary.NoSuchObjectException e) {
+                // no index beside this shard
+            } catch (IllegalArgumentException e) {
+                // the shard's own key is invalid: prestage names it as a failure
+            }
+        }
+        return all;
+    }
+
+    /** The index file beside a shard: {@code docs/shard-index.md}. */
+    static final String INDEX_SUFFIX = ".gidx";
 
     private static List<String> readKeys(Path file) throws IOException {
         return Files.readAllLines(file, StandardCharsets.UTF_8).stream().map(String::strip)

@@ -2,6 +2,7 @@
 package dev.granary.loader;
 
 import dev.granary.CacheSimulation;
+import dev.granary.ObjectInfo;
 import dev.granary.spi.PageKey;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -85,15 +86,23 @@ final class DryRun implements ReadUnits.Sink {
 
     @Override
     public void unit(PageKey key) {
+        count(key.length(), sim.read(key));
+    }
+
+    @Override
+    public void extent(ObjectInfo object, long offset, int length) {
+        count(length, sim.readExtent(object, offset, length));
+    }
+
+    private void count(int length, int tier) {
         reads++;
-        readBytes += key.length();
-        int tier = sim.read(key);
+        readBytes += length;
         if (tier < 0) {
             originReads++;
-            originBytes += key.length();
+            originBytes += length;
         } else {
             hits[tier]++;
-            hitBytes[tier] += key.length();
+            hitBytes[tier] += length;
         }
     }
 }

@@ -111,8 +111,8 @@ final class EpochRun<T> {
         if (!settings.streamShards() || !(settings.dataset() instanceof WebDataset shards) || from == to) {
             return null;
         }
-        StreamPlan plan = StreamPlan.decide(shards, order, from, to, settings.partSize(),
-                settings.streamBudget());
+        int partSize = ShardParts.forEpoch(shards, settings.partSize());
+        StreamPlan plan = StreamPlan.decide(shards, order, from, to, partSize, settings.streamBudget());
         if (!plan.streams()) {
             // Once per loader at INFO (the order is a configuration choice, the same every epoch), then DEBUG.
             System.Logger.Level level = counters.firstFallback() ? System.Logger.Level.INFO

@@ -29,7 +29,8 @@ import java.util.stream.Stream;
  * {@link dev.granary.ObjectChangedException} or {@link dev.granary.NoSuchObjectException} naming its key, rather than
  * yield bytes of another version under the listed size. A sample is one extent {@code [0, size)}: for an object no
  * larger than the cache's page size that is exactly the page {@code cache.read(key)} caches; a larger one is one unit
- * of its own (a zero-copy view, where {@code cache.read} would copy its pages into one buffer), and one larger than a
+ * of its own (a zero-copy view, where {@code cache.read} would copy its pages into one buffer) — unless the tiers
+ * hold the object's pages (a prestage), which then serve it by one copy, without the origin — and one larger than a
  * tier holds in one piece (a memory slab, a disk segment) is not cached there (the tier logs it once). A sample of
  * {@link Dataset#ofKeys} (nothing listed) reads the object's current version through {@link TieredCache#read}.
  *

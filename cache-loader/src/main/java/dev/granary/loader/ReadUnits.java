@@ -49,11 +49,22 @@ interface ReadUnits {
         void versionLookup(String key);
 
         /**
-         * The cache looks a page or extent up in its tiers, and reads it from the origin if none holds it.
+         * The cache looks a page up in its tiers, and reads it from the origin if none holds it.
          *
          * @param key the page's identity
          */
         void unit(PageKey key);
+
+        /**
+         * The cache reads an extent of one version ({@code LoaderSupport.readExtent}): the unit itself if a tier
+         * holds it, else the pages covering it if tiers hold them all (a prestage), else the origin
+         * ({@link CacheSimulation#readExtent}).
+         *
+         * @param object the object's key, size and version
+         * @param offset the first byte
+         * @param length the number of bytes, {@code > 0}
+         */
+        void extent(ObjectInfo object, long offset, int length);
     }
 
     /**
@@ -69,8 +80,8 @@ interface ReadUnits {
             if (from == to) {
                 return;
             }
-            StreamPlan plan = StreamPlan.decide(shards, order, from, to, settings.partSize(),
-                    settings.streamBudget());
+            int partSize = ShardParts.forEpoch(shards, settings.partSize());
+            StreamPlan plan = StreamPlan.decide(shards, order, from, to, partSize, settings.streamBudget());
             if (!plan.streams()) {
                 perSample.epoch(epoch, order, from, to, sim, sink);
                 return;
@@ -78,7 +89,7 @@ interface ReadUnits {
             for (int i = 0; i < plan.partCount(); i++) {
                 ObjectInfo shard = shards.shardInfo(plan.shard(i));
                 int length = ShardParts.length(plan.number(i), shard.size(), plan.partSize());
-                sink.unit(sim.extentKey(shard, ShardParts.start(plan.number(i), plan.partSize()), length));
+                sink.extent(shard, ShardParts.start(plan.number(i), plan.partSize()), length);
             }
         };
     }
@@ -92,7 +103,7 @@ interface ReadUnits {
                     int length = shards.sampleLength(sample);
                     if (length > 0) { // an empty extent is served without a lookup
                         ObjectInfo shard = shards.shardInfo(shards.shardOf(sample));
-                        sink.unit(sim.extentKey(shard, shards.sampleStart(sample), length));
+                        sink.extent(shard, shards.sampleStart(sample), length);
                     }
                 }
             };
@@ -102,7 +113,7 @@ interface ReadUnits {
                     ObjectInfo listed = objects.object(sample);
                     if (listed != null) { // pinned to the listing: one extent, no stat (ObjectDataset.read)
                         if (listed.size() > 0) {
-                            sink.unit(sim.extentKey(listed, 0, (int) listed.size()));
+                            sink.extent(listed, 0, (int) listed.size());
                         }
                         continue;
                     }

@@ -39,6 +39,40 @@ final class ShardParts {
         return (int) Math.min(partSize, shardSize - start(part, partSize));
     }
 
+    /**
+     * The part size an epoch streams its shards in: the cache's page size when the cache holds the shards in pages
+     * ({@link dev.granary.LoaderSupport#holdsPages} of up to {@link #PROBED_SHARDS} of them: a prestage) and that size
+     * is at least {@link #MIN_PART_SIZE} —
+     * each part is then one cached page, read as a zero-copy view, where parts of {@code configured} bytes would each
+     * be a copy assembled from pages, held on the heap for as long as the stream holds the part
+     * (docs/decisions/0008-staged-pages-serve-extents.md) — else {@code configured}. Both the epoch
+     * ({@link EpochRun}) and its dry run ({@link ReadUnits}) ask this, so they plan the same parts.
+     */
+    static int forEpoch(WebDataset shards, int configured) {
+        int page = shards.cache().pageSize();
+        if (page == configured || page < MIN_PART_SIZE) {
+            return configured;
+        }
+        // A sample of the shards, evenly spread, first and last included: a probe of a disk tier just opened verifies
+        // the pages it finds (their CRC, read from the file), so probing every shard of a large dataset would read two
+        // pages of each before the epoch starts. A shard the sample misses that is not staged is read in page-sized
+        // parts: right bytes, smaller requests.
+        dev.granary.LoaderSupport support = shards.cache().loaderSupport();
+        int n = shards.shardCount();
+        int probes = Math.min(n, PROBED_SHARDS);
+        for (int i = 0; i < probes; i++) {
+            int s = probes == 1 ? 0 : (int) ((long) i * (n - 1) / (probes - 1));
+            dev.granary.ObjectInfo shard = shards.shardInfo(s);
+            if (shard.size() > 0 && !support.holdsPages(shard)) {
+                return configured;
+            }
+        }
+        return page;
+    }
+
+    /** How many shards {@link #forEpoch} probes at most. */
+    static final int PROBED_SHARDS = 32;
+
     /** {@return the part holding byte {@code offset}} */
     static int partOf(long offset, int partSize) {
         return (int) (offset / partSize);
