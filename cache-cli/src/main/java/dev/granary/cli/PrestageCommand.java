@@ -78,6 +78,16 @@ final class PrestageCommand implements Callable<Integer> {
             description = "Seconds between progress lines (lines mode). Default: ${DEFAULT-VALUE}.")
     double interval;
 
+    @Option(names = "--shared",
+            description = "Open the directory shared (DiskTier shared(true)), as jobs that share one directory on"
+                    + " the node do: stage while they run, their pages and these are one cache.")
+    boolean shared;
+
+    @Option(names = "--group", paramLabel = "<name>",
+            description = "Give the directory to this group (2770, files 0660), for processes of different users"
+                    + " sharing it; implies --shared.")
+    String group;
+
     @Mixin
     Origins origins;
 
@@ -103,7 +113,12 @@ final class PrestageCommand implements Callable<Integer> {
         Origin source = origins.open(origin);
         DiskTier tier;
         try {
-            tier = DiskTier.builder().directory(disk).capacity(capacity).build();
+            DiskTier.Builder builder = DiskTier.builder().directory(disk).capacity(capacity)
+                    .shared(shared || group != null);
+            if (group != null) {
+                builder.group(group);
+            }
+            tier = builder.build();
         } catch (RuntimeException e) {
             source.close();
             throw e;

@@ -146,6 +146,32 @@ class GranaryCommandTest {
         assertFalse(Files.exists(disk));
     }
 
+    @Test
+    void prestageSharedStagesIntoADirectoryJobsAreUsing() throws Exception {
+        Path disk = root.resolve("node-cache");
+        try (DiskTier job = DiskTier.builder().directory(disk).capacity(64L << 20).shared(true).build()) {
+            // unshared, the command is refused while a job holds the directory
+            assertOneLineError(Cli.run("prestage", origin(), "--disk", disk.toString(), "--capacity", "64M",
+                    "--page-size", "64K", "--progress", "none"), 3, "in use by another DiskTier in this process (1"
+                    + " shared)");
+            Cli.Result staged = Cli.run("prestage", origin(), "--disk", disk.toString(), "--capacity", "64M",
+                    "--page-size", "64K", "--progress", "none", "--shared");
+            assertEquals(0, staged.exit(), staged.toString());
+            assertTrue(staged.out().startsWith("prestaged " + OBJECTS + " objects"), staged.out());
+            // the running job sees the staged pages at once
+            long pages = objects.values().stream().mapToLong(b -> (b.length + (64 << 10) - 1) / (64 << 10)).sum();
+            try (dev.granary.TieredCache cache = dev.granary.TieredCache.builder(
+                    dev.granary.origin.posix.PosixOrigin.of(data)).tier(job).pageSize(64 << 10).build()) {
+                for (var e : objects.entrySet()) {
+                    try (dev.granary.Lease lease = cache.read(e.getKey())) {
+                        assertEquals(java.nio.ByteBuffer.wrap(e.getValue()), lease.bytes(), e.getKey());
+                    }
+                }
+                assertEquals(0, cache.stats().origin().reads(), "all " + pages + " pages came from the prestage");
+            }
+        }
+    }
+
     /** Flips a byte in the middle of the first place {@code bytes}' first 64 bytes occur in a segment file. */
     private static void damage(Path disk, byte[] bytes) throws IOException {
         byte[] needle = java.util.Arrays.copyOf(bytes, 64);
