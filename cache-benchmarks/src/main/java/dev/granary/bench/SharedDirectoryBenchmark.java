@@ -45,7 +45,9 @@ import software.amazon.awssdk.services.s3.S3Client;
  * as on a node with free RAM — the paged-out case is measured by the disk-read benchmarks). Each reader reads every
  * object whole with {@code threads} threads in an order of its own seed (cold), then, once every reader finished its
  * cold pass, reads them all again three times (warm, timed: the median pass is reported, and the CPU per pass).
- * Every 16th object's bytes are checked.
+ * Then each reader in turn, alone, reads them all three times more ({@code alone}: the median pass; the slowest
+ * reader reported), so that each JVM's own rate is measured without the others competing for the cores. Every 16th
+ * object's bytes are checked.
  *
  * <h2>Layouts</h2>
  * <ul>
@@ -134,7 +136,8 @@ public final class SharedDirectoryBenchmark {
             if (endpoint == null) {
                 throw new IOException("the server ended before it printed its endpoint");
             }
-            System.out.println("layout   round  origin/dataset  cold s  warm MB/s slowest  warm MB/s mean  CPU s/pass  warm misses");
+            System.out.println("layout   round  origin/dataset  cold s  warm MB/s slowest  warm MB/s mean  CPU s/pass  warm misses"
+                    + "  alone MB/s slowest");
             List<String> layouts = List.of("one", "private", "shared");
             for (int round = 0; round < c.rounds; round++) {
                 for (int i = 0; i < layouts.size(); i++) {
@@ -189,9 +192,16 @@ public final class SharedDirectoryBenchmark {
                 cpu += Double.parseDouble(f[2]);
                 warmMisses += Long.parseLong(f[3]);
             }
+            double soloSlowest = Double.MAX_VALUE;
+            for (int j = 0; j < jvms; j++) {
+                OutputStream in = readers.get(j).getOutputStream();
+                in.write("solo\n".getBytes(StandardCharsets.UTF_8));
+                in.flush();
+                soloSlowest = Math.min(soloSlowest, Double.parseDouble(await(outputs.get(j), "solo ").split(" ")[1]));
+            }
             double dataset = (double) c.objects * c.size;
-            System.out.printf(Locale.ROOT, "%-8s %5d  %14.2f  %6.1f  %17.0f  %14.0f  %12.2f  %11d%n", layout,
-                    round, originBytes / dataset, coldSeconds, slowest, sum / jvms, cpu, warmMisses);
+            System.out.printf(Locale.ROOT, "%-8s %5d  %14.2f  %6.1f  %17.0f  %14.0f  %12.2f  %11d  %16.0f%n", layout,
+                    round, originBytes / dataset, coldSeconds, slowest, sum / jvms, cpu, warmMisses, soloSlowest);
         } finally {
             for (Process p : readers) {
                 p.getOutputStream().close();
@@ -319,7 +329,21 @@ public final class SharedDirectoryBenchmark {
                     (cpuNanos() - cpu0) / 1e9 / WARM_PASSES, cache.stats().origin().reads() - reads0,
                     Arrays.toString(rates));
             System.out.flush();
-            in.readLine(); // until the parent closes our stdin
+            // Alone: the parent lets one reader at a time read again, so each JVM's rate is measured without the
+            // others competing for the cores.
+            String line = in.readLine();
+            if (line != null && line.equals("solo")) {
+                double[] solo = new double[WARM_PASSES];
+                for (int p = 0; p < WARM_PASSES; p++) {
+                    long t0 = System.nanoTime();
+                    pass(cache, order, size, threads);
+                    solo[p] = objects * (double) size / 1e6 / ((System.nanoTime() - t0) / 1e9);
+                }
+                Arrays.sort(solo);
+                System.out.printf(Locale.ROOT, "solo %.1f%n", solo[WARM_PASSES / 2]);
+                System.out.flush();
+                in.readLine(); // until the parent closes our stdin
+            }
         }
     }
 
