@@ -46,7 +46,9 @@ import software.amazon.awssdk.services.s3.S3Client;
  * object whole with {@code threads} threads in an order of its own seed (cold), then, once every reader finished its
  * cold pass, reads them all again three times (warm, timed: the median pass is reported, and the CPU per pass).
  * Then each reader in turn, alone, reads them all three times more ({@code alone}: the median pass; the slowest
- * reader reported), so that each JVM's own rate is measured without the others competing for the cores. Every 16th
+ * reader in the table, each one on the line below it with the CPU-seconds the other readers spent meanwhile — they
+ * are not idle right after their own passes, which is why the first reader alone is the cleanest figure), so that
+ * each JVM's own rate is measured without the others competing for the cores. Every 16th
  * object's bytes are checked.
  *
  * <h2>Layouts</h2>
@@ -193,15 +195,23 @@ public final class SharedDirectoryBenchmark {
                 warmMisses += Long.parseLong(f[3]);
             }
             double soloSlowest = Double.MAX_VALUE;
+            StringBuilder others = new StringBuilder();
             for (int j = 0; j < jvms; j++) {
+                double before = othersCpu(readers, j);
                 OutputStream in = readers.get(j).getOutputStream();
                 in.write("solo\n".getBytes(StandardCharsets.UTF_8));
                 in.flush();
-                soloSlowest = Math.min(soloSlowest, Double.parseDouble(await(outputs.get(j), "solo ").split(" ")[1]));
+                double alone = Double.parseDouble(await(outputs.get(j), "solo ").split(" ")[1]);
+                soloSlowest = Math.min(soloSlowest, alone);
+                others.append(String.format(Locale.ROOT, " %.0f MB/s (others %.2f CPU-s);", alone,
+                        othersCpu(readers, j) - before));
             }
             double dataset = (double) c.objects * c.size;
             System.out.printf(Locale.ROOT, "%-8s %5d  %14.2f  %6.1f  %17.0f  %14.0f  %12.2f  %11d  %16.0f%n", layout,
                     round, originBytes / dataset, coldSeconds, slowest, sum / jvms, cpu, warmMisses, soloSlowest);
+            if (jvms > 1) {
+                System.out.println("  alone, in turn:" + others);
+            }
         } finally {
             for (Process p : readers) {
                 p.getOutputStream().close();
@@ -211,6 +221,17 @@ public final class SharedDirectoryBenchmark {
             }
         }
         deleteTree(base);
+    }
+
+    /** CPU-seconds used so far by every reader but {@code j} (user + system, from the OS). */
+    private static double othersCpu(List<Process> readers, int j) {
+        double total = 0;
+        for (int i = 0; i < readers.size(); i++) {
+            if (i != j) {
+                total += readers.get(i).info().totalCpuDuration().map(d -> d.toNanos() / 1e9).orElse(0.0);
+            }
+        }
+        return total;
     }
 
     private static String await(BufferedReader out, String prefix) throws IOException {
