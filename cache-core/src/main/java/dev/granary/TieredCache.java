@@ -999,13 +999,13 @@ public final class TieredCache implements AutoCloseable {
             load(info, page);
             if (exclusive || epochs.driven()) {
                 offer(page, 0);
+                if (shared >= 0) {
+                    tiers[shared].put(page); // for the other processes, also when the page went to another tier
+                }
             } else {
                 for (Tier tier : tiers) {
                     tier.put(page);
                 }
-            }
-            if (shared >= 0) {
-                tiers[shared].put(page); // for the other processes, also when the page went to another tier only
             }
             return page;
         } finally {

@@ -1433,26 +1433,30 @@ public final class DiskTier implements Tier {
      * @return whether they fit
      */
     private boolean makeRoom(long more) throws IOException {
-        while (bytesOnDisk.get() + more > capacity) {
-            List<Segment> candidates = new ArrayList<>();
-            java.util.Set<Segment> followed = java.util.Set.of(following);
-            for (Segment segment : segments) {
-                if (segment == active || (segment.followUntil == 0 && followed.contains(segment))) {
-                    continue; // appended to by this or another live process (a live owner's newest segment)
-                }
-                try {
-                    // Eviction order across processes: the file's modification time, set by appends and reads.
-                    segment.touched(Files.getLastModifiedTime(segment.file).toMillis());
-                } catch (IOException e) {
-                    segment.touched(0); // gone already: the first to go
-                }
-                candidates.add(segment);
+        if (bytesOnDisk.get() + more <= capacity) {
+            return true;
+        }
+        // The candidates and their files' modification times, read once however many segments go.
+        List<Segment> candidates = new ArrayList<>();
+        java.util.Set<Segment> followed = java.util.Set.of(following);
+        for (Segment segment : segments) {
+            if (segment == active || (segment.followUntil == 0 && followed.contains(segment))) {
+                continue; // appended to by this or another live process (a live owner's newest segment)
             }
+            try {
+                // Eviction order across processes: the file's modification time, set by appends and reads.
+                segment.touched(Files.getLastModifiedTime(segment.file).toMillis());
+            } catch (IOException e) {
+                segment.touched(0); // gone already: the first to go
+            }
+            candidates.add(segment);
+        }
+        while (bytesOnDisk.get() + more > capacity) {
             if (candidates.isEmpty()) {
                 return false; // every segment is appended to by a live process
             }
             RegionPolicy.Region chosen = policy.victim(List.copyOf(candidates));
-            if (!(chosen instanceof Segment victim) || !candidates.contains(victim)) {
+            if (!(chosen instanceof Segment victim) || !candidates.remove(victim)) {
                 throw new IllegalStateException("region policy " + policy + " chose " + chosen
                         + " (expected: one of the candidates it was given)");
             }
