@@ -105,8 +105,9 @@ import software.amazon.awssdk.services.s3.S3Client;
  * </pre>
  * Options {@code --name=value}: objects (3000), size (150528), batch (8), mbps (20, per accelerator), memory-mib (64),
  * concurrency (32: origin connections, and the plain loop's threads), prefetch (4), steps (16), latency-ms (20),
- * runs (3), max-accelerators (64), patience (2), seed (0: new each run), upload (1); strings endpoint, bucket, region,
- * prefix. Files go under {@code granary.bench.dir} (the Maven execution: {@code cache-benchmarks/target}).
+ * runs (3), max-accelerators (64), patience (2), seed (0: new each run), upload (1), listing (1: the Granary
+ * subjects use {@link Dataset#ofObjects}, one listing; 0: {@link Dataset#ofKeys}, a HEAD per sample); strings
+ * endpoint, bucket, region, prefix. Files go under {@code granary.bench.dir} (the Maven execution: {@code cache-benchmarks/target}).
  */
 public final class MlperfBenchmark {
 
@@ -115,7 +116,7 @@ public final class MlperfBenchmark {
             Map.entry("memory-mib", "64"), Map.entry("concurrency", "32"), Map.entry("prefetch", "4"),
             Map.entry("steps", "16"), Map.entry("latency-ms", "20"), Map.entry("runs", "3"),
             Map.entry("max-accelerators", "64"), Map.entry("patience", "2"), Map.entry("seed", "0"),
-            Map.entry("upload", "1")));
+            Map.entry("upload", "1"), Map.entry("listing", "1")));
     private static final List<String> STRINGS = List.of("endpoint", "bucket", "region", "prefix");
     private static final int[] LADDER = {1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 80, 96,
             112, 128, 160, 192, 224, 256};
@@ -319,7 +320,7 @@ public final class MlperfBenchmark {
         Path warmDir = dir.resolve("warm-" + run);
         int k = o.get("concurrency").intValue();
         try (TieredCache warm = cache(warmDir); ExecutorService pool = Executors.newFixedThreadPool(k)) {
-            Dataset warmSet = Dataset.ofKeys(warm, keys);
+            Dataset warmSet = dataset(warm);
             long t0 = System.nanoTime();
             fill(warmSet, seed);
             double fillSeconds = (System.nanoTime() - t0) / 1e9;
@@ -385,6 +386,27 @@ public final class MlperfBenchmark {
                 .build();
     }
 
+    /**
+     * The dataset as a user builds it: {@link Dataset#ofObjects} lists the prefix once (one request per 1 000 keys,
+     * before the measurement), so each sample costs one GET, as in the plain loop; with {@code --listing=0},
+     * {@link Dataset#ofKeys}, whose reads ask for each object's current version first (a HEAD per sample and
+     * {@code metadataTtl}).
+     */
+    private Dataset dataset(TieredCache cache) throws IOException {
+        if (o.get("listing") == 0) {
+            return Dataset.ofKeys(cache, keys);
+        }
+        Dataset listed = Dataset.ofObjects(cache, s.get("prefix"));
+        if (listed.size() != keys.size() || !listed.key(0).equals(keys.get(0))
+                || !listed.key(keys.size() - 1).equals(keys.get(keys.size() - 1))) {
+            throw new IllegalStateException("prefix '" + s.get("prefix") + "' lists " + listed.size() + " objects ("
+                    + listed.key(0) + " ...), expected exactly the " + keys.size() + " samples " + keys.get(0)
+                    + " ... " + keys.get(keys.size() - 1) + " (use a prefix that holds only this dataset, or"
+                    + " --listing=0)");
+        }
+        return listed;
+    }
+
     /** One full epoch with no compute: fills the warm cache. */
     private void fill(Dataset dataset, long seed) throws Exception {
         AtomicLong bad = new AtomicLong();
@@ -422,7 +444,7 @@ public final class MlperfBenchmark {
 
     private Measurement cold(int n, int steps, long seed, Path diskDir) throws Exception {
         try (TieredCache cache = cache(diskDir)) {
-            Dataset dataset = Dataset.ofKeys(cache, keys);
+            Dataset dataset = dataset(cache);
             return granary(cache, dataset, n, steps, seed, 0, "");
         } finally {
             deleteTree(diskDir);
