@@ -91,7 +91,7 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  * the cache cannot address (a {@code ..} segment, a leading {@code /}) are skipped.
  *
  * <h2>Threads</h2>
- * Thread-safe. Calls block; the cache runs them on virtual threads. The SDK's synchronous HTTP client is sized to
+ * Thread-safe. Calls block; the cache runs them on its fill threads. The SDK's synchronous HTTP client is sized to
  * {@link #maxConcurrency()} connections (plus a few for metadata), so every in-flight read has a connection of its
  * own. Interrupting a thread blocked in a call aborts it with an {@link InterruptedIOException}.
  *
