@@ -177,7 +177,7 @@ public final class S3Origin implements Origin {
      * signer and sent through the HTTP client of the S3 client it made, without the S3 client's request pipeline.
      * True unless the origin was given a client ({@link Builder#client(S3Client)}), the bucket is a directory bucket
      * or an access point alias that needs the SDK's own handling, or the direct path was turned off
-     * ({@link Builder#directGet(boolean)}, system property {@value DirectGet#PROPERTY}).
+     * ({@link Builder#directGet(boolean)}, system property {@code granary.s3.directGet}).
      */
     public boolean directGet() {
         return direct != null;
