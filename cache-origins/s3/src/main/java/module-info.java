@@ -10,6 +10,10 @@ module dev.granary.origin.s3 {
     requires software.amazon.awssdk.core;
     requires software.amazon.awssdk.http;
     requires software.amazon.awssdk.http.apache;
+    requires software.amazon.awssdk.http.auth.aws;
+    requires software.amazon.awssdk.http.auth.spi;
+    requires software.amazon.awssdk.identity.spi;
+    requires software.amazon.awssdk.utils;
     requires software.amazon.awssdk.retries.api;
     requires software.amazon.awssdk.regions;
 

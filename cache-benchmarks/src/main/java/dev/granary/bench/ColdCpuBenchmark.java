@@ -66,6 +66,10 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  *       untimed and invalidates every object, so the timed cold epoch fills memory the tier has already faulted in:
  *       what the kernel's first touch of fresh memory costs the {@code memory} subject (the plain loop reuses one
  *       array per thread on a pre-touched heap).</li>
+ *   <li>{@code memory-s3client}, {@code disk-s3client} (not in the default list): as {@code memory} and
+ *       {@code disk} with {@code S3Origin.Builder.directGet(false)}: every ranged GET through the S3 client's request
+ *       pipeline, as before decision 0012 (the default subjects take the direct GET: signed by the origin, sent
+ *       through the same Apache client). Each Granary subject checks how many GETs went the direct path.</li>
  *   <li>{@code memory-vt}, {@code disk-vt} (not in the default list): as {@code memory} and {@code disk} with each
  *       fill on a virtual thread of its own (system property {@code granary.fillThreads=virtual} while the cache is
  *       built), as fills ran before decision 0010: the before/after of that decision in one run.</li>
@@ -82,7 +86,8 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  * ./mvnw -q -DskipTests -pl cache-benchmarks -am package exec:exec@coldcpu -Dcoldcpu.args="--rounds=5"
  * </pre>
  * Options {@code --name=value}: objects (4000), size (131072), readers (16), latency-ms (20), mbps (0: no cap),
- * rounds (5), warmup (400), subjects (sdk,memory,disk; also sdk-ranged, memory-touched, memory-vt, disk-vt), threads (true: also print each epoch's CPU per thread
+ * rounds (5), warmup (400), subjects (sdk,memory,disk; also sdk-ranged, memory-touched, memory-vt, disk-vt,
+ * memory-s3client, disk-s3client), threads (true: also print each epoch's CPU per thread
  * group of this process, from {@code /proc/self/task}: readers, virtual threads' carriers, GC, JIT). Extra JVM flags
  * (a JFR recording, for one) go in {@code -Dcoldcpu.jvm="..."}.
  */
@@ -91,7 +96,7 @@ public final class ColdCpuBenchmark {
     private static final String BUCKET = "coldcpu";
     /** The subjects; a {@code -vt} suffix runs Granary's fills on virtual threads ({@code granary.fillThreads}). */
     private static final List<String> SUBJECTS = List.of("sdk", "sdk-ranged", "memory", "disk", "memory-vt",
-            "disk-vt", "memory-touched");
+            "disk-vt", "memory-touched", "memory-s3client", "disk-s3client");
 
     private ColdCpuBenchmark() {}
 
@@ -340,7 +345,7 @@ public final class ColdCpuBenchmark {
                     });
                 }
             }
-            case "memory", "disk", "memory-vt", "disk-vt", "memory-touched" -> {
+            case "memory", "disk", "memory-vt", "disk-vt", "memory-touched", "memory-s3client", "disk-s3client" -> {
                 // Read when the cache is built: the -vt subjects put each fill on a virtual thread, as before
                 // decision 0010, so that both run in one process, alternated.
                 if (subject.endsWith("-vt")) {
@@ -348,8 +353,11 @@ public final class ColdCpuBenchmark {
                 } else {
                     System.clearProperty("granary.fillThreads");
                 }
+                // -s3client: every ranged GET through the S3 client's pipeline, as before decision 0012.
+                boolean directGet = !subject.endsWith("-s3client");
                 S3Origin origin = S3Origin.builder().bucket(BUCKET).endpoint(endpoint).pathStyle(true)
-                        .credentials(S3ProxyServer.credentials()).maxConcurrency(c.readers).build();
+                        .credentials(S3ProxyServer.credentials()).maxConcurrency(c.readers).directGet(directGet)
+                        .build();
                 long capacity = (long) c.objects * c.size + (64L << 20);
                 TieredCache.Builder builder = TieredCache.builder(origin)
                         .metadataTtl(Duration.ofHours(1)) // a slow epoch on a loaded box must not turn into HEADs
@@ -397,6 +405,10 @@ public final class ColdCpuBenchmark {
                     int passes = touched ? 2 : 1;
                     if (stats.reads() != (long) passes * order.size() || stats.metadataRequests() != passes) { // listings
                         throw new IllegalStateException("expected one listing and one read per object: " + stats);
+                    }
+                    if (origin.directReads() != (directGet ? (long) passes * order.size() : 0)) {
+                        throw new IllegalStateException(subject + ": " + origin.directReads() + " direct GETs, "
+                                + origin.directFallbacks() + " fallbacks for " + order.size() + " objects");
                     }
                     yield e;
                 } finally {

@@ -36,6 +36,7 @@ import software.amazon.awssdk.core.sync.ResponseTransformer;
 import software.amazon.awssdk.http.AbortableInputStream;
 import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.core.exception.SdkException;
+import software.amazon.awssdk.http.SdkHttpClient;
 import software.amazon.awssdk.http.apache.ApacheHttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain;
@@ -73,13 +74,24 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  * {@link Builder#requestTimeout(Duration)}: connecting, waiting for the response, and every wait for more body bytes. Missing objects ({@code 404}), changed
  * ones ({@code 412}), ranges past the end ({@code 416}) and access errors ({@code 403}) are not retried.
  *
+ * <h2>The request path</h2>
+ * {@code HEAD}, {@code ListObjectsV2} and {@code PutObject} go through the SDK's {@link S3Client}. A ranged
+ * {@code GET} — the one request a cold epoch repeats for every page — takes a direct path when the origin makes its own
+ * client (decision 0012): the origin builds the request, signs it with the SDK's SigV4 signer and sends it through the
+ * same Apache HTTP client, without the S3 client's pipeline (interceptors, endpoint and auth-scheme resolution,
+ * marshalling), which was ~80 % of the CPU of a cold fill. The response must be exactly the data asked for — status
+ * {@code 206}, the {@code Content-Range} and {@code Content-Length} of the range, the version's ETag, the whole body
+ * — or the request is sent again through the {@link S3Client}, which maps the answer ({@code 404}, {@code 412},
+ * {@code 403}, ...) and retries faults as below, so every error reads the same on both paths. See
+ * {@link Builder#directGet(boolean)}, {@link #directReads()}, {@link #directFallbacks()}.
+ *
  * <h2>Listing</h2>
  * {@link #list(String)} pages through {@code ListObjectsV2} lazily (one page of at most 1 000 keys in memory at a
  * time), in S3's order, which is ascending UTF-8 byte order. Folder markers (keys ending in {@code /}) and keys that
  * the cache cannot address (a {@code ..} segment, a leading {@code /}) are skipped.
  *
  * <h2>Threads</h2>
- * Thread-safe. Calls block; the cache runs them on virtual threads. The SDK's synchronous HTTP client is sized to
+ * Thread-safe. Calls block; the cache runs them on its fill threads. The SDK's synchronous HTTP client is sized to
  * {@link #maxConcurrency()} connections (plus a few for metadata), so every in-flight read has a connection of its
  * own. Interrupting a thread blocked in a call aborts it with an {@link InterruptedIOException}.
  *
@@ -89,9 +101,16 @@ import software.amazon.awssdk.services.s3.model.S3Object;
 public final class S3Origin implements Origin {
 
     private static final int METADATA_CONNECTIONS = 16;
+    private static final System.Logger LOG = System.getLogger(S3Origin.class.getName());
 
     private final S3Client s3;
     private final boolean ownsClient;
+    /** The HTTP client of an S3 client this origin made (closed with it), or null. */
+    private final SdkHttpClient http;
+    /** The ranged GET without the S3 client's pipeline (decision 0012), or null where it does not apply. */
+    private final DirectGet direct;
+    private final LongAdder directReads = new LongAdder();
+    private final LongAdder directFallbacks = new LongAdder();
     private final String bucket;
     private final String prefix;
     private final URI uri;
@@ -109,9 +128,11 @@ public final class S3Origin implements Origin {
     private volatile boolean bucketSeen;
     private volatile boolean closed;
 
-    private S3Origin(Builder b, S3Client s3, boolean ownsClient) {
+    private S3Origin(Builder b, S3Client s3, boolean ownsClient, SdkHttpClient http, DirectGet direct) {
         this.s3 = s3;
         this.ownsClient = ownsClient;
+        this.http = http;
+        this.direct = direct;
         this.bucket = b.bucket;
         this.prefix = b.prefix;
         this.uri = URI.create("s3://" + b.bucket + "/" + b.prefix);
@@ -151,6 +172,31 @@ public final class S3Origin implements Origin {
         return retries.sum();
     }
 
+    /**
+     * {@return whether ranged GETs go the direct path} (decision 0012): signed by this origin with the SDK's SigV4
+     * signer and sent through the HTTP client of the S3 client it made, without the S3 client's request pipeline.
+     * True unless the origin was given a client ({@link Builder#client(S3Client)}), the bucket is a directory bucket
+     * or an access point alias that needs the SDK's own handling, or the direct path was turned off
+     * ({@link Builder#directGet(boolean)}, system property {@code granary.s3.directGet}).
+     */
+    public boolean directGet() {
+        return direct != null;
+    }
+
+    /** {@return how many ranged GETs the direct path completed} (each one checked: status, range, length, ETag) */
+    public long directReads() {
+        return directReads.sum();
+    }
+
+    /**
+     * {@return how many ranged GETs the direct path handed to the S3 client}: an answer that was not the data asked
+     * for (missing object, changed version, refused credentials, ...), or a fault (throttling, a server error, a
+     * broken connection), each then sent again, and mapped, through the S3 client
+     */
+    public long directFallbacks() {
+        return directFallbacks.sum();
+    }
+
     // ---------------------------------------------------------------------------------------------------- stat
 
     @Override
@@ -182,6 +228,30 @@ public final class S3Origin implements Origin {
         String s3Key = s3Key(object.key());
         long done = 0; // bytes already in dst: a retry resumes after them, pinned to the same ETag
         RetryLoop attempts = retry.start("GET", object.key(), uri, retries);
+        if (direct != null) {
+            checkOpen();
+            DirectGet.Attempt first = directAttempt(object, s3Key, position, dst);
+            done = first.done;
+            switch (first.outcome) {
+                case DONE -> {
+                    bucketSeen = true;
+                    directReads.increment();
+                    return;
+                }
+                case ANSWER -> directFallbacks.increment(); // the S3 client asks again at once, and maps the answer
+                case FAULT -> {
+                    directFallbacks.increment();
+                    if (first.failure != null && OriginLimits.isInterruption(first.failure)) {
+                        throw attempts.interrupted(first.failure);
+                    }
+                    // A counted attempt like any other; when it was the last one allowed, the S3 client's attempt
+                    // follows at once instead, so that a request given up always ends with the S3 client's account.
+                    if (attempts.attempt() < retry.maxAttempts() && attempts.elapsed().compareTo(retry.budget()) < 0) {
+                        attempts.backOff(first.detail, first.failure, first.throttled);
+                    }
+                }
+            }
+        }
         while (true) {
             checkOpen();
             long from = position + done;
@@ -243,6 +313,20 @@ public final class S3Origin implements Origin {
                 detail = done + " of " + length + " bytes received: " + e;
             }
             attempts.backOff(detail, failed, throttling);
+        }
+    }
+
+    /** The first attempt of a read, through {@link DirectGet}, with a pooled transfer buffer. */
+    private DirectGet.Attempt directAttempt(ObjectInfo object, String s3Key, long position, MemorySegment dst) {
+        byte[] chunk = chunks.poll();
+        if (chunk == null) {
+            chunk = new byte[CHUNK];
+        }
+        try {
+            return direct.get(s3Key, position, position + dst.byteSize() - 1, object.size(),
+                    ifMatch ? object.version() : null, object.version(), dst, 0, chunk);
+        } finally {
+            chunks.offer(chunk); // bounded: a full pool drops it
         }
     }
 
@@ -586,11 +670,14 @@ public final class S3Origin implements Origin {
         if (ownsClient) {
             s3.close();
         }
+        if (http != null) {
+            http.close(); // passed to the S3 client ready-made, so it is ours to close
+        }
     }
 
     @Override
     public String toString() {
-        return "S3Origin[" + uri + ", maxConcurrency=" + maxConcurrency + "]";
+        return "S3Origin[" + uri + ", maxConcurrency=" + maxConcurrency + (direct != null ? ", direct GET" : "") + "]";
     }
 
     // ---------------------------------------------------------------------------------------------------- builder
@@ -622,6 +709,7 @@ public final class S3Origin implements Origin {
         private Duration retryBackoff = Duration.ofMillis(50);
         private S3Client client;
         private boolean ifMatch = true;
+        private boolean directGet = true;
 
         private Builder() {}
 
@@ -635,6 +723,24 @@ public final class S3Origin implements Origin {
          */
         public Builder ifMatch(boolean ifMatch) {
             this.ifMatch = ifMatch;
+            return this;
+        }
+
+        /**
+         * Whether ranged GETs take the direct path (default true; decision 0012): the origin signs them itself with the
+         * SDK's SigV4 signer ({@code AwsV4HttpSigner}) and sends them through the HTTP client of its S3 client,
+         * without the S3 client's request pipeline (interceptors, endpoint and auth-scheme resolution, request
+         * marshalling, response unmarshalling), which is most of the CPU of a cold read. Every other request (HEAD,
+         * LIST, PUT), and every ranged GET the direct path does not complete with the data asked for — an error
+         * answer, a fault, a response whose ETag, range or length differs — goes through the S3 client, which maps
+         * errors and retries as it always did. It applies only when the origin makes its own client (not with
+         * {@link #client(S3Client)}) and the bucket is not a directory bucket ({@code --x-s3}) or an Object Lambda
+         * or multi-region access point alias ({@code --ol-s3}, {@code .mrap}). {@code false} sends every GET
+         * through the S3 client. The system property {@code granary.s3.directGet=false} (read at
+         * {@link #build()}) turns it off for every origin built meanwhile, whatever is set here.
+         */
+        public Builder directGet(boolean directGet) {
+            this.directGet = directGet;
             return this;
         }
 
@@ -800,29 +906,64 @@ public final class S3Origin implements Origin {
          * Builds the origin. Makes no request: a missing bucket or wrong credentials surface at first use, as an
          * {@link IOException} that names them.
          *
-         * @throws IllegalStateException if no bucket was set, or no region was set and none can be found
+         * @throws IllegalStateException    if no bucket was set, or no region was set and none can be found
+         * @throws IllegalArgumentException if the system property {@code granary.s3.directGet} is set to anything
+         *                                  but {@code true} or {@code false}
          */
         public S3Origin build() {
             if (bucket == null) {
                 throw new IllegalStateException("bucket: not set (expected: S3Origin.builder().bucket(\"name\"))");
             }
+            boolean direct = directGet && directGetProperty();
             if (client != null) {
-                return new S3Origin(this, client, false);
+                return new S3Origin(this, client, false, null, null);
             }
-            return new S3Origin(this, makeClient(), true);
-        }
-
-        private S3Client makeClient() {
             Region resolved = resolveRegion();
-            var http = ApacheHttpClient.builder()
+            AwsCredentialsProvider provider = credentials != null ? credentials
+                    : DefaultCredentialsProvider.builder().build();
+            SdkHttpClient http = ApacheHttpClient.builder()
                     .maxConnections(maxConcurrency + METADATA_CONNECTIONS)
                     .connectionTimeout(requestTimeout)
                     .socketTimeout(requestTimeout)
                     .connectionAcquisitionTimeout(requestTimeout)
-                    .tcpKeepAlive(true);
+                    .tcpKeepAlive(true)
+                    .build();
+            S3Client s3;
+            try {
+                s3 = makeClient(resolved, provider, http);
+            } catch (RuntimeException e) {
+                http.close();
+                throw e;
+            }
+            DirectGet fast = null;
+            if (direct && DirectGet.notApplicable(bucket) == null) {
+                try {
+                    fast = DirectGet.create(s3, http, provider, resolved, bucket);
+                } catch (RuntimeException e) { // an endpoint setup the direct path does not know: the S3 client's
+                    LOG.log(System.Logger.Level.WARNING, "S3 origin over bucket '" + bucket + "': ranged GETs go"
+                            + " through the S3 client, the direct path does not apply: " + e);
+                }
+            }
+            return new S3Origin(this, s3, true, http, fast);
+        }
+
+        /** {@return false if the system property turns the direct GET off} */
+        private static boolean directGetProperty() {
+            String value = System.getProperty(DirectGet.PROPERTY);
+            if (value == null || value.equals("true")) {
+                return true;
+            }
+            if (value.equals("false")) {
+                return false;
+            }
+            throw new IllegalArgumentException("system property " + DirectGet.PROPERTY + ": '" + value
+                    + "' (expected: true or false)");
+        }
+
+        private S3Client makeClient(Region resolved, AwsCredentialsProvider provider, SdkHttpClient http) {
             var builder = S3Client.builder()
                     .region(resolved)
-                    .httpClientBuilder(http)
+                    .httpClient(http) // shared with the direct GET (decision 0012); closed by the origin
                     .forcePathStyle(pathStyle)
                     // S3-compatible stores often lack the newer flexible checksums; a ranged GET has none anyway.
                     .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
@@ -831,7 +972,7 @@ public final class S3Origin implements Origin {
                     // bound every wait already, and the SDK's per-attempt timer cost 12 % of cold throughput
                     // (decision 0004).
                     .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry()));
-            builder.credentialsProvider(credentials != null ? credentials : DefaultCredentialsProvider.builder().build());
+            builder.credentialsProvider(provider);
             if (endpoint != null) {
                 builder.endpointOverride(endpoint);
             }

@@ -126,7 +126,8 @@ class S3OriginFaultTest {
         proxy.failNext(3);
         assertArrayEquals(bytes, read(info));
         assertEquals(3, proxy.injectedFailures());
-        assertEquals(3, origin.retries());
+        assertEquals(3, origin.retries(), "the direct GET's 503 is the first of the three retries");
+        assertEquals(1, origin.directFallbacks());
 
         proxy.failNext(2);
         assertEquals(info, origin.stat("burst.bin"), "HEAD is retried too");
@@ -153,6 +154,7 @@ class S3OriginFaultTest {
         assertArrayEquals(bytes, read(info));
         assertEquals(1, proxy.resets());
         assertEquals(1, origin.retries());
+        assertEquals(1, origin.directFallbacks(), "the direct GET broke off; the S3 client resumed it");
         long moved = proxy.responseBytes() - before;
         assertTrue(moved < bytes.length + 100_000 - 10_000,
                 "the retry asks only for the bytes still missing; response bytes moved: " + moved);

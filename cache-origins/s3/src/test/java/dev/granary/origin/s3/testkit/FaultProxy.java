@@ -21,7 +21,7 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * A loopback HTTP/1.1 proxy that sits in front of a real S3 server and injects the faults object stores have: added
  * latency per request, a bandwidth cap per connection, bursts of {@code 503 SlowDown} answered by the proxy itself,
- * connections reset in the middle of a response, and a black hole that accepts requests and never answers. The
+ * connections reset in the middle of a response, canned answers (wrong headers, bodies cut short), and a black hole that accepts requests and never answers. The
  * upstream port can be switched (a server restarted on another port).
  *
  * <p>It understands just enough HTTP for an SDK client that does not pipeline: a request is a head up to the blank
@@ -41,6 +41,8 @@ public final class FaultProxy implements AutoCloseable {
     private volatile int failureStatus = 503;
     private volatile String failureCode = "SlowDown";
     private final AtomicLong resetAfter = new AtomicLong(-1);
+    private final java.util.concurrent.atomic.AtomicReference<byte[]> cannedAnswer =
+            new java.util.concurrent.atomic.AtomicReference<>();
     private final AtomicInteger requests = new AtomicInteger();
     private final AtomicInteger injected = new AtomicInteger();
     private final AtomicInteger resets = new AtomicInteger();
@@ -93,6 +95,17 @@ public final class FaultProxy implements AutoCloseable {
         return this;
     }
 
+    /**
+     * Answers the next request itself with these bytes — a whole HTTP/1.1 response, status line, headers and body, as
+     * a misbehaving store or gateway would send it — without forwarding it, then closes the connection (so a body
+     * shorter than its {@code Content-Length} reaches the client as a body cut short). Counted in
+     * {@link #injectedFailures()}.
+     */
+    public FaultProxy answerNext(byte[] response) {
+        this.cannedAnswer.set(response.clone());
+        return this;
+    }
+
     /** Resets (RST) the connection of the next forwarded request after this many bytes of its response. */
     public FaultProxy resetNextResponseAfter(long bytes) {
         this.resetAfter.set(bytes);
@@ -112,6 +125,7 @@ public final class FaultProxy implements AutoCloseable {
         blackhole = false;
         failuresLeft.set(0);
         resetAfter.set(-1);
+        cannedAnswer.set(null);
         return this;
     }
 
@@ -168,6 +182,15 @@ public final class FaultProxy implements AutoCloseable {
                 if (blackhole) {
                     in.transferTo(OutputStream.nullOutputStream()); // until the client gives up and closes
                     return;
+                }
+                byte[] canned = cannedAnswer.getAndSet(null);
+                if (canned != null) {
+                    injected.incrementAndGet();
+                    synchronized (out) {
+                        out.write(canned);
+                        out.flush();
+                    }
+                    return; // the connection ends with the answer
                 }
                 if (failuresLeft.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
                     injected.incrementAndGet();
