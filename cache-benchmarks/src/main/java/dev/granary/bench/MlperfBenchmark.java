@@ -73,9 +73,10 @@ import software.amazon.awssdk.services.s3.S3Client;
  *   <li>{@code granary-e1} — epoch 1: a fresh {@link TieredCache} (memory tier {@code memory-mib}, a disk tier holding
  *       the whole dataset) per measurement, one {@link DataLoader} per accelerator ({@code shard(rank, N)}, one shared
  *       cache, as ranks on one node share it), S3 origin over the shared client.</li>
- *   <li>{@code plain} — no cache: a pool of {@code concurrency} threads doing whole-object GETs with the same
- *       {@link S3Client} instance the Granary origin uses, each accelerator keeping {@code prefetch} batches in flight
- *       (PyTorch's {@code prefetch_factor}), in a seeded order split over the accelerators.</li>
+ *   <li>{@code plain} — no cache: a pool of {@code concurrency} threads doing whole-object GETs with one
+ *       {@link S3Client} (the one the Granary origin uses with {@code --direct=0}), each accelerator keeping
+ *       {@code prefetch} batches in flight (PyTorch's {@code prefetch_factor}), in a seeded order split over the
+ *       accelerators.</li>
  *   <li>{@code granary-e2+ resident} — epochs 2+: one cache filled by a full epoch first (memory tier + disk tier, the
  *       dataset ≥ 5 × the memory tier so most hits come from disk), a new epoch number per measurement, the disk
  *       tier's segment files read whole into the page cache before it (residency printed, {@code mincore}).</li>
@@ -106,8 +107,10 @@ import software.amazon.awssdk.services.s3.S3Client;
  * Options {@code --name=value}: objects (3000), size (150528), batch (8), mbps (20, per accelerator), memory-mib (64),
  * concurrency (32: origin connections, and the plain loop's threads), prefetch (4), steps (16), latency-ms (20),
  * runs (3), max-accelerators (64), patience (2), seed (0: new each run), upload (1), listing (1: the Granary
- * subjects use {@link Dataset#ofObjects}, one listing; 0: {@link Dataset#ofKeys}, a HEAD per sample); strings
- * endpoint, bucket, region, prefix. Files go under {@code granary.bench.dir} (the Maven execution: {@code cache-benchmarks/target}).
+ * subjects use {@link Dataset#ofObjects}, one listing; 0: {@link Dataset#ofKeys}, a HEAD per sample), direct (1: the
+ * Granary origin builds its own client and sends its ranged GETs without the S3 client's pipeline, decision 0012; 0:
+ * it reads through the plain loop's {@link S3Client}); strings endpoint, bucket, region, prefix. Files go under
+ * {@code granary.bench.dir} (the Maven execution: {@code cache-benchmarks/target}).
  */
 public final class MlperfBenchmark {
 
@@ -116,7 +119,7 @@ public final class MlperfBenchmark {
             Map.entry("memory-mib", "64"), Map.entry("concurrency", "32"), Map.entry("prefetch", "4"),
             Map.entry("steps", "16"), Map.entry("latency-ms", "20"), Map.entry("runs", "3"),
             Map.entry("max-accelerators", "64"), Map.entry("patience", "2"), Map.entry("seed", "0"),
-            Map.entry("upload", "1"), Map.entry("listing", "1")));
+            Map.entry("upload", "1"), Map.entry("listing", "1"), Map.entry("direct", "1")));
     private static final List<String> STRINGS = List.of("endpoint", "bucket", "region", "prefix");
     private static final int[] LADDER = {1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 80, 96,
             112, 128, 160, 192, 224, 256};
@@ -129,6 +132,9 @@ public final class MlperfBenchmark {
     private final Map<String, String> s;
     private final Path dir;
     private final S3Client client;
+    /** Where the Granary origin's own client goes ({@code --direct=1}); null for AWS's default endpoint. */
+    private final URI endpoint;
+    private final AwsCredentialsProvider credentials;
     private final String bucket;
     private final List<String> keys;
     private final int batch;
@@ -136,7 +142,9 @@ public final class MlperfBenchmark {
     private final long sampleBytes;
 
     private MlperfBenchmark(Map<String, Long> o, Map<String, String> s, Path dir, S3Client client, String bucket,
-            List<String> keys) {
+            List<String> keys, URI endpoint, AwsCredentialsProvider credentials) {
+        this.endpoint = endpoint;
+        this.credentials = credentials;
         this.o = o;
         this.s = s;
         this.dir = dir;
@@ -223,7 +231,7 @@ public final class MlperfBenchmark {
                             server != null);
                     System.out.printf(Locale.ROOT, "uploaded in %.1f s%n", (System.nanoTime() - t0) / 1e9);
                 }
-                new MlperfBenchmark(o, strings, dir, shared, bucket, keys).runAll();
+                new MlperfBenchmark(o, strings, dir, shared, bucket, keys, endpoint, credentials).runAll();
             }
         } finally {
             if (proxy != null) {
@@ -378,8 +386,17 @@ public final class MlperfBenchmark {
         Files.createDirectories(diskDir);
         long dataset = keys.size() * (sampleBytes + 4096);
         long disk = (dataset / SEGMENT + 3) * SEGMENT;
-        S3Origin origin = S3Origin.builder().bucket(bucket).client(client)
-                .maxConcurrency(o.get("concurrency").intValue()).build();
+        S3Origin.Builder b = S3Origin.builder().bucket(bucket).maxConcurrency(o.get("concurrency").intValue());
+        if (o.get("direct") == 0) {
+            b.client(client); // the plain loop's client: every GET through the S3 client's pipeline
+        } else {
+            // The origin's own client: ranged GETs signed and sent without the S3 client's pipeline (decision 0012).
+            b.region(s.get("region")).credentials(credentials);
+            if (endpoint != null) {
+                b.endpoint(endpoint).pathStyle(true);
+            }
+        }
+        S3Origin origin = b.build();
         return TieredCache.builder(origin)
                 .tier(MemoryTier.builder().capacity(o.get("memory-mib") << 20).build())
                 .tier(DiskTier.builder().directory(diskDir).capacity(disk).segmentSize(SEGMENT).build())
