@@ -115,6 +115,7 @@ public final class DiskWriteBenchmark {
                 keys[i] = DiskBenchData.key(i, 7, pageSize);
             }
             Run[][] runs = new Run[rounds][CONTENDERS.length];
+            double[] crcs = new double[rounds];
             Path directory = base.resolve("disk-write-" + pageSize);
             for (int r = 0; r < rounds; r++) {
                 StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "  %s round %d (Dirty %s):",
@@ -137,6 +138,9 @@ public final class DiskWriteBenchmark {
                     line.append(String.format(Locale.ROOT, " %s %.0f/%.0f MB/s %.2f CPU-s/GiB;", CONTENDERS[c],
                             runs[r][c].bufferedMBps, runs[r][c].durableMBps, runs[r][c].cpuSecondsPerGiB));
                 }
+                double crc = crcCpuPerGiB(count, contents);
+                crcs[r] = crc;
+                line.append(String.format(Locale.ROOT, " CRC32C alone %.2f CPU-s/GiB;", crc));
                 line.append(String.format(Locale.ROOT, " tier/append %.2f buffered, %.2f durable",
                         runs[r][0].bufferedMBps / runs[r][1].bufferedMBps,
                         runs[r][0].durableMBps / runs[r][1].durableMBps));
@@ -150,6 +154,12 @@ public final class DiskWriteBenchmark {
                         summary(runs, r -> r[cc].durableMBps, "%.0f"),
                         summary(runs, r -> r[cc].cpuSecondsPerGiB, "%.2f"));
             }
+            double[] sortedCrcs = crcs.clone();
+            Arrays.sort(sortedCrcs);
+            System.out.printf(Locale.ROOT, "%s CRC32C of the same pages alone (in the tier's figures): %.2f (%.2f-%.2f)"
+                    + " CPU-s/GiB; tier CPU / append CPU (per round): %s%n", size, sortedCrcs[rounds / 2],
+                    sortedCrcs[0], sortedCrcs[rounds - 1],
+                    summary(runs, r -> r[0].cpuSecondsPerGiB / r[1].cpuSecondsPerGiB, "%.2f"));
             System.out.printf(Locale.ROOT, "%s tier/append (per round): buffered %s, durable %s;"
                     + " tier/append-falloc: buffered %s, durable %s%n", size,
                     summary(runs, r -> r[0].bufferedMBps / r[1].bufferedMBps, "%.2f"),
@@ -157,6 +167,27 @@ public final class DiskWriteBenchmark {
                     summary(runs, r -> r[0].bufferedMBps / r[2].bufferedMBps, "%.2f"),
                     summary(runs, r -> r[0].durableMBps / r[2].durableMBps, "%.2f"));
         }
+    }
+
+    /**
+     * {@return the CPU seconds per GiB of the CRC32C of the same pages, no I/O} The part of the tier's CPU that is the
+     * payload checksum, a second pass over the bytes that the append does not make, measured in the same round.
+     */
+    private static double crcCpuPerGiB(int count, MemorySegment[] contents) {
+        long cpu0 = THREADS.getCurrentThreadCpuTime();
+        long bytes = 0;
+        int sink = 0;
+        for (int i = 0; i < count; i++) {
+            java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+            crc.update(contents[i & 63].asByteBuffer());
+            sink += (int) crc.getValue();
+            bytes += contents[i & 63].byteSize();
+        }
+        long cpu = THREADS.getCurrentThreadCpuTime() - cpu0;
+        if (sink == 42) {
+            System.out.print(""); // keeps the checksums alive
+        }
+        return cpu / 1e9 / (bytes / (double) (1L << 30));
     }
 
     /** {@return "median (min-max)" of one figure over the rounds} */
