@@ -648,6 +648,18 @@ final class DiskIndex {
         }
     }
 
+    /** {@return whether the name of a page in the index is held as bytes (see ObjectNames)}; for tests */
+    boolean nameHeldAsBytes(PageKey key) {
+        long stamp = lock.readLock();
+        try {
+            int id = names.find(key.origin(), key.key(), key.version(),
+                    ObjectNames.hash(key.origin(), key.key(), key.version()));
+            return id >= 0 && names.heldAsBytes(id);
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
     /** Where a live page is, for tests: its segment and record, or {@code null}. */
     record Found(Segment segment, int record) {}
 

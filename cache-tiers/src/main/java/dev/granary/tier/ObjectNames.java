@@ -53,11 +53,12 @@ final class ObjectNames {
     private int freeCount;
     /**
      * For a name held as bytes: where its key's bytes start in {@link #arena} (chunk &lt;&lt; 32 | offset), the
-     * version's following them; {@code -1} for a name held as strings.
+     * version's following them; {@code -1} for a name held as strings. Null until the first name held as bytes: a
+     * tier filled by puts alone pays nothing for these columns.
      */
-    private long[] at = new long[64];
+    private long[] at;
     /** For a name held as bytes: its key's length &lt;&lt; 16 | its version's length (each below 64 KiB). */
-    private int[] lengths = new int[64];
+    private int[] lengths;
     /** Chunks of name bytes; only the last one takes new names. */
     private byte[][] arena = new byte[0][];
     /** Where the next name goes in the last chunk. */
@@ -153,7 +154,11 @@ final class ObjectNames {
      * be torn: an index out of bounds then throws, which the caller's validation discards.
      */
     private boolean bytesEqual(int id, String key, String version) {
-        long where = at[id];
+        long[] a = at;
+        if (a == null) {
+            return false;
+        }
+        long where = a[id];
         if (where < 0) {
             return false;
         }
@@ -243,6 +248,11 @@ final class ObjectNames {
                 throw new IllegalArgumentException("object name of " + keyLength + " + " + versionLength
                         + " bytes (expected: each below 64 KiB)");
             }
+            if (at == null) {
+                at = new long[keys.length];
+                Arrays.fill(at, -1);
+                lengths = new int[keys.length];
+            }
             id = add(origin, null, null, hash);
             int total = keyLength + versionLength;
             long where = take(total);
@@ -311,7 +321,9 @@ final class ObjectNames {
     int acquire(int id, String origin, String key, String version, int hash) {
         if (id < 0) {
             id = add(origin, key, version, hash);
-            at[id] = -1;
+            if (at != null) {
+                at[id] = -1;
+            }
         }
         pages[id]++;
         return id;
@@ -326,7 +338,7 @@ final class ObjectNames {
         origins[id] = null;
         keys[id] = null;
         versions[id] = null;
-        if (at[id] >= 0) {
+        if (at != null && at[id] >= 0) {
             int l = lengths[id];
             arenaLive -= (l >>> 16) + (l & 0xFFFF);
             at[id] = -1;
@@ -378,7 +390,7 @@ final class ObjectNames {
 
     /** {@return whether a name is held as bytes}; for tests */
     boolean heldAsBytes(int id) {
-        return keys[id] == null && at[id] >= 0;
+        return keys[id] == null && at != null && at[id] >= 0;
     }
 
     /** {@return the hash of a held name} */
@@ -410,8 +422,10 @@ final class ObjectNames {
                 keys = Arrays.copyOf(keys, n);
                 versions = Arrays.copyOf(versions, n);
                 pages = Arrays.copyOf(pages, n);
-                at = Arrays.copyOf(at, n);
-                lengths = Arrays.copyOf(lengths, n);
+                if (at != null) {
+                    at = Arrays.copyOf(at, n);
+                    lengths = Arrays.copyOf(lengths, n);
+                }
             }
         }
         origins[id] = originStrings.computeIfAbsent(origin, o -> o);

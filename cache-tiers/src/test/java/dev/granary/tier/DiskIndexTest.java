@@ -305,6 +305,9 @@ class DiskIndexTest {
             }
             PageKey first = keys.get(0); // "données/é0.jpg": decoded strings
             PageKey ascii = keys.get(3); // "train/2.jpg", "v2": bytes
+            assertFalse(reopened.index().nameHeldAsBytes(first));
+            assertFalse(reopened.index().nameHeldAsBytes(keys.get(1)), "train/1.jpg, version not ASCII");
+            assertTrue(reopened.index().nameHeldAsBytes(ascii));
             reopened.invalidate(first.origin(), first.key());
             reopened.invalidate(ascii.origin(), ascii.key());
             assertNull(reopened.get(first));
