@@ -51,7 +51,8 @@ import java.util.stream.Stream;
  * ./mvnw -q -o -DskipTests -pl cache-benchmarks -am package exec:exec@disk-write
  * </pre>
  * Options in {@code -Ddiskwrite.args="..."}: {@code --pageSizes=4096,131072,1048576} {@code --bytes=268435456} (per
- * round and contender) {@code --rounds=7}. Files go to {@code granary.bench.dir} (must not be tmpfs).
+ * round and contender) {@code --rounds=7}; {@code --headers} instead compares the ways of writing a record header
+ * (see {@link #headers}). Files go to {@code granary.bench.dir} (must not be tmpfs).
  */
 public final class DiskWriteBenchmark {
 
@@ -74,8 +75,11 @@ public final class DiskWriteBenchmark {
         String pageSizes = "4096,131072,1048576";
         long bytes = 256L << 20;
         int rounds = 7;
+        boolean headers = false;
         for (String arg : args) {
-            if (arg.startsWith("--pageSizes=")) {
+            if (arg.equals("--headers")) {
+                headers = true;
+            } else if (arg.startsWith("--pageSizes=")) {
                 pageSizes = arg.substring(12);
             } else if (arg.startsWith("--bytes=")) {
                 bytes = Long.parseLong(arg.substring(8));
@@ -83,7 +87,7 @@ public final class DiskWriteBenchmark {
                 rounds = Integer.parseInt(arg.substring(9));
             } else if (!arg.isBlank()) {
                 throw new IllegalArgumentException("option: " + arg
-                        + " (expected: --pageSizes=, --bytes=, --rounds=)");
+                        + " (expected: --pageSizes=, --bytes=, --rounds=, --headers)");
             }
         }
         if (rounds < 1 || bytes < FILE_SIZE) {
@@ -96,7 +100,90 @@ public final class DiskWriteBenchmark {
                 + " thread CPU time %s%n", base, DiskBenchData.describeFileSystem(base), bytes >> 20, FILE_SIZE >> 20,
                 rounds, THREADS.isCurrentThreadCpuTimeSupported() ? "measured" : "not available");
         for (String s : pageSizes.split(",")) {
-            run(base, Integer.parseInt(s.strip()), bytes, rounds);
+            if (headers) {
+                headers(base, Integer.parseInt(s.strip()), rounds);
+            } else {
+                run(base, Integer.parseInt(s.strip()), bytes, rounds);
+            }
+        }
+    }
+
+    /**
+     * {@code --headers}: what a record header costs the writer, without the rest of the tier. Per variant and round,
+     * 4 fallocated, mapped ({@code MADV_RANDOM}) files of 64 MiB, payloads written downwards with {@code pwrite} from
+     * native memory as the tier does, and 136-byte headers upwards from offset 64: none, by a second {@code pwrite}
+     * (through a native buffer, as the tier did before), or stored through the mapping (as it does now). The
+     * writing thread's CPU per GiB of payload; the variants alternate within each round.
+     */
+    private static void headers(Path base, int pageSize, int rounds) throws IOException {
+        String[] variants = {"payload only", "header by pwrite", "header through the mapping"};
+        double[][] cpu = new double[variants.length][rounds];
+        long size = FILE_SIZE;
+        int header = 136;
+        long stride = (pageSize + 4095) & -4096L;
+        int count = (int) ((size - 4096) / (stride + header)) - 2;
+        Path directory = base.resolve("disk-write-headers");
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment payload = arena.allocate(pageSize, 4096);
+            payload.fill((byte) 7);
+            MemorySegment scratch = arena.allocate(4096, 64);
+            byte[] bytes = new byte[header];
+            Arrays.fill(bytes, (byte) 1);
+            for (int r = 0; r < rounds; r++) {
+                for (int v = 0; v < variants.length; v++) {
+                    DiskBenchData.deleteTree(directory);
+                    Files.createDirectories(directory);
+                    long nanos = 0;
+                    for (int f = 0; f < 4; f++) {
+                        Path file = directory.resolve("h" + f);
+                        Files.createFile(file);
+                        NativeFiles.allocate(file, size);
+                        try (Arena mapping = Arena.ofShared()) {
+                            MemorySegment map;
+                            try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ,
+                                    StandardOpenOption.WRITE)) {
+                                map = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, mapping);
+                            }
+                            NativeFiles.adviseRandom(map);
+                            int fd = NativeFiles.openReadWrite(file);
+                            try {
+                                long cpu0 = THREADS.getCurrentThreadCpuTime();
+                                long at = 64;
+                                for (int i = 0; i < count; i++) {
+                                    NativeFiles.pwrite(fd, payload, size - (i + 1) * stride);
+                                    if (v == 1) {
+                                        MemorySegment part = scratch.asSlice(0, header);
+                                        MemorySegment.copy(bytes, 0, part, java.lang.foreign.ValueLayout.JAVA_BYTE, 0,
+                                                header);
+                                        NativeFiles.pwrite(fd, part, at);
+                                    } else if (v == 2) {
+                                        MemorySegment.copy(bytes, 0, map, java.lang.foreign.ValueLayout.JAVA_BYTE, at,
+                                                header);
+                                    }
+                                    at += header;
+                                }
+                                nanos += THREADS.getCurrentThreadCpuTime() - cpu0;
+                            } finally {
+                                NativeFiles.close(fd);
+                            }
+                        }
+                        fsync(List.of(file));
+                    }
+                    cpu[v][r] = nanos / 1e9 / (4.0 * count * pageSize / (1L << 30));
+                }
+                System.out.printf(Locale.ROOT, "  %s headers round %d: %s %.2f, %s %.2f, %s %.2f CPU-s/GiB%n",
+                        DiskColdReadBenchmark.size(pageSize), r + 1, variants[0], cpu[0][r], variants[1], cpu[1][r],
+                        variants[2], cpu[2][r]);
+            }
+        } finally {
+            DiskBenchData.deleteTree(directory);
+        }
+        for (int v = 0; v < variants.length; v++) {
+            double[] sorted = cpu[v].clone();
+            Arrays.sort(sorted);
+            System.out.printf(Locale.ROOT, "%s %-26s %.2f (%.2f-%.2f) CPU-s/GiB of payload%n",
+                    DiskColdReadBenchmark.size(pageSize), variants[v], sorted[rounds / 2], sorted[0],
+                    sorted[rounds - 1]);
         }
     }
 
