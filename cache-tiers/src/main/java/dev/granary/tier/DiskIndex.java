@@ -38,7 +38,7 @@ final class DiskIndex {
     static final int MAX_RECORDS = 1 << 24;
 
     private final StampedLock lock = new StampedLock();
-    private final ObjectNames names = new ObjectNames();
+    private ObjectNames names = new ObjectNames();
     private ChunkedLongs table = new ChunkedLongs(1 << 10);
 
     /**
@@ -272,6 +272,42 @@ final class DiskIndex {
             lock.unlockWrite(stamp);
         }
         return new Killed(removedPages, handed);
+    }
+
+    /**
+     * Takes every page out and marks every registered segment dead, as {@link #kill} of each would, without
+     * listing the pages' keys (the tier closes): the table and the names are dropped whole, not page by page, which
+     * took 20-50 ms per 65 536 pages (each removal a probe, a backward shift and a name released).
+     *
+     * @return how many pages left the index
+     */
+    int killAll() {
+        long stamp = lock.writeLock();
+        try {
+            int removed = size;
+            for (int slot = 1; slot < nextSlot; slot++) {
+                Segment s = bySlot[slot];
+                if (s == null) {
+                    continue;
+                }
+                for (int r = 0; r < s.records; r++) {
+                    if (!s.removed(r)) {
+                        s.object(r, Segment.REMOVED);
+                    }
+                }
+                s.live = 0;
+                s.kill(false);
+                bySlot[slot] = null;
+            }
+            nextSlot = 1;
+            freeSlotCount = 0;
+            table = new ChunkedLongs(1 << 10);
+            names = new ObjectNames();
+            size = 0;
+            return removed;
+        } finally {
+            lock.unlockWrite(stamp);
+        }
     }
 
     /** What {@link #kill} took out: a count, and the verified pages as (record number, key) pairs if asked. */

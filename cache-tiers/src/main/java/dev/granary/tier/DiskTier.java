@@ -1488,6 +1488,7 @@ public final class DiskTier implements Tier {
 
     /** Drops every segment's pages from the index and the tier's reference to each segment (kept on disk). */
     private void releaseSegments() {
+        index.killAll(); // every registered segment at once; the loop below only kills any never registered
         for (Segment segment : segments) {
             index.kill(segment, false, false);
             segment.release();
