@@ -43,14 +43,16 @@ import java.util.stream.Stream;
  * the append {@code fsync}s on its own), and <b>durable</b>, the same plus {@code fsync} of every file (bytes on the
  * device). Also the calling thread's CPU time per GiB: the write path's own cost, which the load of other processes
  * stretches less than wall time. The ratio tier/append is taken <b>per round</b> (the same seconds of the machine), and
- * the median of the rounds reported with their min-max.
+ * the median of the rounds reported with their min-max. Each round also times the CRC32C of the same pages alone (no
+ * I/O, the same thread): the part of the tier's CPU that is its payload checksum, which the append does not compute.
  *
  * <h2>Run</h2>
  * <pre>
  * ./mvnw -q -o -DskipTests -pl cache-benchmarks -am package exec:exec@disk-write
  * </pre>
  * Options in {@code -Ddiskwrite.args="..."}: {@code --pageSizes=4096,131072,1048576} {@code --bytes=268435456} (per
- * round and contender) {@code --rounds=7}. Files go to {@code granary.bench.dir} (must not be tmpfs).
+ * round and contender) {@code --rounds=7}; {@code --headers} instead compares the ways of writing a record header
+ * (see {@link #headers}). Files go to {@code granary.bench.dir} (must not be tmpfs).
  */
 public final class DiskWriteBenchmark {
 
@@ -73,8 +75,11 @@ public final class DiskWriteBenchmark {
         String pageSizes = "4096,131072,1048576";
         long bytes = 256L << 20;
         int rounds = 7;
+        boolean headers = false;
         for (String arg : args) {
-            if (arg.startsWith("--pageSizes=")) {
+            if (arg.equals("--headers")) {
+                headers = true;
+            } else if (arg.startsWith("--pageSizes=")) {
                 pageSizes = arg.substring(12);
             } else if (arg.startsWith("--bytes=")) {
                 bytes = Long.parseLong(arg.substring(8));
@@ -82,7 +87,7 @@ public final class DiskWriteBenchmark {
                 rounds = Integer.parseInt(arg.substring(9));
             } else if (!arg.isBlank()) {
                 throw new IllegalArgumentException("option: " + arg
-                        + " (expected: --pageSizes=, --bytes=, --rounds=)");
+                        + " (expected: --pageSizes=, --bytes=, --rounds=, --headers)");
             }
         }
         if (rounds < 1 || bytes < FILE_SIZE) {
@@ -95,7 +100,90 @@ public final class DiskWriteBenchmark {
                 + " thread CPU time %s%n", base, DiskBenchData.describeFileSystem(base), bytes >> 20, FILE_SIZE >> 20,
                 rounds, THREADS.isCurrentThreadCpuTimeSupported() ? "measured" : "not available");
         for (String s : pageSizes.split(",")) {
-            run(base, Integer.parseInt(s.strip()), bytes, rounds);
+            if (headers) {
+                headers(base, Integer.parseInt(s.strip()), rounds);
+            } else {
+                run(base, Integer.parseInt(s.strip()), bytes, rounds);
+            }
+        }
+    }
+
+    /**
+     * {@code --headers}: what a record header costs the writer, without the rest of the tier. Per variant and round,
+     * 4 fallocated, mapped ({@code MADV_RANDOM}) files of 64 MiB, payloads written downwards with {@code pwrite} from
+     * native memory as the tier does, and 136-byte headers upwards from offset 64: none, by a second {@code pwrite}
+     * (through a native buffer, as the tier did before), or stored through the mapping (as it does now). The
+     * writing thread's CPU per GiB of payload; the variants alternate within each round.
+     */
+    private static void headers(Path base, int pageSize, int rounds) throws IOException {
+        String[] variants = {"payload only", "header by pwrite", "header through the mapping"};
+        double[][] cpu = new double[variants.length][rounds];
+        long size = FILE_SIZE;
+        int header = 136;
+        long stride = (pageSize + 4095) & -4096L;
+        int count = (int) ((size - 4096) / (stride + header)) - 2;
+        Path directory = base.resolve("disk-write-headers");
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment payload = arena.allocate(pageSize, 4096);
+            payload.fill((byte) 7);
+            MemorySegment scratch = arena.allocate(4096, 64);
+            byte[] bytes = new byte[header];
+            Arrays.fill(bytes, (byte) 1);
+            for (int r = 0; r < rounds; r++) {
+                for (int v = 0; v < variants.length; v++) {
+                    DiskBenchData.deleteTree(directory);
+                    Files.createDirectories(directory);
+                    long nanos = 0;
+                    for (int f = 0; f < 4; f++) {
+                        Path file = directory.resolve("h" + f);
+                        Files.createFile(file);
+                        NativeFiles.allocate(file, size);
+                        try (Arena mapping = Arena.ofShared()) {
+                            MemorySegment map;
+                            try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ,
+                                    StandardOpenOption.WRITE)) {
+                                map = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, mapping);
+                            }
+                            NativeFiles.adviseRandom(map);
+                            int fd = NativeFiles.openReadWrite(file);
+                            try {
+                                long cpu0 = THREADS.getCurrentThreadCpuTime();
+                                long at = 64;
+                                for (int i = 0; i < count; i++) {
+                                    NativeFiles.pwrite(fd, payload, size - (i + 1) * stride);
+                                    if (v == 1) {
+                                        MemorySegment part = scratch.asSlice(0, header);
+                                        MemorySegment.copy(bytes, 0, part, java.lang.foreign.ValueLayout.JAVA_BYTE, 0,
+                                                header);
+                                        NativeFiles.pwrite(fd, part, at);
+                                    } else if (v == 2) {
+                                        MemorySegment.copy(bytes, 0, map, java.lang.foreign.ValueLayout.JAVA_BYTE, at,
+                                                header);
+                                    }
+                                    at += header;
+                                }
+                                nanos += THREADS.getCurrentThreadCpuTime() - cpu0;
+                            } finally {
+                                NativeFiles.close(fd);
+                            }
+                        }
+                        fsync(List.of(file));
+                    }
+                    cpu[v][r] = nanos / 1e9 / (4.0 * count * pageSize / (1L << 30));
+                }
+                System.out.printf(Locale.ROOT, "  %s headers round %d: %s %.2f, %s %.2f, %s %.2f CPU-s/GiB%n",
+                        DiskColdReadBenchmark.size(pageSize), r + 1, variants[0], cpu[0][r], variants[1], cpu[1][r],
+                        variants[2], cpu[2][r]);
+            }
+        } finally {
+            DiskBenchData.deleteTree(directory);
+        }
+        for (int v = 0; v < variants.length; v++) {
+            double[] sorted = cpu[v].clone();
+            Arrays.sort(sorted);
+            System.out.printf(Locale.ROOT, "%s %-26s %.2f (%.2f-%.2f) CPU-s/GiB of payload%n",
+                    DiskColdReadBenchmark.size(pageSize), variants[v], sorted[rounds / 2], sorted[0],
+                    sorted[rounds - 1]);
         }
     }
 
@@ -115,6 +203,7 @@ public final class DiskWriteBenchmark {
                 keys[i] = DiskBenchData.key(i, 7, pageSize);
             }
             Run[][] runs = new Run[rounds][CONTENDERS.length];
+            double[] crcs = new double[rounds];
             Path directory = base.resolve("disk-write-" + pageSize);
             for (int r = 0; r < rounds; r++) {
                 StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "  %s round %d (Dirty %s):",
@@ -137,6 +226,9 @@ public final class DiskWriteBenchmark {
                     line.append(String.format(Locale.ROOT, " %s %.0f/%.0f MB/s %.2f CPU-s/GiB;", CONTENDERS[c],
                             runs[r][c].bufferedMBps, runs[r][c].durableMBps, runs[r][c].cpuSecondsPerGiB));
                 }
+                double crc = crcCpuPerGiB(count, contents);
+                crcs[r] = crc;
+                line.append(String.format(Locale.ROOT, " CRC32C alone %.2f CPU-s/GiB;", crc));
                 line.append(String.format(Locale.ROOT, " tier/append %.2f buffered, %.2f durable",
                         runs[r][0].bufferedMBps / runs[r][1].bufferedMBps,
                         runs[r][0].durableMBps / runs[r][1].durableMBps));
@@ -150,6 +242,12 @@ public final class DiskWriteBenchmark {
                         summary(runs, r -> r[cc].durableMBps, "%.0f"),
                         summary(runs, r -> r[cc].cpuSecondsPerGiB, "%.2f"));
             }
+            double[] sortedCrcs = crcs.clone();
+            Arrays.sort(sortedCrcs);
+            System.out.printf(Locale.ROOT, "%s CRC32C of the same pages alone (in the tier's figures): %.2f (%.2f-%.2f)"
+                    + " CPU-s/GiB; tier CPU / append CPU (per round): %s%n", size, sortedCrcs[rounds / 2],
+                    sortedCrcs[0], sortedCrcs[rounds - 1],
+                    summary(runs, r -> r[0].cpuSecondsPerGiB / r[1].cpuSecondsPerGiB, "%.2f"));
             System.out.printf(Locale.ROOT, "%s tier/append (per round): buffered %s, durable %s;"
                     + " tier/append-falloc: buffered %s, durable %s%n", size,
                     summary(runs, r -> r[0].bufferedMBps / r[1].bufferedMBps, "%.2f"),
@@ -157,6 +255,27 @@ public final class DiskWriteBenchmark {
                     summary(runs, r -> r[0].bufferedMBps / r[2].bufferedMBps, "%.2f"),
                     summary(runs, r -> r[0].durableMBps / r[2].durableMBps, "%.2f"));
         }
+    }
+
+    /**
+     * {@return the CPU seconds per GiB of the CRC32C of the same pages, no I/O} The part of the tier's CPU that is the
+     * payload checksum, a second pass over the bytes that the append does not make, measured in the same round.
+     */
+    private static double crcCpuPerGiB(int count, MemorySegment[] contents) {
+        long cpu0 = THREADS.getCurrentThreadCpuTime();
+        long bytes = 0;
+        int sink = 0;
+        for (int i = 0; i < count; i++) {
+            java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+            crc.update(contents[i & 63].asByteBuffer());
+            sink += (int) crc.getValue();
+            bytes += contents[i & 63].byteSize();
+        }
+        long cpu = THREADS.getCurrentThreadCpuTime() - cpu0;
+        if (sink == 42) {
+            System.out.print(""); // keeps the checksums alive
+        }
+        return cpu / 1e9 / (bytes / (double) (1L << 30));
     }
 
     /** {@return "median (min-max)" of one figure over the rounds} */

@@ -875,7 +875,7 @@ public final class DiskTier implements Tier {
                 segment.awaitTurn(header, TURN_NANOS);
                 turn = true;
             }
-            segment.write(MemorySegment.ofArray(record), header);
+            segment.writeHeader(record, header);
             written = true;
             return publish(segment, key, payload, crc);
         } catch (IOException | InternalError e) { // the medium failed under the file, or the source's mapping did
@@ -927,7 +927,7 @@ public final class DiskTier implements Tier {
         try {
             byte[] record = SegmentFormat.recordHeader(names, segment.id, segment.generation, payload, key, 0,
                     SegmentFormat.FLAG_SKIP);
-            segment.write(MemorySegment.ofArray(record), header);
+            segment.writeHeader(record, header);
         } catch (IOException | RuntimeException | InternalError e) {
             // the scan stops at this hole: later records of the segment are lost, never misread
         }
@@ -1361,7 +1361,7 @@ public final class DiskTier implements Tier {
             Segment s = recovered.segment();
             segments.add(s); // at once: if the scan fails further on, closing after the failed open releases it
             index.register(s);
-            s.resize(recovered.records().size());
+            s.resize(recovered.records().size);
             pages[0] += index.addRecovered(s, recovered.records(), recovered.expectedMore());
         });
         nextId = Math.max(nextId, found.nextId());
@@ -1488,6 +1488,7 @@ public final class DiskTier implements Tier {
 
     /** Drops every segment's pages from the index and the tier's reference to each segment (kept on disk). */
     private void releaseSegments() {
+        index.killAll(); // every registered segment at once; the loop below only kills any never registered
         for (Segment segment : segments) {
             index.kill(segment, false, false);
             segment.release();

@@ -165,6 +165,50 @@ final class SegmentFormat {
      */
     static ScanEnd scan(MemorySegment map, long segmentId, long from, long floor, int fromGeneration,
             Consumer<Record> sink, LongConsumer readingAt) {
+        // Consecutive records are mostly pages of one object: reuse the previous record's strings when the bytes
+        // are the same, rather than decoding them again (recovery's cost is per record).
+        String[] names = new String[3];
+        return scan(map, segmentId, from, floor, fromGeneration, (h, originLen, keyLen, versionLen, same,
+                headerOffset, pageOffset, length, payloadOffset, payloadCrc) -> {
+            int keyAt = RECORD_FIXED + originLen;
+            if ((same & SAME_ORIGIN) == 0) {
+                names[0] = new String(h, RECORD_FIXED, originLen, StandardCharsets.UTF_8);
+            }
+            if ((same & SAME_KEY) == 0) {
+                names[1] = new String(h, keyAt, keyLen, StandardCharsets.UTF_8);
+            }
+            if ((same & SAME_VERSION) == 0) {
+                names[2] = new String(h, keyAt + keyLen, versionLen, StandardCharsets.UTF_8);
+            }
+            sink.accept(new Record(new PageKey(names[0], names[1], names[2], pageOffset, length), headerOffset,
+                    payloadOffset, payloadCrc));
+        }, readingAt);
+    }
+
+    /** Flags of {@link RawSink#record}: which names are byte for byte those of the previous page record. */
+    static final int SAME_ORIGIN = 1;
+    static final int SAME_KEY = 2;
+    static final int SAME_VERSION = 4;
+    static final int SAME_ALL = SAME_ORIGIN | SAME_KEY | SAME_VERSION;
+
+    /** Receives each valid page record of a scan, its names still bytes. */
+    interface RawSink {
+        /**
+         * @param header the record header's bytes, valid during the call only: origin at {@link #RECORD_FIXED}, then
+         *               key, then version
+         * @param same   which names equal the previous page record's ({@link #SAME_ORIGIN} and so on); 0 for the
+         *               first record of a scan
+         */
+        void record(byte[] header, int originLength, int keyLength, int versionLength, int same, long headerOffset,
+                long pageOffset, int length, long payloadOffset, int payloadCrc);
+    }
+
+    /**
+     * The scan itself, handing each valid page record to {@code sink} with its names as bytes; the other
+     * {@code scan} methods decode them.
+     */
+    static ScanEnd scan(MemorySegment map, long segmentId, long from, long floor, int fromGeneration, RawSink sink,
+            LongConsumer readingAt) {
         long position = from;
         long payloadFloor = floor; // every payload lies in [headers end, payloadFloor)
         long nextWindow = 0;
@@ -175,9 +219,6 @@ final class SegmentFormat {
         int previousOrigin = 0;
         int previousKey = 0;
         int previousVersion = 0;
-        String origin = null;
-        String key = null;
-        String version = null;
         while (position + RECORD_FIXED + 4 <= payloadFloor) {
             if (position >= nextWindow) {
                 readingAt.accept(position);
@@ -248,34 +289,135 @@ final class SegmentFormat {
             }
             generation = recordGeneration;
             if (flags == FLAG_PAGE) {
-                // Consecutive records are mostly pages of one object: reuse the previous record's strings when the
-                // bytes are the same, rather than decoding them again (recovery's cost is per record).
                 int keyAt = RECORD_FIXED + originLen;
                 int versionAt = keyAt + keyLen;
-                if (previous == null || !java.util.Arrays.equals(h, RECORD_FIXED, keyAt, previous, RECORD_FIXED,
-                        RECORD_FIXED + previousOrigin)) {
-                    origin = new String(h, RECORD_FIXED, originLen, StandardCharsets.UTF_8);
-                }
-                if (previous == null || !java.util.Arrays.equals(h, keyAt, versionAt, previous,
-                        RECORD_FIXED + previousOrigin, RECORD_FIXED + previousOrigin + previousKey)) {
-                    key = new String(h, keyAt, keyLen, StandardCharsets.UTF_8);
-                }
-                if (previous == null || !java.util.Arrays.equals(h, versionAt, versionAt + versionLen, previous,
-                        RECORD_FIXED + previousOrigin + previousKey,
-                        RECORD_FIXED + previousOrigin + previousKey + previousVersion)) {
-                    version = new String(h, versionAt, versionLen, StandardCharsets.UTF_8);
+                int same = 0;
+                if (previous != null) {
+                    int previousKeyAt = RECORD_FIXED + previousOrigin;
+                    int previousVersionAt = previousKeyAt + previousKey;
+                    if (java.util.Arrays.equals(h, RECORD_FIXED, keyAt, previous, RECORD_FIXED, previousKeyAt)) {
+                        same |= SAME_ORIGIN;
+                    }
+                    if (java.util.Arrays.equals(h, keyAt, versionAt, previous, previousKeyAt, previousVersionAt)) {
+                        same |= SAME_KEY;
+                    }
+                    if (java.util.Arrays.equals(h, versionAt, versionAt + versionLen, previous, previousVersionAt,
+                            previousVersionAt + previousVersion)) {
+                        same |= SAME_VERSION;
+                    }
                 }
                 previous = h;
                 previousOrigin = originLen;
                 previousKey = keyLen;
                 previousVersion = versionLen;
-                sink.accept(new Record(new PageKey(origin, key, version, pageOffset, length), position, payloadOffset,
-                        b.getInt(36)));
+                sink.record(h, originLen, keyLen, versionLen, same, position, pageOffset, length, payloadOffset,
+                        b.getInt(36));
             }
             payloadFloor = payloadOffset;
             position = headerEnd;
         }
         return new ScanEnd(position, payloadFloor, generation, null);
+    }
+
+    /**
+     * The page records of one segment as a recovery scan found them, in primitive columns, names as bytes: no
+     * object per record, and none per name when its key and version are ASCII ({@link ObjectNames}). Reused from
+     * one segment to the next. Consecutive records of one object share one name.
+     */
+    static final class Records implements RawSink {
+        int size;
+        long[] pageOffset = new long[1024];
+        int[] length = new int[1024];
+        long[] payload = new long[1024];
+        int[] crc = new int[1024];
+        /** Per record: its name's number, below. */
+        int[] name = new int[1024];
+
+        int names;
+        /** Per name: origin (decoded: few), key and version bytes in {@link #bytes}, and the name's hash. */
+        String[] origin = new String[256];
+        int[] keyAt = new int[256];
+        int[] keyLength = new int[256];
+        int[] versionLength = new int[256];
+        int[] hash = new int[256];
+        /** Per name: its key and version decoded, if they are not ASCII; else null (kept as bytes). */
+        String[] keyString = new String[256];
+        String[] versionString = new String[256];
+        byte[] bytes = new byte[16 << 10];
+        int bytesUsed;
+
+        /** Empties it for the next segment. */
+        void clear() {
+            size = 0;
+            names = 0;
+            bytesUsed = 0;
+            java.util.Arrays.fill(keyString, null);
+            java.util.Arrays.fill(versionString, null);
+        }
+
+        @Override
+        public void record(byte[] h, int originLen, int keyLen, int versionLen, int same, long headerOffset,
+                long pageOffset, int length, long payloadOffset, int payloadCrc) {
+            if (size == this.pageOffset.length) {
+                int n = size + (size >> 1);
+                this.pageOffset = java.util.Arrays.copyOf(this.pageOffset, n);
+                this.length = java.util.Arrays.copyOf(this.length, n);
+                payload = java.util.Arrays.copyOf(payload, n);
+                crc = java.util.Arrays.copyOf(crc, n);
+                name = java.util.Arrays.copyOf(name, n);
+            }
+            if (same != SAME_ALL || names == 0) {
+                addName(h, originLen, keyLen, versionLen, (same & SAME_ORIGIN) != 0 && names > 0);
+            }
+            int r = size++;
+            this.pageOffset[r] = pageOffset;
+            this.length[r] = length;
+            payload[r] = payloadOffset;
+            crc[r] = payloadCrc;
+            name[r] = names - 1;
+        }
+
+        private void addName(byte[] h, int originLen, int keyLen, int versionLen, boolean sameOrigin) {
+            if (names == origin.length) {
+                int n = names * 2;
+                origin = java.util.Arrays.copyOf(origin, n);
+                keyAt = java.util.Arrays.copyOf(keyAt, n);
+                keyLength = java.util.Arrays.copyOf(keyLength, n);
+                versionLength = java.util.Arrays.copyOf(versionLength, n);
+                hash = java.util.Arrays.copyOf(hash, n);
+                keyString = java.util.Arrays.copyOf(keyString, n);
+                versionString = java.util.Arrays.copyOf(versionString, n);
+            }
+            int i = names++;
+            origin[i] = sameOrigin ? origin[i - 1] : new String(h, RECORD_FIXED, originLen, StandardCharsets.UTF_8);
+            int keyFrom = RECORD_FIXED + originLen;
+            int both = keyLen + versionLen;
+            if (ObjectNames.ascii(h, keyFrom, both)) {
+                if (bytesUsed + both > bytes.length) {
+                    bytes = java.util.Arrays.copyOf(bytes, Math.max(bytes.length * 2, bytesUsed + both));
+                }
+                System.arraycopy(h, keyFrom, bytes, bytesUsed, both);
+                keyAt[i] = bytesUsed;
+                keyLength[i] = keyLen;
+                versionLength[i] = versionLen;
+                hash[i] = ObjectNames.hash(origin[i], bytes, bytesUsed, keyLen, bytesUsed + keyLen, versionLen);
+                bytesUsed += both;
+            } else {
+                keyString[i] = new String(h, keyFrom, keyLen, StandardCharsets.UTF_8);
+                versionString[i] = new String(h, keyFrom + keyLen, versionLen, StandardCharsets.UTF_8);
+                hash[i] = ObjectNames.hash(origin[i], keyString[i], versionString[i]);
+            }
+        }
+
+        /** {@return the key of record {@code r}}; for tests and messages */
+        PageKey key(int r) {
+            int n = name[r];
+            String k = keyString[n] != null ? keyString[n]
+                    : new String(bytes, keyAt[n], keyLength[n], StandardCharsets.US_ASCII);
+            String v = versionString[n] != null ? versionString[n]
+                    : new String(bytes, keyAt[n] + keyLength[n], versionLength[n], StandardCharsets.US_ASCII);
+            return new PageKey(origin[n], k, v, pageOffset[r], length[r]);
+        }
     }
 
     static int crc(byte[] bytes, int from, int to) {

@@ -26,7 +26,7 @@ final class SegmentRecovery {
      * @param expectedMore an estimate of the records still to come in the segments not yet scanned (this segment's
      *                     count for each of them), so the index can grow once instead of by halves; 0 for the last
      */
-    record Recovered(Segment segment, List<SegmentFormat.Record> records, long expectedMore) {}
+    record Recovered(Segment segment, SegmentFormat.Records records, long expectedMore) {}
 
     /**
      * What the scan found.
@@ -80,8 +80,8 @@ final class SegmentRecovery {
 
     /**
      * Maps and scans every segment file, oldest first, handing each segment with its records to {@code indexer} as
-     * soon as it is scanned (so only one segment's records are held at a time); the result lists the segments
-     * without their records.
+     * soon as it is scanned (so only one segment's records are held at a time: the records passed are reused for
+     * the next segment once {@code indexer} returns); the result lists the segments without their records.
      */
     Result scan(Consumer<Recovered> indexer) throws IOException {
         TreeMap<Long, Path> found = new TreeMap<>();
@@ -103,6 +103,7 @@ final class SegmentRecovery {
         int damagedTails = 0;
         long nextId = 0;
         List<Recovered> recovered = new ArrayList<>();
+        SegmentFormat.Records records = new SegmentFormat.Records(); // one segment's at a time, reused
         int left = found.size();
         for (var e : found.entrySet()) {
             left--;
@@ -134,9 +135,9 @@ final class SegmentRecovery {
                 continue;
             }
             Segment s = segment;
-            List<SegmentFormat.Record> records = new ArrayList<>();
-            SegmentFormat.ScanEnd end = SegmentFormat.scan(s.map, id, records::add,
-                    position -> readAhead(s, position));
+            records.clear();
+            SegmentFormat.ScanEnd end = SegmentFormat.scan(s.map, id, SegmentFormat.SEGMENT_HEADER, s.map.byteSize(),
+                    0, records, position -> readAhead(s, position));
             if (end.damage() != null && !appending.test(s)) { // else a record being written by a live process
                 damagedTails++;
                 corrupted.run();
@@ -148,9 +149,9 @@ final class SegmentRecovery {
             // have left beyond the scan's end (which the scan cannot see): seconds since 2020 grow across restarts.
             s.generation = Math.max(end.generation() + 1,
                     (int) Math.min(Integer.MAX_VALUE, (System.currentTimeMillis() - 1_577_836_800_000L) / 1000));
-            recovered.add(new Recovered(s, List.of(), 0));
+            recovered.add(new Recovered(s, null, 0));
             // Indexed now: one segment's records in memory at a time.
-            indexer.accept(new Recovered(s, records, (long) records.size() * left));
+            indexer.accept(new Recovered(s, records, (long) records.size * left));
         }
         return new Result(recovered, found.size(), nextId, damagedSegments, damagedTails);
     }

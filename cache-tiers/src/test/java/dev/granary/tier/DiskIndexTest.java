@@ -205,6 +205,121 @@ class DiskIndexTest {
         assertEquals(ids.size(), names.size());
     }
 
+    /** Names a recovery scan adds as bytes are the same names as those added as strings, and survive compaction. */
+    @Test
+    void objectNamesHeldAsBytesAreTheNamesTheirStringsSay() {
+        for (String[] n : new String[][] {{"train/000123.jpg", "4096-1700000004551-1000123"}, {"", ""}, {"k", ""},
+                {"a/b c~!", "W/\"etag\""}}) {
+            byte[] b = (n[0] + n[1]).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+            assertEquals(ObjectNames.hash("o", n[0], n[1]), ObjectNames.hash("o", b, 0, n[0].length(), n[0].length(),
+                    n[1].length()), "hash of " + n[0] + " " + n[1]);
+        }
+        ObjectNames names = new ObjectNames();
+        Map<Integer, String> ids = new HashMap<>(); // id -> key, for names whose version is "v" + key
+        Map<Integer, Integer> counts = new HashMap<>();
+        SplittableRandom random = new SplittableRandom(11);
+        int asBytes = 0;
+        for (int i = 0; i < 200_000; i++) {
+            String key = "train/" + random.nextInt(30_000) + ".jpg";
+            String version = "v" + key.length() + key;
+            int hash = ObjectNames.hash("o", key, version);
+            if (random.nextInt(3) > 0) { // add one page of it, as a put (strings) or a recovery (bytes) would
+                int id;
+                if (random.nextBoolean()) {
+                    id = names.acquire(names.find("o", key, version, hash), "o", key, version, hash);
+                } else {
+                    byte[] b = ("xx" + key + version).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+                    int found = names.find("o", b, 2, key.length(), 2 + key.length(), version.length(), hash);
+                    assertEquals(names.find("o", key, version, hash), found, key);
+                    id = names.acquireBytes(found, "o", b, 2, key.length(), 2 + key.length(), version.length(),
+                            hash);
+                    if (found < 0) {
+                        assertTrue(names.heldAsBytes(id), key);
+                        asBytes++;
+                    }
+                }
+                String previous = ids.putIfAbsent(id, key);
+                assertTrue(previous == null || previous.equals(key), "id " + id + " names " + previous + " and " + key);
+                counts.merge(id, 1, Integer::sum);
+            } else if (!ids.isEmpty()) { // release one page of some name
+                int id = names.find("o", key, version, hash);
+                if (id >= 0) {
+                    names.release(id);
+                    if (counts.merge(id, -1, Integer::sum) == 0) {
+                        counts.remove(id);
+                        ids.remove(id);
+                        assertEquals(-1, names.find("o", key, version, hash), key);
+                    }
+                }
+            }
+        }
+        assertTrue(asBytes > 10_000, "names added as bytes: " + asBytes);
+        assertEquals(ids.size(), names.size());
+        for (Map.Entry<Integer, String> e : ids.entrySet()) {
+            String key = e.getValue();
+            String version = "v" + key.length() + key;
+            int id = e.getKey();
+            assertEquals(id, names.find("o", key, version, ObjectNames.hash("o", key, version)), key);
+            assertEquals(key, names.key(id));
+            assertEquals(version, names.version(id));
+            assertTrue(names.keyIs(id, key));
+            assertFalse(names.keyIs(id, key + "x"));
+            assertEquals(-1, names.find("o", key, version + "x", ObjectNames.hash("o", key, version + "x")));
+            assertEquals(-1, names.find("p", key, version, ObjectNames.hash("p", key, version)));
+        }
+    }
+
+    /**
+     * After a reopen, names are held as the scan's bytes (or decoded strings where not ASCII): pages are found under
+     * their keys, listed with their keys, invalidated by key, and a name goes with its last page.
+     */
+    @Test
+    void reopenedNamesServeLookupsListingsAndInvalidations() throws Exception {
+        Path directory = root.resolve("n");
+        List<PageKey> keys = new ArrayList<>();
+        for (int object = 0; object < 40; object++) {
+            String name = object % 4 == 0 ? "données/é" + object + ".jpg" : "train/" + object + ".jpg";
+            String version = object % 8 == 1 ? "v\u00e9" + object : "v" + object;
+            for (int p = 0; p < 1 + object % 3; p++) {
+                keys.add(new PageKey(object % 5 == 0 ? "s3://b/" : "file:///data/", name, version, (long) p * PAGE,
+                        PAGE));
+            }
+        }
+        try (DiskTier tier = DiskTier.builder().directory(directory).capacity(64 * SEGMENT).segmentSize(SEGMENT)
+                .build()) {
+            for (PageKey key : keys) {
+                assertTrue(tier.put(heapPage(key)), key.toString());
+            }
+        }
+        try (DiskTier reopened = DiskTier.builder().directory(directory).capacity(64 * SEGMENT)
+                .segmentSize(SEGMENT).build()) {
+            assertEquals(keys.size(), reopened.pageCount());
+            assertEquals(new HashSet<>(keys), new HashSet<>(reopened.keys()), "listed under their own keys");
+            for (PageKey key : keys) {
+                Page page = reopened.get(key);
+                assertNotNull(page, key.toString());
+                assertBytes(key, page);
+                page.release();
+                assertNull(reopened.get(new PageKey(key.origin(), key.key(), key.version() + "x", key.offset(),
+                        key.length())));
+            }
+            PageKey first = keys.get(0); // "données/é0.jpg": decoded strings
+            PageKey ascii = keys.get(3); // "train/2.jpg", "v2": bytes
+            assertFalse(reopened.index().nameHeldAsBytes(first));
+            assertFalse(reopened.index().nameHeldAsBytes(keys.get(1)), "train/1.jpg, version not ASCII");
+            assertTrue(reopened.index().nameHeldAsBytes(ascii));
+            reopened.invalidate(first.origin(), first.key());
+            reopened.invalidate(ascii.origin(), ascii.key());
+            assertNull(reopened.get(first));
+            assertNull(reopened.get(ascii));
+            assertEquals(38, reopened.index().nameCount(), "two names gone with their pages");
+            // A put of a page the reopened tier already holds (its name as bytes) finds it: no second record.
+            PageKey held = keys.get(keys.size() - 1);
+            assertTrue(reopened.put(heapPage(held)));
+            assertEquals(38, reopened.index().nameCount());
+        }
+    }
+
     @Test
     void readersLeaseOnlyRightBytesWhileWritersChurn() throws InterruptedException {
         try (DiskTier tier = DiskTier.builder().directory(root.resolve("c")).capacity(6 * SEGMENT)
