@@ -66,6 +66,9 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  *       untimed and invalidates every object, so the timed cold epoch fills memory the tier has already faulted in:
  *       what the kernel's first touch of fresh memory costs the {@code memory} subject (the plain loop reuses one
  *       array per thread on a pre-touched heap).</li>
+ *   <li>{@code memory-pretouch} (not in the default list): as {@code memory}, with
+ *       {@code MemoryTier.builder().preTouch(true)}: the tier reserves and touches its whole capacity when the cache is
+ *       built, before the timed epoch, so the epoch fills memory the kernel already backs.</li>
  *   <li>{@code memory-vt}, {@code disk-vt} (not in the default list): as {@code memory} and {@code disk} with each
  *       fill on a virtual thread of its own (system property {@code granary.fillThreads=virtual} while the cache is
  *       built), as fills ran before decision 0010: the before/after of that decision in one run.</li>
@@ -91,7 +94,7 @@ public final class ColdCpuBenchmark {
     private static final String BUCKET = "coldcpu";
     /** The subjects; a {@code -vt} suffix runs Granary's fills on virtual threads ({@code granary.fillThreads}). */
     private static final List<String> SUBJECTS = List.of("sdk", "sdk-ranged", "memory", "disk", "memory-vt",
-            "disk-vt", "memory-touched");
+            "disk-vt", "memory-touched", "memory-pretouch");
 
     private ColdCpuBenchmark() {}
 
@@ -340,7 +343,7 @@ public final class ColdCpuBenchmark {
                     });
                 }
             }
-            case "memory", "disk", "memory-vt", "disk-vt", "memory-touched" -> {
+            case "memory", "disk", "memory-vt", "disk-vt", "memory-touched", "memory-pretouch" -> {
                 // Read when the cache is built: the -vt subjects put each fill on a virtual thread, as before
                 // decision 0010, so that both run in one process, alternated.
                 if (subject.endsWith("-vt")) {
@@ -353,7 +356,9 @@ public final class ColdCpuBenchmark {
                 long capacity = (long) c.objects * c.size + (64L << 20);
                 TieredCache.Builder builder = TieredCache.builder(origin)
                         .metadataTtl(Duration.ofHours(1)) // a slow epoch on a loaded box must not turn into HEADs
-                        .tier(MemoryTier.builder().capacity(capacity).build());
+                        // memory-pretouch: the whole capacity reserved and touched here, at build, outside the epoch
+                        .tier(MemoryTier.builder().capacity(capacity).preTouch(subject.equals("memory-pretouch"))
+                                .build());
                 Path diskDir = null;
                 if (subject.startsWith("disk")) {
                     diskDir = Files.createTempDirectory(dir, "disk-");

@@ -191,6 +191,34 @@ final class SlabAllocator {
         }
     }
 
+    /**
+     * Reserves every slab of the capacity now and writes one byte in every 4 KiB of each, so the kernel backs the
+     * whole capacity with memory before the first page arrives (the slab listener, e.g. {@code mlock}, runs for each
+     * as usual). Call before any allocation: the bytes written are zeros over memory no page holds yet.
+     *
+     * @return the bytes reserved, now equal to the capacity rounded down to the block size
+     */
+    long reserveAndTouchAll() {
+        lock.lock();
+        try {
+            if (closed) {
+                return reserved;
+            }
+            int first = slabs.length;
+            while (reserveSlab(1)) {
+                // reserve until the capacity is reached
+            }
+            for (MemorySegment slab : java.util.Arrays.copyOfRange(slabs, first, slabs.length)) {
+                for (long at = 0; at < slab.byteSize(); at += 4096) {
+                    slab.set(java.lang.foreign.ValueLayout.JAVA_BYTE, at, (byte) 0);
+                }
+            }
+            return reserved;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** {@return bytes allocated now, rounded to blocks} */
     long used() {
         return used;
