@@ -29,10 +29,12 @@ import java.nio.ByteBuffer;
 public abstract class Page {
 
     private static final VarHandle REF_CNT;
+    private static final VarHandle BUFFER;
 
     static {
         try {
             REF_CNT = MethodHandles.lookup().findVarHandle(Page.class, "refCnt", int.class);
+            BUFFER = MethodHandles.lookup().findVarHandle(Page.class, "buffer", ByteBuffer.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -43,8 +45,9 @@ public abstract class Page {
     private final long offset;
     private final int length;
     private final MemorySegment memory;
-    private final MemorySegment readOnly;
-    private final ByteBuffer buffer;
+    /** Made on first use (tiers make a page object per lease; many are read through one view only). */
+    private volatile MemorySegment readOnly;
+    private volatile ByteBuffer buffer;
     @SuppressWarnings("unused") // accessed through REF_CNT
     private volatile int refCnt = 1;
     private volatile boolean sealed;
@@ -65,8 +68,6 @@ public abstract class Page {
         this.offset = key.offset();
         this.length = key.length();
         this.memory = memory;
-        this.readOnly = memory.asReadOnly();
-        this.buffer = readOnly.asByteBuffer();
     }
 
     /** {@return the identity of the bytes this page holds} */
@@ -86,7 +87,12 @@ public abstract class Page {
 
     /** {@return a read-only view of the page's bytes; valid while the caller holds a reference} */
     public final MemorySegment segment() {
-        return readOnly;
+        MemorySegment view = readOnly;
+        if (view == null) {
+            view = memory.asReadOnly(); // racing callers may each make one: equal views, one kept
+            readOnly = view;
+        }
+        return view;
     }
 
     /**
@@ -96,7 +102,15 @@ public abstract class Page {
      * @return the shared read-only buffer
      */
     public final ByteBuffer buffer() {
-        return buffer;
+        ByteBuffer view = buffer;
+        if (view == null) {
+            view = segment().asByteBuffer();
+            ByteBuffer witness = (ByteBuffer) BUFFER.compareAndExchange(this, null, view); // one shared buffer
+            if (witness != null) {
+                view = witness;
+            }
+        }
+        return view;
     }
 
     /**
