@@ -56,7 +56,8 @@ public abstract class Page {
      * Creates an unsealed page over the given memory, with a reference count of one.
      *
      * @param key    the page's identity
-     * @param memory exactly {@code key.length()} bytes that this page owns until {@link #deallocate()}
+     * @param memory exactly {@code key.length()} bytes that this page owns until {@link #deallocate()}; read-only memory
+     *               is served as the page's read-only view itself (for a page sealed at once)
      * @throws IllegalArgumentException if the memory's size is not the key's length
      */
     protected Page(PageKey key, MemorySegment memory) {
@@ -68,6 +69,9 @@ public abstract class Page {
         this.offset = key.offset();
         this.length = key.length();
         this.memory = memory;
+        if (memory.isReadOnly()) {
+            this.readOnly = memory; // a tier that leases sealed pages over read-only memory: no second view
+        }
     }
 
     /** {@return the identity of the bytes this page holds} */

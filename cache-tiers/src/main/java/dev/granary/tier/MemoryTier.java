@@ -80,6 +80,9 @@ public final class MemoryTier implements Tier {
         }
     };
 
+    /** The sequence of a page object handed to the eviction listener: no hint, no put back. */
+    private static final int EVICTED = -1;
+
     private final String name;
     private final long capacity;
     private final boolean pinnedRequested;
@@ -161,12 +164,12 @@ public final class MemoryTier implements Tier {
 
     private SlotPage page(int slot, int sequence, PageKey key) {
         long bl = slots.blockAndLength(slot);
-        return new SlotPage(this, slot, sequence, key, allocator.segment(bl >>> 32, (int) bl));
+        return new SlotPage(this, slot, sequence, key, allocator.readOnlySegment(bl >>> 32, (int) bl));
     }
 
     @Override
     public Object hint(Page page) {
-        return page instanceof SlotPage p && p.tier == this && (p.sequence & 1) != 0
+        return page instanceof SlotPage p && p.tier == this && (p.sequence & 1) != 0 && p.sequence != EVICTED
                 ? new Hint(this, p.slot, p.sequence, p.key()) : null;
     }
 
@@ -259,6 +262,9 @@ public final class MemoryTier implements Tier {
             return false;
         }
         if (page instanceof SlotPage p && p.tier == this) {
+            if (p.sequence == EVICTED) {
+                return false; // handed to the eviction listener: it left the index
+            }
             if ((p.sequence & 1) != 0) {
                 return slots.inIndex(p.slot, p.sequence); // a page leased from the index
             }
@@ -316,7 +322,7 @@ public final class MemoryTier implements Tier {
                 dev.granary.internal.FlightEvents.evicted(name, key);
             }
             if (listener != null) {
-                SlotPage page = page(slot, -1, key); // takes over the index's reference
+                SlotPage page = page(slot, EVICTED, key); // takes over the index's reference
                 page.seal();
                 try {
                     listener.accept(page);
@@ -541,7 +547,7 @@ public final class MemoryTier implements Tier {
 
         final MemoryTier tier;
         final int slot;
-        /** The slot's sequence when leased: odd from the index, even while being filled, -1 for an evicted page. */
+        /** The slot's sequence when leased: odd from the index, even while being filled, {@link #EVICTED}. */
         final int sequence;
 
         SlotPage(MemoryTier tier, int slot, int sequence, PageKey key, MemorySegment memory) {

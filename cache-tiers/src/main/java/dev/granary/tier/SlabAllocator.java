@@ -43,6 +43,8 @@ final class SlabAllocator {
     private final ReentrantLock lock = new ReentrantLock();
     /** The reserved slabs, replaced (never mutated) under the lock when one is added; read without it. */
     private volatile MemorySegment[] slabs = new MemorySegment[0];
+    /** Read-only views of {@link #slabs}, index for index; replaced just before it. */
+    private volatile MemorySegment[] readOnlySlabs = new MemorySegment[0];
     /** Free runs: start block → length in blocks. Guarded by lock. */
     private final TreeMap<Long, Long> freeByStart = new TreeMap<>();
     /** Free runs: (length << 32 | start), for best fit. Guarded by lock. */
@@ -160,6 +162,12 @@ final class SlabAllocator {
     /** {@return the memory of an allocation} */
     MemorySegment segment(long start, int length) {
         MemorySegment slab = slabs[(int) (start / blocksPerSlab)];
+        return slab.asSlice((start % blocksPerSlab) << BLOCK_SHIFT, length);
+    }
+
+    /** {@return the memory of an allocation, read-only: one view object, not a slice and a read-only copy of it} */
+    MemorySegment readOnlySegment(long start, int length) {
+        MemorySegment slab = readOnlySlabs[(int) (start / blocksPerSlab)];
         return slab.asSlice((start % blocksPerSlab) << BLOCK_SHIFT, length);
     }
 
@@ -281,6 +289,9 @@ final class SlabAllocator {
             }
             MemorySegment[] grown = java.util.Arrays.copyOf(slabs, slabs.length + 1);
             grown[slabs.length] = slab;
+            MemorySegment[] views = java.util.Arrays.copyOf(readOnlySlabs, slabs.length + 1);
+            views[slabs.length] = slab.asReadOnly();
+            readOnlySlabs = views;
             slabs = grown;
         }
         slabCount++;
