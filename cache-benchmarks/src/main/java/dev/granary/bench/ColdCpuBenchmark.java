@@ -70,6 +70,10 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  *       {@code disk} with {@code S3Origin.Builder.directGet(false)}: every ranged GET through the S3 client's request
  *       pipeline, as before decision 0012 (the default subjects take the direct GET: signed by the origin, sent
  *       through the same Apache client). Each Granary subject checks how many GETs went the direct path.</li>
+ *   <li>{@code memory-pretouch}, {@code disk-pretouch} (not in the default list): as {@code memory} and
+ *       {@code disk}, with {@code MemoryTier.builder().preTouch(true)}: the memory tier reserves and touches its whole
+ *       capacity when the cache is built, before the timed epoch (as {@code -XX:+AlwaysPreTouch} does for the heap
+ *       every subject's loop reads into), so the epoch fills memory the kernel already backs.</li>
  *   <li>{@code memory-vt}, {@code disk-vt} (not in the default list): as {@code memory} and {@code disk} with each
  *       fill on a virtual thread of its own (system property {@code granary.fillThreads=virtual} while the cache is
  *       built), as fills ran before decision 0010: the before/after of that decision in one run.</li>
@@ -96,7 +100,7 @@ public final class ColdCpuBenchmark {
     private static final String BUCKET = "coldcpu";
     /** The subjects; a {@code -vt} suffix runs Granary's fills on virtual threads ({@code granary.fillThreads}). */
     private static final List<String> SUBJECTS = List.of("sdk", "sdk-ranged", "memory", "disk", "memory-vt",
-            "disk-vt", "memory-touched", "memory-s3client", "disk-s3client");
+            "disk-vt", "memory-touched", "memory-s3client", "disk-s3client", "memory-pretouch", "disk-pretouch");
 
     private ColdCpuBenchmark() {}
 
@@ -345,7 +349,8 @@ public final class ColdCpuBenchmark {
                     });
                 }
             }
-            case "memory", "disk", "memory-vt", "disk-vt", "memory-touched", "memory-s3client", "disk-s3client" -> {
+            case "memory", "disk", "memory-vt", "disk-vt", "memory-touched", "memory-s3client", "disk-s3client",
+                    "memory-pretouch", "disk-pretouch" -> {
                 // Read when the cache is built: the -vt subjects put each fill on a virtual thread, as before
                 // decision 0010, so that both run in one process, alternated.
                 if (subject.endsWith("-vt")) {
@@ -361,7 +366,9 @@ public final class ColdCpuBenchmark {
                 long capacity = (long) c.objects * c.size + (64L << 20);
                 TieredCache.Builder builder = TieredCache.builder(origin)
                         .metadataTtl(Duration.ofHours(1)) // a slow epoch on a loaded box must not turn into HEADs
-                        .tier(MemoryTier.builder().capacity(capacity).build());
+                        // memory-pretouch: the whole capacity reserved and touched here, at build, outside the epoch
+                        .tier(MemoryTier.builder().capacity(capacity).preTouch(subject.endsWith("-pretouch"))
+                                .build());
                 Path diskDir = null;
                 if (subject.startsWith("disk")) {
                     diskDir = Files.createTempDirectory(dir, "disk-");

@@ -29,10 +29,12 @@ import java.nio.ByteBuffer;
 public abstract class Page {
 
     private static final VarHandle REF_CNT;
+    private static final VarHandle BUFFER;
 
     static {
         try {
             REF_CNT = MethodHandles.lookup().findVarHandle(Page.class, "refCnt", int.class);
+            BUFFER = MethodHandles.lookup().findVarHandle(Page.class, "buffer", ByteBuffer.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -43,8 +45,9 @@ public abstract class Page {
     private final long offset;
     private final int length;
     private final MemorySegment memory;
-    private final MemorySegment readOnly;
-    private final ByteBuffer buffer;
+    /** Made on first use (tiers make a page object per lease; many are read through one view only). */
+    private volatile MemorySegment readOnly;
+    private volatile ByteBuffer buffer;
     @SuppressWarnings("unused") // accessed through REF_CNT
     private volatile int refCnt = 1;
     private volatile boolean sealed;
@@ -53,7 +56,8 @@ public abstract class Page {
      * Creates an unsealed page over the given memory, with a reference count of one.
      *
      * @param key    the page's identity
-     * @param memory exactly {@code key.length()} bytes that this page owns until {@link #deallocate()}
+     * @param memory exactly {@code key.length()} bytes that this page owns until {@link #deallocate()}; read-only memory
+     *               is served as the page's read-only view itself (for a page sealed at once)
      * @throws IllegalArgumentException if the memory's size is not the key's length
      */
     protected Page(PageKey key, MemorySegment memory) {
@@ -65,8 +69,9 @@ public abstract class Page {
         this.offset = key.offset();
         this.length = key.length();
         this.memory = memory;
-        this.readOnly = memory.asReadOnly();
-        this.buffer = readOnly.asByteBuffer();
+        if (memory.isReadOnly()) {
+            this.readOnly = memory; // a tier that leases sealed pages over read-only memory: no second view
+        }
     }
 
     /** {@return the identity of the bytes this page holds} */
@@ -86,7 +91,12 @@ public abstract class Page {
 
     /** {@return a read-only view of the page's bytes; valid while the caller holds a reference} */
     public final MemorySegment segment() {
-        return readOnly;
+        MemorySegment view = readOnly;
+        if (view == null) {
+            view = memory.asReadOnly(); // racing callers may each make one: equal views, one kept
+            readOnly = view;
+        }
+        return view;
     }
 
     /**
@@ -96,7 +106,15 @@ public abstract class Page {
      * @return the shared read-only buffer
      */
     public final ByteBuffer buffer() {
-        return buffer;
+        ByteBuffer view = buffer;
+        if (view == null) {
+            view = segment().asByteBuffer();
+            ByteBuffer witness = (ByteBuffer) BUFFER.compareAndExchange(this, null, view); // one shared buffer
+            if (witness != null) {
+                view = witness;
+            }
+        }
+        return view;
     }
 
     /**

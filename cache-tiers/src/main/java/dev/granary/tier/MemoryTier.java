@@ -14,8 +14,9 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
@@ -35,10 +36,21 @@ import java.util.function.Consumer;
  * no room, the tier asks its policy to evict, and if readers hold so much that nothing can be freed, it refuses the
  * page (the read is still served, from memory of its own).
  *
+ * <p>With {@link Builder#preTouch(boolean) preTouch(true)} the whole capacity is reserved and written once at
+ * {@code build()}, so the kernel's first-touch cost is paid at start instead of during the first epoch.
+ *
  * <h2>Policy</h2>
- * Which pages stay is the {@link EvictionPolicy}'s call; the default is Caffeine's W-TinyLFU weighted by bytes
- * ({@link WindowTinyLfuPolicy}). A hit is one {@link ConcurrentHashMap} lookup, a reference-count increment and the
- * policy's access record.
+ * Which pages stay is the {@link EvictionPolicy}'s call; the default is W-TinyLFU weighted by bytes
+ * ({@link WindowTinyLfuPolicy#sampling}), which runs inside the tier over its slot ids (window, probation and
+ * protected lists in {@code int} columns, a 4-bit count-min sketch). A custom policy is told about pages by
+ * {@link PageKey}, made for it per call where the tier has none at hand.
+ *
+ * <h2>Memory per page</h2>
+ * The index keeps no object per cached page (decision 0011): rows of primitives per slot, a lease word per slot
+ * changed by compare-and-set, an open-addressing table, and each object's names once ({@code MemorySlots}); about
+ * 60 bytes of heap a page with the default policy. A page object is made per lease, as the disk tier does. A hit is
+ * one table probe under an optimistic read, one compare-and-set on the slot's lease word, that page object, and one
+ * access record in eight.
  *
  * <h2>Thread safety</h2>
  * All methods are safe from any thread. Hits take no lock; allocation takes the allocator's lock.
@@ -51,22 +63,45 @@ public final class MemoryTier implements Tier {
 
     private static final System.Logger LOG = System.getLogger(MemoryTier.class.getName());
 
+    /** What a dry run asks when the default policy runs inside the tier: it admits every page, as W-TinyLFU does. */
+    private static final EvictionPolicy ADMIT_ALL = new EvictionPolicy() {
+        @Override
+        public void recordAccess(PageKey key) {}
+
+        @Override
+        public void recordInsert(PageKey key, long weight) {}
+
+        @Override
+        public void recordRemoval(PageKey key) {}
+
+        @Override
+        public long evict(long bytes) {
+            return 0;
+        }
+    };
+
+    /** The sequence of a page object handed to the eviction listener: no hint, no put back. */
+    private static final int EVICTED = -1;
+
     private final String name;
     private final long capacity;
     private final boolean pinnedRequested;
     private final SlabAllocator allocator;
     private final TierCounters counters = new TierCounters();
+    /** A custom policy, told about pages by key; {@code null} when the default runs inside {@link #slots}. */
     private final EvictionPolicy policy;
-    private final ConcurrentHashMap<PageKey, Slot> index = new ConcurrentHashMap<>();
+    /** The default policy records one hit in {@code sampleMask + 1}. */
+    private final int sampleMask;
+    private final MemorySlots slots;
     private final AtomicLong lockedBytes = new AtomicLong();
     private final AtomicBoolean oversizeLogged = new AtomicBoolean();
     private volatile String pinningFailure;
     private volatile java.util.function.Consumer<Page> evictionListener;
     private volatile Workload workload = Workload.UNDRIVEN;
-    /** {@link Workload#clock()} of the current workload: the stamp for pages inserted or read now. */
-    private volatile long clock;
-    /** While driven: the slots found dead at the latest workload change, replaced first-come. */
-    private volatile java.util.Queue<Slot> dead = new java.util.ArrayDeque<>(0);
+    /** {@link Workload#clock()} of the current workload, clamped: the stamp for pages inserted or read now. */
+    private volatile int clock;
+    /** While driven: the pages found dead at the latest workload change, replaced first-come. */
+    private volatile Dead dead = new Dead(new long[0]);
     private volatile boolean closed;
 
     private MemoryTier(Builder b) {
@@ -74,9 +109,20 @@ public final class MemoryTier implements Tier {
         this.capacity = b.capacity;
         this.pinnedRequested = b.pinned;
         this.allocator = new SlabAllocator(b.capacity, b.slabSize, this::slabReserved);
-        this.policy = b.policy.create(b.capacity, this::evict);
-        if (policy == null) {
-            throw new IllegalArgumentException("eviction policy factory returned null (expected: a policy)");
+        if (b.policy instanceof WindowTinyLfuPolicy.SlotIndexed slotIndexed) {
+            this.policy = null;
+            this.sampleMask = slotIndexed.oneIn() - 1;
+        } else {
+            EvictionPolicy custom = b.policy.create(b.capacity, this::evict);
+            if (custom == null) {
+                throw new IllegalArgumentException("eviction policy factory returned null (expected: a policy)");
+            }
+            this.policy = custom;
+            this.sampleMask = 0;
+        }
+        this.slots = new MemorySlots(allocator, b.capacity, policy == null);
+        if (b.preTouch) {
+            allocator.reserveAndTouchAll();
         }
     }
 
@@ -92,41 +138,58 @@ public final class MemoryTier implements Tier {
 
     @Override
     public Page get(PageKey key) {
-        Slot slot = index.get(key);
-        if (slot == null || !slot.tryRetain()) {
+        long lease = slots.lease(key);
+        if (lease == MemorySlots.NONE) {
             counters.miss();
             return null;
         }
-        counters.hit(slot.length());
-        slot.stamp(clock);
-        policy.recordAccess(key);
-        return slot;
+        return hit((int) lease, (int) (lease >>> 32), key);
+    }
+
+    /** A page object for a lease just taken, with the hit counted and recorded. */
+    private Page hit(int slot, int sequence, PageKey key) {
+        SlotPage page = page(slot, sequence, key);
+        page.seal();
+        counters.hit(page.length());
+        slots.stamp(slot, clock);
+        if (policy == null) {
+            if ((ThreadLocalRandom.current().nextInt() & sampleMask) == 0) {
+                slots.recordRead(slot);
+            }
+        } else {
+            policy.recordAccess(key);
+        }
+        return page;
+    }
+
+    private SlotPage page(int slot, int sequence, PageKey key) {
+        long bl = slots.blockAndLength(slot);
+        return new SlotPage(this, slot, sequence, key, allocator.readOnlySegment(bl >>> 32, (int) bl));
     }
 
     @Override
     public Object hint(Page page) {
-        return page instanceof Slot slot && slot.tier == this ? slot.hint : null;
+        return page instanceof SlotPage p && p.tier == this && (p.sequence & 1) != 0 && p.sequence != EVICTED
+                ? new Hint(this, p.slot, p.sequence, p.key()) : null;
     }
 
     @Override
     public Page touch(Object hint) {
-        if (!(hint instanceof Hint h)) {
+        if (!(hint instanceof Hint h) || h.tier != this || !slots.retainHint(h.slot, h.sequence)) {
             return null;
         }
-        Slot slot = h.slot;
-        if (slot == null || slot.tier != this || !slot.tryRetain()) {
-            return null;
-        }
-        counters.hit(slot.length());
-        slot.stamp(clock);
-        policy.recordAccess(slot.key());
-        return slot;
+        return hit(h.slot, h.sequence, h.key);
     }
 
     @Override
     public Page peek(PageKey key) {
-        Slot slot = index.get(key);
-        return slot != null && slot.tryRetain() ? slot : null;
+        long lease = slots.lease(key);
+        if (lease == MemorySlots.NONE) {
+            return null;
+        }
+        SlotPage page = page((int) lease, (int) (lease >>> 32), key);
+        page.seal();
+        return page;
     }
 
     @Override
@@ -145,7 +208,7 @@ public final class MemoryTier implements Tier {
             return null;
         }
         long weight = SlabAllocator.footprint(length);
-        if (!policy.admit(key, weight)) {
+        if (policy != null && !policy.admit(key, weight)) {
             counters.rejected();
             return null;
         }
@@ -155,26 +218,38 @@ public final class MemoryTier implements Tier {
             while (block < 0 && !closed && evictDead(weight) > 0) {
                 block = allocator.allocate(length);
             }
-            if (block < 0) {
-                counters.rejected();
-                return null;
-            }
-            return new Slot(this, key, allocator.segment(block, length), block);
-        }
-        // No run fits: make room. Evicting frees memory only for pages no reader holds, and a freed run may not be
-        // contiguous with its neighbours, hence a few rounds.
-        for (int round = 0; block < 0 && round < 8 && !closed; round++) {
-            long evicted = policy.evict(weight);
-            block = allocator.allocate(length);
-            if (block < 0 && evicted == 0) {
-                break;
+        } else {
+            // No run fits: make room. Evicting frees memory only for pages no reader holds, and a freed run may not
+            // be contiguous with its neighbours, hence a few rounds.
+            for (int round = 0; block < 0 && round < 8 && !closed; round++) {
+                long evicted = evictForRoom(weight);
+                block = allocator.allocate(length);
+                if (block < 0 && evicted == 0) {
+                    break;
+                }
             }
         }
         if (block < 0) {
             counters.rejected();
             return null;
         }
-        return new Slot(this, key, allocator.segment(block, length), block);
+        long taken = slots.allocate(key, block);
+        if (taken == MemorySlots.NONE) {
+            allocator.free(block, length);
+            return null;
+        }
+        return new SlotPage(this, (int) taken, (int) (taken >>> 32), key, allocator.segment(block, length));
+    }
+
+    /** Asks the policy for {@code bytes} of room; {@return the footprint it evicted} */
+    private long evictForRoom(long bytes) {
+        if (policy != null) {
+            return policy.evict(bytes);
+        }
+        MemorySlots.Removed out = new MemorySlots.Removed();
+        long evicted = slots.evict(bytes, out);
+        letGo(out, true);
+        return evicted;
     }
 
     @Override
@@ -186,21 +261,24 @@ public final class MemoryTier implements Tier {
         if (closed) {
             return false;
         }
-        if (page instanceof Slot slot && slot.tier == this) {
-            if (!slot.published.compareAndSet(false, true)) {
-                return index.get(slot.key()) == slot;
+        if (page instanceof SlotPage p && p.tier == this) {
+            if (p.sequence == EVICTED) {
+                return false; // handed to the eviction listener: it left the index
             }
-            return publish(slot);
+            if ((p.sequence & 1) != 0) {
+                return slots.inIndex(p.slot, p.sequence); // a page leased from the index
+            }
+            return publish(p);
         }
         PageKey key = page.key();
-        if (index.containsKey(key)) {
+        if (slots.contains(key)) {
             return true;
         }
         Page copy = allocate(key);
         if (copy == null) {
             return false;
         }
-        Slot slot = (Slot) copy;
+        SlotPage slot = (SlotPage) copy;
         try {
             MemorySegment.copy(page.segment(), 0, slot.writableSegment(), 0, page.length());
         } catch (InternalError e) {
@@ -214,47 +292,61 @@ public final class MemoryTier implements Tier {
                     + " file under it was damaged (truncated or failing); the page is dropped", e));
         }
         slot.seal();
-        slot.published.set(true);
         boolean stored = publish(slot);
         slot.release(); // the allocation's reference; the index holds its own
         return stored;
     }
 
-    /** Makes a filled slot visible, with a reference of the index's own. */
-    private boolean publish(Slot slot) {
-        PageKey key = slot.key();
-        slot.retain(1);
-        Slot previous = index.putIfAbsent(key, slot);
-        if (previous != null) {
-            slot.release();
-            return true;
+    /** Makes a filled page visible, with a reference of the index's own. */
+    private boolean publish(SlotPage page) {
+        MemorySlots.Removed out = new MemorySlots.Removed();
+        MemorySlots.Published published = slots.publish(page.slot, page.sequence, clock, out);
+        letGo(out, true);
+        if (published == MemorySlots.Published.STORED && policy != null) {
+            policy.recordInsert(page.key(), SlabAllocator.footprint(page.length()));
         }
-        slot.hint.slot = slot;
-        slot.stamp = clock;
-        if (closed) {
-            if (index.remove(key, slot)) {
-                slot.hint.slot = null;
-                slot.release();
+        return published != MemorySlots.Published.REFUSED;
+    }
+
+    /**
+     * Lets go of pages that left the index, each still holding the index's reference: counts and reports evictions
+     * (and hands them to the eviction listener) if {@code evicted}, then drops the reference.
+     */
+    private void letGo(MemorySlots.Removed out, boolean evicted) {
+        java.util.function.Consumer<Page> listener = evicted && !closed ? evictionListener : null;
+        for (int i = 0; i < out.count; i++) {
+            int slot = out.slots[i];
+            PageKey key = out.keys[i];
+            if (evicted) {
+                counters.evicted();
+                dev.granary.internal.FlightEvents.evicted(name, key);
             }
-            return false;
+            if (listener != null) {
+                SlotPage page = page(slot, EVICTED, key); // takes over the index's reference
+                page.seal();
+                try {
+                    listener.accept(page);
+                } catch (RuntimeException e) {
+                    LOG.log(System.Logger.Level.WARNING, "memory tier '" + name + "': eviction listener failed on "
+                            + key, e);
+                } finally {
+                    page.release();
+                }
+            } else {
+                slots.unlease(slot);
+            }
         }
-        policy.recordInsert(key, SlabAllocator.footprint(slot.length()));
-        return true;
     }
 
     @Override
     public void workload(Workload workload) {
-        this.clock = workload.clock();
+        this.clock = clampStamp(workload.clock());
         this.workload = workload;
-        java.util.Queue<Slot> found = new java.util.concurrent.ConcurrentLinkedQueue<>();
-        if (workload.driven()) {
-            for (Slot slot : index.values()) {
-                if (workload.isDead(slot.stamp)) {
-                    found.add(slot);
-                }
-            }
-        }
-        this.dead = found;
+        this.dead = new Dead(workload.driven() ? slots.dead(workload) : new long[0]);
+    }
+
+    static int clampStamp(long clock) {
+        return (int) Math.min(clock, Integer.MAX_VALUE);
     }
 
     /**
@@ -265,54 +357,41 @@ public final class MemoryTier implements Tier {
      */
     private long evictDead(long bytes) {
         Workload w = workload;
-        java.util.Queue<Slot> queue = dead;
+        Dead queue = dead;
         long freed = 0;
-        Slot slot;
-        while (freed < bytes && (slot = queue.poll()) != null) {
-            if (w.isDead(slot.stamp) && index.remove(slot.key(), slot)) {
-                slot.hint.slot = null;
-                policy.recordRemoval(slot.key());
+        int i;
+        while (freed < bytes && (i = queue.next.getAndIncrement()) < queue.found.length) {
+            MemorySlots.Removed out = new MemorySlots.Removed();
+            if (slots.removeIfDead(queue.found[i], w, out)) {
+                if (policy != null) {
+                    policy.recordRemoval(out.keys[0]);
+                }
+                freed += out.weights[0];
+                letGo(out, false);
                 counters.evicted();
-                dev.granary.internal.FlightEvents.evicted(name, slot.key());
-                freed += SlabAllocator.footprint(slot.length());
-                slot.release();
+                dev.granary.internal.FlightEvents.evicted(name, out.keys[0]);
             }
         }
         return freed;
     }
 
-    /** The policy's eviction callback. Never calls back into the policy. */
+    /** The custom policy's eviction callback. Never calls back into the policy. */
     private boolean evict(PageKey key) {
-        Slot slot = index.remove(key);
-        if (slot == null) {
-            return false;
-        }
-        slot.hint.slot = null;
-        counters.evicted();
-        dev.granary.internal.FlightEvents.evicted(name, key);
-        java.util.function.Consumer<Page> listener = evictionListener;
-        if (listener != null && !closed) {
-            try {
-                listener.accept(slot);
-            } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "memory tier '" + name + "': eviction listener failed on "
-                        + key, e);
-            }
-        }
-        slot.release();
-        return true;
+        MemorySlots.Removed out = new MemorySlots.Removed();
+        boolean removed = slots.remove(key, out);
+        letGo(out, true);
+        return removed;
     }
 
     @Override
     public boolean remove(PageKey key) {
-        Slot slot = index.remove(key);
-        if (slot == null) {
-            return false;
+        MemorySlots.Removed out = new MemorySlots.Removed();
+        boolean removed = slots.remove(key, out);
+        letGo(out, false);
+        if (removed && policy != null) {
+            policy.recordRemoval(key);
         }
-        slot.hint.slot = null;
-        policy.recordRemoval(key);
-        slot.release();
-        return true;
+        return removed;
     }
 
     @Override
@@ -322,12 +401,14 @@ public final class MemoryTier implements Tier {
 
     @Override
     public void forEachPage(Consumer<Page> action) {
-        for (Slot slot : index.values()) {
-            if (slot.tryRetain()) {
+        for (MemorySlots.Entry e : slots.entries()) {
+            if (slots.retainHint(e.slot(), e.sequence())) {
+                SlotPage page = page(e.slot(), e.sequence(), e.key());
+                page.seal();
                 try {
-                    action.accept(slot);
+                    action.accept(page);
                 } finally {
-                    slot.release();
+                    page.release();
                 }
             }
         }
@@ -335,14 +416,12 @@ public final class MemoryTier implements Tier {
 
     @Override
     public void invalidate(String origin, String key) {
-        for (PageKey pageKey : index.keySet()) {
-            if (pageKey.isOf(origin, key)) {
-                Slot slot = index.remove(pageKey);
-                if (slot != null) {
-                    slot.hint.slot = null;
-                    policy.recordRemoval(pageKey);
-                    slot.release();
-                }
+        MemorySlots.Removed out = new MemorySlots.Removed();
+        slots.removeObject(origin, key, out);
+        letGo(out, false);
+        if (policy != null) {
+            for (int i = 0; i < out.count; i++) {
+                policy.recordRemoval(out.keys[i]);
             }
         }
     }
@@ -351,15 +430,16 @@ public final class MemoryTier implements Tier {
      * {@inheritDoc}
      *
      * <p>The memory tier's copy runs its own allocator's bookkeeping without memory, so slab cuts and the 512-byte
-     * block rounding count exactly; the policy's {@code admit} is asked, nothing is recorded in it.
+     * block rounding count exactly; a custom policy's {@code admit} is asked, nothing is recorded in it (the default
+     * policy admits every page).
      */
     @Override
     public dev.granary.spi.TierSimulation simulation() {
-        List<Slot> slots = new ArrayList<>(index.size());
-        SlabAllocator phantom = allocator.phantomCopy(() -> slots.addAll(index.values()));
-        MemoryTierSimulation sim = new MemoryTierSimulation(phantom, policy, workload);
-        for (Slot slot : slots) {
-            sim.add(slot.key(), slot.block, slot.stamp);
+        List<MemorySlots.Entry> entries = new ArrayList<>();
+        SlabAllocator phantom = allocator.phantomCopy(() -> entries.addAll(slots.entries()));
+        MemoryTierSimulation sim = new MemoryTierSimulation(phantom, policy == null ? ADMIT_ALL : policy, workload);
+        for (MemorySlots.Entry e : entries) {
+            sim.add(e.key(), e.block(), e.stamp());
         }
         return sim;
     }
@@ -379,7 +459,12 @@ public final class MemoryTier implements Tier {
 
     /** {@return the number of pages in the index; for tests} */
     int pageCount() {
-        return index.size();
+        return slots.size();
+    }
+
+    /** {@return the index, for tests} */
+    MemorySlots slots() {
+        return slots;
     }
 
     /**
@@ -396,19 +481,15 @@ public final class MemoryTier implements Tier {
             return;
         }
         closed = true;
-        for (PageKey key : index.keySet()) {
-            Slot slot = index.remove(key);
-            if (slot != null) {
-                slot.hint.slot = null;
-                slot.release();
-            }
-        }
+        MemorySlots.Removed out = new MemorySlots.Removed();
+        slots.close(out);
+        letGo(out, false);
         allocator.close();
     }
 
     @Override
     public String toString() {
-        return "MemoryTier[" + name + ", used=" + allocator.used() + "/" + capacity + ", pages=" + index.size() + "]";
+        return "MemoryTier[" + name + ", used=" + allocator.used() + "/" + capacity + ", pages=" + slots.size() + "]";
     }
 
     private void slabReserved(MemorySegment slab) {
@@ -444,40 +525,41 @@ public final class MemoryTier implements Tier {
         }
     }
 
-    /**
-     * What the cache keeps per object to reach its first page without a lookup ({@link #hint(Page)}): a pointer the
-     * tier clears when the page leaves the index, so a stale hint costs 16 bytes, not a page.
-     */
-    private static final class Hint {
-        volatile Slot slot;
+    /** The pages found dead at a workload change, taken first-come by fills that need room. */
+    private record Dead(long[] found, AtomicInteger next) {
+        Dead(long[] found) {
+            this(found, new AtomicInteger());
+        }
     }
 
-    /** A page in a slab. Deallocation returns its blocks to the allocator. */
-    private static final class Slot extends Page {
+    /**
+     * What the cache keeps per object to reach its first page without a lookup ({@link #hint(Page)}): the page's slot
+     * and the sequence number of its stay in the index, so it pins neither memory nor a page object, and a stale hint
+     * (the page left, the slot was reused) fails its compare-and-set.
+     */
+    private record Hint(MemoryTier tier, int slot, int sequence, PageKey key) {}
+
+    /**
+     * A page object for one lease of a slot (or for the filler of a slot not yet in the index): made per hit, garbage
+     * once released; its last release drops its reference on the slot.
+     */
+    private static final class SlotPage extends Page {
 
         final MemoryTier tier;
-        final long block;
-        final AtomicBoolean published = new AtomicBoolean();
-        /** Points back at this slot while the index holds it; cleared on removal so a stale hint pins nothing. */
-        final Hint hint = new Hint();
-        /** The workload clock when the page was last inserted or read (racy: a lost update only delays a stamp). */
-        long stamp;
+        final int slot;
+        /** The slot's sequence when leased: odd from the index, even while being filled, {@link #EVICTED}. */
+        final int sequence;
 
-        Slot(MemoryTier tier, PageKey key, MemorySegment memory, long block) {
+        SlotPage(MemoryTier tier, int slot, int sequence, PageKey key, MemorySegment memory) {
             super(key, memory);
             this.tier = tier;
-            this.block = block;
-        }
-
-        void stamp(long clock) {
-            if (stamp != clock) {
-                stamp = clock;
-            }
+            this.slot = slot;
+            this.sequence = sequence;
         }
 
         @Override
         protected void deallocate() {
-            tier.allocator.free(block, length());
+            tier.slots.unlease(slot);
         }
     }
 
@@ -489,7 +571,8 @@ public final class MemoryTier implements Tier {
         private long capacity = -1;
         private boolean pinned;
         private long slabSize = 64L << 20;
-        private EvictionPolicy.Factory policy = WindowTinyLfuPolicy::new;
+        private EvictionPolicy.Factory policy = WindowTinyLfuPolicy.sampling(WindowTinyLfuPolicy.DEFAULT_SAMPLING);
+        private boolean preTouch;
 
         private Builder() {}
 
@@ -523,6 +606,28 @@ public final class MemoryTier implements Tier {
         }
 
         /**
+         * Reserves every slab of the capacity at {@link #build()} and touches it (writes one byte in every 4 KiB), as
+         * {@code -XX:+AlwaysPreTouch} does for the Java heap. Default false: slabs are reserved as pages arrive and
+         * the kernel backs each 4 KiB (or 2 MiB with transparent huge pages) at its first write, by the fill from
+         * the origin; that first touch costs system CPU during the first epoch (measured 0.55-0.64 CPU-s per
+         * 256 MiB on a 2-vCPU VM, docs/benchmarks.md), which pre-touching moves to start.
+         *
+         * <p>What it costs: {@code build()} takes that CPU time at once,
+         * and the whole capacity is resident from the start ({@code pinning().reservedBytes()} equals the capacity,
+         * rounded down to 512 bytes), whether or not the cache ever fills it: size the capacity to what the host
+         * can give. With {@link #pinned(boolean) pinned(true)} every slab is also locked at {@code build()} ({@code
+         * mlock} faults the memory in itself, so pinned tiers pay the same cost at start either way; pre-touching
+         * then only reserves early); a refused lock is reported as usual.
+         *
+         * @param preTouch whether to reserve and touch the whole capacity at build time
+         * @return this builder
+         */
+        public Builder preTouch(boolean preTouch) {
+            this.preTouch = preTouch;
+            return this;
+        }
+
+        /**
          * Sets the size of the slabs memory is reserved in; also the largest page the tier can hold. Default 64 MiB
          * (or the capacity, if smaller).
          *
@@ -539,7 +644,11 @@ public final class MemoryTier implements Tier {
         }
 
         /**
-         * Sets the eviction policy. Default {@code WindowTinyLfuPolicy::new}.
+         * Sets the eviction policy. Default {@code WindowTinyLfuPolicy.sampling(8)}: W-TinyLFU run inside the tier
+         * over slot ids, with no state per page beyond a few columns; so is any other
+         * {@link WindowTinyLfuPolicy#sampling(int)} factory. Any other factory (including
+         * {@code WindowTinyLfuPolicy::new}, the Caffeine-backed policy) creates a policy the tier tells about pages by
+         * key: it keeps its own state per page.
          *
          * @param factory creates the tier's policy
          * @return this builder
@@ -571,7 +680,7 @@ public final class MemoryTier implements Tier {
         }
 
         /**
-         * Builds the tier. No memory is reserved until pages arrive.
+         * Builds the tier. No memory is reserved until pages arrive, unless {@link #preTouch(boolean) pre-touched}.
          *
          * @return a new tier
          * @throws IllegalStateException if no capacity was set

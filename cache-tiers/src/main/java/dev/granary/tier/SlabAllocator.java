@@ -43,6 +43,8 @@ final class SlabAllocator {
     private final ReentrantLock lock = new ReentrantLock();
     /** The reserved slabs, replaced (never mutated) under the lock when one is added; read without it. */
     private volatile MemorySegment[] slabs = new MemorySegment[0];
+    /** Read-only views of {@link #slabs}, index for index; replaced just before it. */
+    private volatile MemorySegment[] readOnlySlabs = new MemorySegment[0];
     /** Free runs: start block → length in blocks. Guarded by lock. */
     private final TreeMap<Long, Long> freeByStart = new TreeMap<>();
     /** Free runs: (length << 32 | start), for best fit. Guarded by lock. */
@@ -163,6 +165,12 @@ final class SlabAllocator {
         return slab.asSlice((start % blocksPerSlab) << BLOCK_SHIFT, length);
     }
 
+    /** {@return the memory of an allocation, read-only: one view object, not a slice and a read-only copy of it} */
+    MemorySegment readOnlySegment(long start, int length) {
+        MemorySegment slab = readOnlySlabs[(int) (start / blocksPerSlab)];
+        return slab.asSlice((start % blocksPerSlab) << BLOCK_SHIFT, length);
+    }
+
     /** Frees an allocation, coalescing it with free neighbours in the same slab. */
     void free(long start, int length) {
         long n = Math.max(1, blocks(length));
@@ -186,6 +194,34 @@ final class SlabAllocator {
             }
             addFree(runStart, runLength);
             maybeCloseArena();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Reserves every slab of the capacity now and writes one byte in every 4 KiB of each, so the kernel backs the
+     * whole capacity with memory before the first page arrives (the slab listener, e.g. {@code mlock}, runs for each
+     * as usual). Call before any allocation: the bytes written are zeros over memory no page holds yet.
+     *
+     * @return the bytes reserved, now equal to the capacity rounded down to the block size
+     */
+    long reserveAndTouchAll() {
+        lock.lock();
+        try {
+            if (closed) {
+                return reserved;
+            }
+            int first = slabs.length;
+            while (reserveSlab(1)) {
+                // reserve until the capacity is reached
+            }
+            for (MemorySegment slab : java.util.Arrays.copyOfRange(slabs, first, slabs.length)) {
+                for (long at = 0; at < slab.byteSize(); at += 4096) {
+                    slab.set(java.lang.foreign.ValueLayout.JAVA_BYTE, at, (byte) 0);
+                }
+            }
+            return reserved;
         } finally {
             lock.unlock();
         }
@@ -253,6 +289,9 @@ final class SlabAllocator {
             }
             MemorySegment[] grown = java.util.Arrays.copyOf(slabs, slabs.length + 1);
             grown[slabs.length] = slab;
+            MemorySegment[] views = java.util.Arrays.copyOf(readOnlySlabs, slabs.length + 1);
+            views[slabs.length] = slab.asReadOnly();
+            readOnlySlabs = views;
             slabs = grown;
         }
         slabCount++;

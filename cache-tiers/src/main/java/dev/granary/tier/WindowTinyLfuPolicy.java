@@ -19,6 +19,10 @@ import java.util.concurrent.ThreadLocalRandom;
  * epoch-shuffled training it is far better than LRU but still well below the hit-ratio ceiling, which is what a
  * loader-driven policy is for.
  *
+ * <p>{@link MemoryTier} runs this policy inside its index when built with a {@link #sampling(int)} factory (its
+ * default), over slot ids instead of keys (decision 0011); this class is the same policy for anyone else, and what a
+ * tier given {@code WindowTinyLfuPolicy::new} uses.
+ *
  * <p>The tier keeps its own index; this policy keeps a Caffeine cache of page keys to weights only for the order.
  * Hits are recorded one in {@value #DEFAULT_SAMPLING} by default ({@link #sampling(int)}): a record is a lookup in
  * Caffeine's table, as costly as the tier's own lookup, and sampled frequencies rank pages the same way.
@@ -61,7 +65,19 @@ public final class WindowTinyLfuPolicy implements EvictionPolicy {
      */
     public static EvictionPolicy.Factory sampling(int oneIn) {
         checkSampling(oneIn);
-        return (capacity, evictor) -> new WindowTinyLfuPolicy(capacity, evictor, oneIn);
+        return new SlotIndexed(oneIn);
+    }
+
+    /**
+     * The factory {@link #sampling(int)} returns. A {@link MemoryTier} recognises it and runs the same policy inside
+     * its index, over slot ids ({@code SlotPolicy}: no object and no key per page); anyone else calling
+     * {@link #create} gets this Caffeine-backed policy.
+     */
+    record SlotIndexed(int oneIn) implements EvictionPolicy.Factory {
+        @Override
+        public EvictionPolicy create(long capacity, Evictor evictor) {
+            return new WindowTinyLfuPolicy(capacity, evictor, oneIn);
+        }
     }
 
     private WindowTinyLfuPolicy(long capacity, Evictor evictor, int oneIn) {
