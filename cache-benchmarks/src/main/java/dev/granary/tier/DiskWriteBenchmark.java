@@ -112,11 +112,14 @@ public final class DiskWriteBenchmark {
      * {@code --headers}: what a record header costs the writer, without the rest of the tier. Per variant and round,
      * 4 fallocated, mapped ({@code MADV_RANDOM}) files of 64 MiB, payloads written downwards with {@code pwrite} from
      * native memory as the tier does, and 136-byte headers upwards from offset 64: none, by a second {@code pwrite}
-     * (through a native buffer, as the tier did before), or stored through the mapping (as it does now). The
-     * writing thread's CPU per GiB of payload; the variants alternate within each round.
+     * (through a native buffer, as the tier did before), or stored through the mapping (as it does now); and two
+     * variants without headers that isolate the placement: payloads written upwards instead, and payloads written
+     * downwards into a file that is not mapped. The writing thread's CPU per GiB of payload; the variants alternate
+     * within each round.
      */
     private static void headers(Path base, int pageSize, int rounds) throws IOException {
-        String[] variants = {"payload only", "header by pwrite", "header through the mapping"};
+        String[] variants = {"payload only", "header by pwrite", "header through the mapping", "payload upwards",
+                "payload only, not mapped"};
         double[][] cpu = new double[variants.length][rounds];
         long size = FILE_SIZE;
         int header = 136;
@@ -139,18 +142,22 @@ public final class DiskWriteBenchmark {
                         Files.createFile(file);
                         NativeFiles.allocate(file, size);
                         try (Arena mapping = Arena.ofShared()) {
-                            MemorySegment map;
-                            try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ,
-                                    StandardOpenOption.WRITE)) {
-                                map = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, mapping);
+                            MemorySegment map = null;
+                            if (v != 4) {
+                                try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ,
+                                        StandardOpenOption.WRITE)) {
+                                    map = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, mapping);
+                                }
+                                NativeFiles.adviseRandom(map);
                             }
-                            NativeFiles.adviseRandom(map);
                             int fd = NativeFiles.openReadWrite(file);
                             try {
                                 long cpu0 = THREADS.getCurrentThreadCpuTime();
                                 long at = 64;
                                 for (int i = 0; i < count; i++) {
-                                    NativeFiles.pwrite(fd, payload, size - (i + 1) * stride);
+                                    // Downwards from the end as the tier places payloads; variant 3 upwards.
+                                    NativeFiles.pwrite(fd, payload, v == 3 ? 4096 + i * stride
+                                            : size - (i + 1) * stride);
                                     if (v == 1) {
                                         MemorySegment part = scratch.asSlice(0, header);
                                         MemorySegment.copy(bytes, 0, part, java.lang.foreign.ValueLayout.JAVA_BYTE, 0,
@@ -171,9 +178,12 @@ public final class DiskWriteBenchmark {
                     }
                     cpu[v][r] = nanos / 1e9 / (4.0 * count * pageSize / (1L << 30));
                 }
-                System.out.printf(Locale.ROOT, "  %s headers round %d: %s %.2f, %s %.2f, %s %.2f CPU-s/GiB%n",
-                        DiskColdReadBenchmark.size(pageSize), r + 1, variants[0], cpu[0][r], variants[1], cpu[1][r],
-                        variants[2], cpu[2][r]);
+                StringBuilder line = new StringBuilder();
+                for (int v = 0; v < variants.length; v++) {
+                    line.append(String.format(Locale.ROOT, "%s%s %.2f", v == 0 ? "" : ", ", variants[v], cpu[v][r]));
+                }
+                System.out.printf(Locale.ROOT, "  %s headers round %d: %s CPU-s/GiB%n",
+                        DiskColdReadBenchmark.size(pageSize), r + 1, line);
             }
         } finally {
             DiskBenchData.deleteTree(directory);
