@@ -42,13 +42,15 @@ final class DiskIndex {
     private ChunkedLongs table = new ChunkedLongs(1 << 10);
 
     /**
-     * A page's home slot in a table of {@code capacity} slots (any size, not only powers of two: the table grows by
-     * half at a load of 0.8, so it stays between 0.53 and 0.8 full, 10-15 bytes a page). Uses the hash's low 48
-     * bits; the high 16 are the tag kept in the reference.
+     * A page's home slot in a table of {@code capacity} slots ({@link PageTable}: grown by half at a load of 0.8, so it
+     * stays between 0.53 and 0.8 full, 10-15 bytes a page). Uses the hash's low 48 bits; the high 16 are the tag kept
+     * in the reference.
      */
     private static long home(long h, long capacity) {
-        return Math.unsignedMultiplyHigh(h << 16, capacity);
+        return PageTable.home(h, TAG_BITS, capacity);
     }
+
+    private static final int TAG_BITS = 16;
     private int size;
     private Segment[] bySlot = new Segment[16];
     private int nextSlot = 1;
@@ -61,11 +63,7 @@ final class DiskIndex {
     // ------------------------------------------------------------------------------------------------ hashing
 
     private static long hash(int object, long offset, int length) {
-        long h = object * 0x9E3779B97F4A7C15L + offset * 0xC2B2AE3D27D4EB4FL + length;
-        h ^= h >>> 31;
-        h *= 0xD6E8FEB86659FD93L;
-        h ^= h >>> 32;
-        return h;
+        return PageTable.hash(object, offset, length);
     }
 
     private static long ref(int slot, int record, long hash) {
@@ -547,17 +545,8 @@ final class DiskIndex {
             rehash(table.length() + (table.length() >> 1));
         }
         long h = hash(object, segment.offset(record), segment.length(record));
-        insert(table, ref(segment.slot, record, h), h);
+        PageTable.insert(table, ref(segment.slot, record, h), h, TAG_BITS);
         size++;
-    }
-
-    private static void insert(ChunkedLongs t, long ref, long h) {
-        long capacity = t.length();
-        long i = home(h, capacity);
-        while (t.get(i) != 0) {
-            i = i + 1 == capacity ? 0 : i + 1;
-        }
-        t.set(i, ref);
     }
 
     private long hashOf(long ref) {
@@ -567,43 +556,17 @@ final class DiskIndex {
     }
 
     private void rehash(long capacity) {
-        ChunkedLongs fresh = new ChunkedLongs(capacity);
-        ChunkedLongs old = table;
-        for (long i = 0; i < old.length(); i++) {
-            long ref = old.get(i);
-            if (ref != 0) {
-                insert(fresh, ref, hashOf(ref));
-            }
-        }
-        table = fresh;
+        table = PageTable.rehash(table, capacity, TAG_BITS, this::hashOf);
     }
 
     /** Takes one live record out of the table and releases its object name. Under the write lock. */
     private void removeLocked(Segment segment, int record) {
         int object = segment.object(record);
         long h = hash(object, segment.offset(record), segment.length(record));
-        long target = ref(segment.slot, record, h);
-        ChunkedLongs t = table;
-        long capacity = t.length();
-        long i = home(h, capacity);
-        while (t.get(i) != target) {
-            if (t.get(i) == 0) {
-                throw new IllegalStateException("disk index: record " + record + " of " + segment
-                        + " is live but not in the table");
-            }
-            i = i + 1 == capacity ? 0 : i + 1;
+        if (!PageTable.delete(table, ref(segment.slot, record, h), h, TAG_BITS, this::hashOf)) {
+            throw new IllegalStateException("disk index: record " + record + " of " + segment
+                    + " is live but not in the table");
         }
-        // Backward-shift deletion (Knuth, Algorithm R): no tombstones, so probe chains stay as short as the load.
-        long hole = i;
-        for (long j = hole + 1 == capacity ? 0 : hole + 1; t.get(j) != 0; j = j + 1 == capacity ? 0 : j + 1) {
-            long home = home(hashOf(t.get(j)), capacity);
-            // t[j] may fill the hole unless its home lies cyclically in (hole, j]
-            if (Math.floorMod(j - home, capacity) >= Math.floorMod(j - hole, capacity)) {
-                t.set(hole, t.get(j));
-                hole = j;
-            }
-        }
-        t.set(hole, 0);
         size--;
         segment.object(record, Segment.REMOVED);
         segment.live--;

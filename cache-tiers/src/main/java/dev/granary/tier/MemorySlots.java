@@ -82,16 +82,15 @@ final class MemorySlots implements SlotPolicy.Slots {
 
     // ------------------------------------------------------------------------------------------------ hashing
 
+    /** The high half of an entry is the slot + 1; the low half, the tag: the hash's high 32 bits. */
+    private static final int TAG_BITS = 32;
+
     private static long hash(int object, long offset, int length) {
-        long h = object * 0x9E3779B97F4A7C15L + offset * 0xC2B2AE3D27D4EB4FL + length;
-        h ^= h >>> 31;
-        h *= 0xD6E8FEB86659FD93L;
-        h ^= h >>> 32;
-        return h;
+        return PageTable.hash(object, offset, length);
     }
 
     private static long home(long h, long capacity) {
-        return Math.unsignedMultiplyHigh(h << 32, capacity);
+        return PageTable.home(h, TAG_BITS, capacity);
     }
 
     private static long entry(int slot, long h) {
@@ -334,49 +333,17 @@ final class MemorySlots implements SlotPolicy.Slots {
         return hash(objectOf(slot), offsetOf(slot), lengthOf(slot));
     }
 
-    private static void insert(ChunkedLongs t, long e, long h) {
-        long capacity = t.length();
-        long i = home(h, capacity);
-        while (t.get(i) != 0) {
-            i = i + 1 == capacity ? 0 : i + 1;
-        }
-        t.set(i, e);
-    }
-
     private void rehash(long capacity) {
-        ChunkedLongs fresh = new ChunkedLongs(capacity);
-        ChunkedLongs old = table;
-        for (long i = 0; i < old.length(); i++) {
-            long e = old.get(i);
-            if (e != 0) {
-                insert(fresh, e, hashOf(e));
-            }
-        }
-        table = fresh; // published complete: an optimistic reader sees the old table or the new
+        // published complete: an optimistic reader sees the old table or the new
+        table = PageTable.rehash(table, capacity, TAG_BITS, this::hashOf);
     }
 
     private void deleteFromTable(int slot) {
         long h = hash(objectOf(slot), offsetOf(slot), lengthOf(slot));
-        long target = entry(slot, h);
-        ChunkedLongs t = table;
-        long capacity = t.length();
-        long i = home(h, capacity);
-        while (t.get(i) != target) {
-            if (t.get(i) == 0) {
-                throw new IllegalStateException("memory tier index: slot " + slot + " is published but not in"
-                        + " the table");
-            }
-            i = i + 1 == capacity ? 0 : i + 1;
+        if (!PageTable.delete(table, entry(slot, h), h, TAG_BITS, this::hashOf)) {
+            throw new IllegalStateException("memory tier index: slot " + slot + " is published but not in the"
+                    + " table");
         }
-        long hole = i; // backward-shift deletion (Knuth, Algorithm R)
-        for (long j = hole + 1 == capacity ? 0 : hole + 1; t.get(j) != 0; j = j + 1 == capacity ? 0 : j + 1) {
-            long home = home(hashOf(t.get(j)), capacity);
-            if (Math.floorMod(j - home, capacity) >= Math.floorMod(j - hole, capacity)) {
-                t.set(hole, t.get(j));
-                hole = j;
-            }
-        }
-        t.set(hole, 0);
     }
 
     // ------------------------------------------------------------------------------------------------ changes
@@ -460,8 +427,8 @@ final class MemorySlots implements SlotPolicy.Slots {
             if ((size + 1) * 5L > table.length() * 4L) {
                 rehash(table.length() + (table.length() >> 1));
             }
-            insert(table, entry(slot, hash(objectOf(slot), offsetOf(slot), lengthOf(slot))),
-                    hash(objectOf(slot), offsetOf(slot), lengthOf(slot)));
+            long h = hash(objectOf(slot), offsetOf(slot), lengthOf(slot));
+            PageTable.insert(table, entry(slot, h), h, TAG_BITS);
             size++;
             WORDS.getAndAdd(words[slot >>> SHIFT], slot & MASK, SEQ + 1);
             stamp(slot, clock);
