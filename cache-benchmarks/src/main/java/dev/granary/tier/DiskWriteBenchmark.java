@@ -43,8 +43,11 @@ import java.util.stream.Stream;
  * the append {@code fsync}s on its own), and <b>durable</b>, the same plus {@code fsync} of every file (bytes on the
  * device). Also the calling thread's CPU time per GiB: the write path's own cost, which the load of other processes
  * stretches less than wall time. The ratio tier/append is taken <b>per round</b> (the same seconds of the machine), and
- * the median of the rounds reported with their min-max. Each round also times the CRC32C of the same pages alone (no
- * I/O, the same thread): the part of the tier's CPU that is its payload checksum, which the append does not compute.
+ * the median of the rounds reported with their min-max, after one warm-up round of all three that is not counted
+ * (class loading and the JIT's compilation of the put path). Each tier line also splits its CPU into {@code build()},
+ * the puts (segments created as they fill) and {@code close()}. Each round also times the CRC32C of the same pages
+ * alone (no I/O, the same thread): the part of the tier's CPU that is its payload checksum, which the append does not
+ * compute.
  *
  * <h2>Run</h2>
  * <pre>
@@ -52,13 +55,16 @@ import java.util.stream.Stream;
  * </pre>
  * Options in {@code -Ddiskwrite.args="..."}: {@code --pageSizes=4096,131072,1048576} {@code --bytes=268435456} (per
  * round and contender) {@code --rounds=7}; {@code --headers} instead compares the ways of writing a record header
- * (see {@link #headers}). Files go to {@code granary.bench.dir} (must not be tmpfs).
+ * (see {@link #headers}); {@code --tierOnly} runs the tier alone, round after round (for a profiler). Files go to
+ * {@code granary.bench.dir} (must not be tmpfs).
  */
 public final class DiskWriteBenchmark {
 
     private static final long FILE_SIZE = 64L << 20;
     private static final String[] CONTENDERS = {"tier", "append", "append-falloc"};
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+    /** The last tier run's CPU seconds split into build, puts and close, for the round's line. */
+    private static String lastTierCpu = "";
 
     private DiskWriteBenchmark() {}
 
@@ -76,9 +82,12 @@ public final class DiskWriteBenchmark {
         long bytes = 256L << 20;
         int rounds = 7;
         boolean headers = false;
+        boolean tierOnly = false;
         for (String arg : args) {
             if (arg.equals("--headers")) {
                 headers = true;
+            } else if (arg.equals("--tierOnly")) {
+                tierOnly = true;
             } else if (arg.startsWith("--pageSizes=")) {
                 pageSizes = arg.substring(12);
             } else if (arg.startsWith("--bytes=")) {
@@ -87,7 +96,7 @@ public final class DiskWriteBenchmark {
                 rounds = Integer.parseInt(arg.substring(9));
             } else if (!arg.isBlank()) {
                 throw new IllegalArgumentException("option: " + arg
-                        + " (expected: --pageSizes=, --bytes=, --rounds=, --headers)");
+                        + " (expected: --pageSizes=, --bytes=, --rounds=, --headers, --tierOnly)");
             }
         }
         if (rounds < 1 || bytes < FILE_SIZE) {
@@ -102,6 +111,8 @@ public final class DiskWriteBenchmark {
         for (String s : pageSizes.split(",")) {
             if (headers) {
                 headers(base, Integer.parseInt(s.strip()), rounds);
+            } else if (tierOnly) {
+                tierOnly(base, Integer.parseInt(s.strip()), bytes, rounds);
             } else {
                 run(base, Integer.parseInt(s.strip()), bytes, rounds);
             }
@@ -197,17 +208,50 @@ public final class DiskWriteBenchmark {
         }
     }
 
+    /**
+     * {@code --tierOnly}: the tier contender alone, round after round, for a profiler: the first rounds warm the JIT
+     * up, the rest run the put path as it runs in production.
+     */
+    private static void tierOnly(Path base, int pageSize, long bytes, int rounds) throws IOException {
+        int count = (int) (bytes / pageSize);
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment[] contents = contents(arena, pageSize);
+            PageKey[] keys = new PageKey[count];
+            for (int i = 0; i < count; i++) {
+                keys[i] = DiskBenchData.key(i, 7, pageSize);
+            }
+            Path directory = base.resolve("disk-write-" + pageSize);
+            for (int r = 0; r < rounds; r++) {
+                DiskBenchData.deleteTree(directory);
+                Files.createDirectories(directory);
+                try {
+                    Run run = tier(directory.resolve("tier"), keys, contents, pageSize, bytes);
+                    System.out.printf(Locale.ROOT, "  %s tier round %d: %.0f/%.0f MB/s %.2f CPU-s/GiB (CPU-s: %s)%n",
+                            DiskColdReadBenchmark.size(pageSize), r + 1, run.bufferedMBps, run.durableMBps,
+                            run.cpuSecondsPerGiB, lastTierCpu);
+                } finally {
+                    DiskBenchData.deleteTree(directory);
+                }
+            }
+        }
+    }
+
+    /** 64 distinct page contents in native memory, reused: the bytes written are what matters, not their variety. */
+    private static MemorySegment[] contents(Arena arena, int pageSize) {
+        MemorySegment[] contents = new MemorySegment[64];
+        SplittableRandom random = new SplittableRandom(pageSize);
+        for (int i = 0; i < contents.length; i++) {
+            byte[] b = new byte[pageSize];
+            random.nextBytes(b);
+            contents[i] = arena.allocate(pageSize, 4096).copyFrom(MemorySegment.ofArray(b));
+        }
+        return contents;
+    }
+
     private static void run(Path base, int pageSize, long bytes, int rounds) throws IOException {
         int count = (int) (bytes / pageSize);
-        // 64 distinct page contents, reused: the bytes written are what matters, not their variety.
         try (Arena arena = Arena.ofShared()) {
-            MemorySegment[] contents = new MemorySegment[64];
-            SplittableRandom random = new SplittableRandom(pageSize);
-            for (int i = 0; i < contents.length; i++) {
-                byte[] b = new byte[pageSize];
-                random.nextBytes(b);
-                contents[i] = arena.allocate(pageSize, 4096).copyFrom(MemorySegment.ofArray(b));
-            }
+            MemorySegment[] contents = contents(arena, pageSize);
             PageKey[] keys = new PageKey[count];
             for (int i = 0; i < count; i++) {
                 keys[i] = DiskBenchData.key(i, 7, pageSize);
@@ -215,7 +259,24 @@ public final class DiskWriteBenchmark {
             Run[][] runs = new Run[rounds][CONTENDERS.length];
             double[] crcs = new double[rounds];
             Path directory = base.resolve("disk-write-" + pageSize);
-            for (int r = 0; r < rounds; r++) {
+            for (int r = -1; r < rounds; r++) {
+                if (r < 0) {
+                    // A warm-up round, not counted: the first tier round is class loading and the JIT's work.
+                    for (int c = 0; c < CONTENDERS.length; c++) {
+                        DiskBenchData.deleteTree(directory);
+                        Files.createDirectories(directory);
+                        try {
+                            if (c == 0) {
+                                tier(directory.resolve("tier"), keys, contents, pageSize, bytes);
+                            } else {
+                                append(directory, count, contents, c == 2);
+                            }
+                        } finally {
+                            DiskBenchData.deleteTree(directory);
+                        }
+                    }
+                    continue;
+                }
                 StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "  %s round %d (Dirty %s):",
                         DiskColdReadBenchmark.size(pageSize), r + 1, dirtyKiB()));
                 for (int k = 0; k < CONTENDERS.length; k++) {
@@ -239,9 +300,9 @@ public final class DiskWriteBenchmark {
                 double crc = crcCpuPerGiB(count, contents);
                 crcs[r] = crc;
                 line.append(String.format(Locale.ROOT, " CRC32C alone %.2f CPU-s/GiB;", crc));
-                line.append(String.format(Locale.ROOT, " tier/append %.2f buffered, %.2f durable",
+                line.append(String.format(Locale.ROOT, " tier/append %.2f buffered, %.2f durable; tier CPU-s: %s",
                         runs[r][0].bufferedMBps / runs[r][1].bufferedMBps,
-                        runs[r][0].durableMBps / runs[r][1].durableMBps));
+                        runs[r][0].durableMBps / runs[r][1].durableMBps, lastTierCpu));
                 System.out.println(line);
             }
             String size = DiskColdReadBenchmark.size(pageSize);
@@ -303,8 +364,11 @@ public final class DiskWriteBenchmark {
         long capacity = ((bytes + bytes / 4) / FILE_SIZE + 3) * FILE_SIZE;
         long cpu0 = THREADS.getCurrentThreadCpuTime();
         long t0 = System.nanoTime();
+        long cpuBuilt;
+        long cpuPut;
         try (DiskTier tier = DiskTier.builder().directory(directory).capacity(capacity).segmentSize(FILE_SIZE)
                 .build()) {
+            cpuBuilt = THREADS.getCurrentThreadCpuTime();
             for (int i = 0; i < keys.length; i++) {
                 Page page = new Page(keys[i], contents[i & 63]) {
                     @Override
@@ -318,9 +382,13 @@ public final class DiskWriteBenchmark {
             if (tier.stats().evictions() != 0) {
                 throw new IllegalStateException("the tier evicted while filling: " + tier.stats());
             }
+            cpuPut = THREADS.getCurrentThreadCpuTime();
         }
         long buffered = System.nanoTime();
-        long cpu = THREADS.getCurrentThreadCpuTime() - cpu0;
+        long cpuEnd = THREADS.getCurrentThreadCpuTime();
+        long cpu = cpuEnd - cpu0;
+        lastTierCpu = String.format(Locale.ROOT, "build %.3f, puts %.3f, close %.3f", (cpuBuilt - cpu0) / 1e9,
+                (cpuPut - cpuBuilt) / 1e9, (cpuEnd - cpuPut) / 1e9);
         List<Path> files;
         try (Stream<Path> list = Files.list(directory.resolve(DiskTier.SEGMENTS))) {
             files = list.toList();

@@ -1138,11 +1138,11 @@ public final class DiskTier implements Tier {
             files.allocate(temporary, segmentSize);
             segment = Segment.map(id, file, segmentSize, this::freed, temporary);
             mapped.incrementAndGet();
-            SegmentFormat.writeSegmentHeader(segment.map, id, segmentSize, System.currentTimeMillis(),
-                    shared == null ? 0 : shared.owner());
+            advise(segment); // before the first touch: without it, a fault reads a whole read-ahead window
+            segment.write(MemorySegment.ofArray(SegmentFormat.segmentHeader(id, segmentSize,
+                    System.currentTimeMillis(), shared == null ? 0 : shared.owner())), 0);
             access.apply(temporary, false);
             Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE);
-            advise(segment);
             index.register(segment);
             return segment;
         } catch (IOException | RuntimeException | InternalError e) {
@@ -1162,7 +1162,7 @@ public final class DiskTier implements Tier {
 
     private void advise(Segment segment) {
         if (randomAccess) {
-            NativeFiles.adviseRandom(segment.map);
+            segment.adviseRandom();
         }
     }
 

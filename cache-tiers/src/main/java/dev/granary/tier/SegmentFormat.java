@@ -62,12 +62,12 @@ final class SegmentFormat {
 
     // ---- segment header: magic(8) format(4) reserved(4) id(8) size(8) createdMillis(8) owner(8) reserved(12) crc(4)
 
-    static void writeSegmentHeader(MemorySegment map, long id, long size, long createdMillis, long owner) {
+    static byte[] segmentHeader(long id, long size, long createdMillis, long owner) {
         ByteBuffer b = ByteBuffer.allocate(SEGMENT_HEADER).order(ByteOrder.LITTLE_ENDIAN);
         b.putLong(0, SEGMENT_MAGIC).putInt(8, FORMAT).putLong(16, id).putLong(24, size).putLong(32, createdMillis)
                 .putLong(40, owner);
         b.putInt(60, crc(b.array(), 0, 60));
-        MemorySegment.copy(MemorySegment.ofArray(b.array()), 0, map, 0, SEGMENT_HEADER);
+        return b.array();
     }
 
     /**
