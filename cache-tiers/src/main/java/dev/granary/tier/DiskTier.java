@@ -42,7 +42,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * <h2>Layout and recovery</h2>
  * Pages are appended log-structured into fixed-size segment files ({@link Builder#segmentSize}, by default chosen
  * from the capacity, up to 64 MiB),
- * each preallocated and mapped with FFM. Every page has a record header naming it completely (origin, key, object
+ * each mapped with FFM (sparse but for its header area, decision 0014). Every page has a record header naming it completely (origin, key, object
  * version, extent) with the CRC32C of its bytes. Opening a directory scans the record headers of every segment and
  * rebuilds the index; pages are served again only under their exact {@link PageKey}, so only for object versions the
  * origin still reports. A page's bytes are checked against its CRC the first time it is read after opening: a
@@ -63,9 +63,11 @@ import java.util.concurrent.locks.ReentrantLock;
  * nothing can be evicted, pages are refused rather than the bound exceeded.
  *
  * <h2>Failures</h2>
- * If a segment cannot be created (a full disk, an I/O error), the tier stops admitting pages, logs once, counts it in
- * {@link TierStats#failures()} and {@link #failure()}, and tries again after {@link Builder#retryAfter}; pages it
- * holds keep being served, and the cache reads what it misses from the next tier or the origin.
+ * If a segment cannot be created (a full disk: less free room than a segment, an I/O error) or a write fails (a disk
+ * that filled up after the segment was created: segment files are sparse, decision 0014), the tier stops admitting
+ * pages, logs once, counts it in {@link TierStats#failures()} and {@link #failure()}, and tries again after
+ * {@link Builder#retryAfter}; pages it holds keep being served, and the cache reads what it misses from the next tier
+ * or the origin.
  *
  * <p>A segment file truncated while the tier runs (or a device failing under the mapping) is found when a page of it
  * is first verified (verification reads the file, not the mapping), by a length check of its segment every 10 ms
@@ -1138,6 +1140,7 @@ public final class DiskTier implements Tier {
             files.allocate(temporary, segmentSize);
             segment = Segment.map(id, file, segmentSize, this::freed, temporary);
             mapped.incrementAndGet();
+            segment.headersAllocated(Math.min(NativeFiles.HEADER_CHUNK, segmentSize)); // the rest as headers grow
             advise(segment); // before the first touch: without it, a fault reads a whole read-ahead window
             segment.write(MemorySegment.ofArray(SegmentFormat.segmentHeader(id, segmentSize,
                     System.currentTimeMillis(), shared == null ? 0 : shared.owner())), 0);
@@ -1561,7 +1564,10 @@ public final class DiskTier implements Tier {
         }
     }
 
-    /** How segment files get their disk blocks; a seam for tests that simulate a full or failing disk. */
+    /**
+     * How a new segment file gets its length and disk blocks (default: sparse but for its first header chunk,
+     * {@link NativeFiles#allocateSparse}); a seam for tests that simulate a full or failing disk.
+     */
     @FunctionalInterface
     interface SegmentFiles {
         void allocate(Path file, long size) throws IOException;
@@ -1580,7 +1586,7 @@ public final class DiskTier implements Tier {
         private String name = "disk";
         private Duration retryAfter = Duration.ofSeconds(30);
         private boolean randomAccess = true;
-        private SegmentFiles files = NativeFiles::allocate;
+        private SegmentFiles files = NativeFiles::allocateSparse;
         /** How often a segment's file length is re-checked on the hit path (see {@code ready}). */
         static final Duration LENGTH_CHECK = Duration.ofMillis(10);
         private Duration lengthCheck = LENGTH_CHECK;

@@ -11,6 +11,7 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 
@@ -123,6 +124,77 @@ final class NativeFiles {
     }
 
     private NativeFiles() {}
+
+    /** The granularity in which a sparse segment's header area gets its disk blocks (decision 0014). */
+    static final long HEADER_CHUNK = 64 << 10;
+
+    /**
+     * Sizes an existing empty segment file to {@code size} bytes, sparse but for its first {@link #HEADER_CHUNK}
+     * bytes, which get real blocks (decision 0014): payloads are written there with {@code pwrite}, which reports a
+     * full disk as an error, and headers are stored through the mapping only where blocks were allocated ahead of
+     * them ({@link Segment#reserve}). Refuses, as a full disk, when the file system has less than {@code size} bytes
+     * free for this user, so that a full disk still shows when a segment is created, as with preallocation; a disk
+     * that fills later fails the {@code pwrite}. Where positional writes are not available, the whole file is
+     * allocated ({@link #allocate(Path, long)}): pages are then stored through the mapping.
+     *
+     * @throws IOException with the OS's reason (such as "No space left on device") if the file cannot be sized
+     */
+    static void allocateSparse(Path file, long size) throws IOException {
+        if (PWRITE == null) {
+            allocate(file, size);
+            return;
+        }
+        long usable = Files.getFileStore(file).getUsableSpace();
+        if (usable < size) {
+            throw new IOException(file + ": cannot allocate " + size + " bytes: No space left on device (ENOSPC: "
+                    + usable + " bytes free)");
+        }
+        try (java.io.RandomAccessFile sized = new java.io.RandomAccessFile(file.toFile(), "rw")) {
+            sized.setLength(size); // ftruncate: a length, no blocks
+        }
+        int fd = openReadWrite(file);
+        try {
+            allocate(fd, 0, Math.min(size, HEADER_CHUNK));
+        } finally {
+            close(fd);
+        }
+    }
+
+    /**
+     * Gives {@code length} bytes of an open file at {@code offset} real disk blocks ({@code posix_fallocate}); where
+     * the file system cannot, writes zeros there, so the range must hold nothing yet.
+     *
+     * @throws IOException with the OS's reason (such as "No space left on device") if the blocks cannot be had
+     */
+    static void allocate(int fd, long offset, long length) throws IOException {
+        if (length <= 0) {
+            return;
+        }
+        if (FALLOCATE != null) {
+            int rc;
+            try {
+                rc = (int) FALLOCATE.invokeExact(fd, offset, length);
+            } catch (RuntimeException | Error e) {
+                throw e;
+            } catch (Throwable t) {
+                throw new IOException("posix_fallocate failed", t);
+            }
+            if (rc == 0) {
+                return;
+            }
+            if (rc != 95 /* EOPNOTSUPP */ && rc != 22 /* EINVAL: filesystem without fallocate */) {
+                throw new IOException("cannot allocate " + length + " bytes at " + offset + ": " + describe(rc));
+            }
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment zeros = arena.allocate(Math.min(length, 1 << 20), 4096);
+            for (long done = 0; done < length; ) {
+                long n = Math.min(zeros.byteSize(), length - done);
+                pwrite(fd, zeros.asSlice(0, n), offset + done);
+                done += n;
+            }
+        }
+    }
 
     /**
      * Gives an existing empty file {@code size} bytes of real (not sparse) disk blocks, all zero.

@@ -328,22 +328,52 @@ final class Segment implements RegionPolicy.Region {
         return truncated;
     }
 
-    /** Sets the append cursors after a scan; the segment then takes no more appends unless told otherwise. */
+    /**
+     * Sets the append cursors after a scan; the segment then takes no more appends unless told otherwise. The header
+     * area's blocks are taken to end at {@code headerEnd}: the file may be sparse beyond it (see
+     * {@link #headerAllocated}).
+     */
     void cursors(long headerEnd, long payloadStart) {
         this.headerEnd = headerEnd;
         this.payloadStart = payloadStart;
+        this.headerAllocated = headerEnd;
+    }
+
+    /**
+     * Where the header area's real disk blocks end: a segment file is sparse (decision 0014) but for its header area,
+     * which is stored through the mapping and so must never meet a hole (on a full disk that store would be a
+     * {@code SIGBUS}, not an error). Set when the segment is created; {@link #reserve} extends it ahead of the
+     * headers. Guarded by the tier's allocation lock.
+     */
+    private long headerAllocated;
+
+    /** Records that the file's first {@code end} bytes have real disk blocks; under the allocation lock. */
+    void headersAllocated(long end) {
+        this.headerAllocated = end;
     }
 
     /**
      * Reserves room for one record header and its payload.
      *
      * @return the payload offset, also in {@link #reservedPayload}, with the header at {@link #lastHeader}; {@code -1}
-     *     if it does not fit
+     *     if it does not fit, or the header area cannot get disk blocks
      */
     long reserve(int headerLength, int payloadLength) {
         long payload = payloadOffset(headerEnd, payloadStart, headerLength, payloadLength);
         if (payload < 0) {
             return -1;
+        }
+        long end = headerEnd + headerLength;
+        if (end > headerAllocated && fd >= 0) {
+            // Blocks for the next chunk of headers, ahead of the stores: never past the payload just reserved, so
+            // the range holds no written (or reserved) payload, and a fallback that writes zeros clobbers nothing.
+            long to = Math.min((end + NativeFiles.HEADER_CHUNK - 1) & -NativeFiles.HEADER_CHUNK, payload);
+            try {
+                NativeFiles.allocate(fd, headerAllocated, to - headerAllocated);
+            } catch (IOException e) {
+                return -1; // as if full: the tier opens a new segment, whose creation reports the disk's state
+            }
+            headerAllocated = to;
         }
         lastHeader = headerEnd;
         reservedPayload = payload;

@@ -9,7 +9,7 @@
  *       eviction policy.</li>
  *   <li>{@link dev.granary.tier.WindowTinyLfuPolicy} — the default policy, W-TinyLFU weighted by bytes: run over slot
  *       ids inside the memory tier ({@code SlotPolicy}), or as a Caffeine cache of keys for anyone else.</li>
- *   <li>{@link dev.granary.tier.DiskTier} — local disk: pages appended into preallocated segment files
+ *   <li>{@link dev.granary.tier.DiskTier} — local disk: pages appended into segment files
  *       ({@code Segment}, {@code SegmentFormat}), mapped with FFM, CRC32C-verified, recovered by a header scan after a
  *       restart or crash; one process per directory ({@code DirectoryLock}).</li>
  *   <li>{@link dev.granary.tier.SegmentLruPolicy} — the disk tier's default policy: the least recently read segment

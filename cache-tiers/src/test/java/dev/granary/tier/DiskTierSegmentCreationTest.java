@@ -28,8 +28,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * How a segment is created and written, seen from the page cache: a fresh segment is not read around (its first
  * touch comes after {@code MADV_RANDOM}; a fault before the advice read a whole read-ahead window, {@code
- * read_ahead_kb}, of zeroes from the fallocated file), and a tier without the advice writes its record headers with
- * {@code pwrite} and still recovers every page.
+ * read_ahead_kb}, of zeroes from the fallocated file), a tier without the advice writes its record headers with
+ * {@code pwrite} and still recovers every page, and a sparse segment (decision 0014) on a disk that fills up after it
+ * was created refuses pages with a clear failure, never a {@code SIGBUS}, and keeps every page it accepted.
  */
 class DiskTierSegmentCreationTest {
 
@@ -84,6 +85,111 @@ class DiskTierSegmentCreationTest {
                     }
                 }
             }
+        }
+    }
+
+    @Test
+    void aDiskThatFillsUnderASegmentsPayloadsFailsTheWriteCleanlyAndKeepsWhatWasWritten() throws Exception {
+        // Headers of ~1 KiB, 40 pages before the disk fills: the next page needs a new payload block first.
+        fillsUp(900, 40, "pwrite");
+    }
+
+    @Test
+    void aDiskThatFillsUnderASegmentsHeadersRefusesTheNextChunkAndKeepsWhatWasWritten() throws Exception {
+        // Headers of ~2 KiB, 20 pages before the disk fills: the header area needs its next 64 KiB chunk while the
+        // payload block still has room; the chunk is refused (never a store into a hole: a SIGBUS), the segment
+        // counts as full, and creating the next one reports the full disk.
+        fillsUp(1900, 20, "cannot allocate");
+    }
+
+    private void fillsUp(int nameLength, int before, String failedAt) throws Exception {
+        Path mount = Files.createDirectories(dir.resolve("tiny-fs"));
+        org.junit.jupiter.api.Assumptions.assumeTrue(TinyFilesystem.mount(mount, 1280 << 10),
+                "needs root to mount a 1.25 MiB tmpfs");
+        try {
+            Path tierDir = mount.resolve("disk");
+            long segment = 1 << 20;
+            int small = 64;
+            String longName = "x".repeat(nameLength);
+            java.util.List<PageKey> written = new java.util.ArrayList<>();
+            try (Arena arena = Arena.ofConfined();
+                    DiskTier tier = DiskTier.builder().directory(tierDir).capacity(4 * segment).segmentSize(segment)
+                            .retryAfter(java.time.Duration.ofHours(1)).build()) {
+                int i = 0;
+                for (; i < before; i++) { // within the first header chunk and the first payload block
+                    assertTrue(tier.put(smallPage(arena, longName, i, small)), "page " + i + " before the disk fills");
+                    written.add(smallKey(longName, i, small));
+                }
+                // Another process takes every free byte: the segment file is sparse, so its next blocks are gone.
+                Path hog = mount.resolve("hog");
+                try (FileChannel channel = FileChannel.open(hog, StandardOpenOption.CREATE_NEW,
+                        StandardOpenOption.WRITE)) {
+                    java.nio.ByteBuffer block = java.nio.ByteBuffer.allocate(4096);
+                    try {
+                        while (true) {
+                            channel.write(block.clear());
+                        }
+                    } catch (IOException full) {
+                        // the file system is full now
+                    }
+                }
+                int refused = 0;
+                for (; i < 200; i++) { // crosses the header chunk and needs new payload blocks
+                    if (tier.put(smallPage(arena, longName, i, small))) {
+                        written.add(smallKey(longName, i, small));
+                    } else {
+                        refused++;
+                    }
+                }
+                assertTrue(refused > 0, "a full disk refuses pages: " + tier.stats());
+                assertTrue(tier.stats().failures() > 0, tier.stats().toString());
+                assertTrue(tier.failure().orElseThrow().contains("No space left on device"),
+                        tier.failure().toString());
+                assertTrue(tier.failure().orElseThrow().contains(failedAt), "failed at " + failedAt + ": "
+                        + tier.failure());
+                assertTrue(written.size() >= before, "pages accepted: " + written.size());
+                for (PageKey key : written) {
+                    assertSmallPage(tier, key, "while full");
+                }
+            }
+            try (DiskTier reopened = DiskTier.builder().directory(tierDir).capacity(4 * segment).segmentSize(segment)
+                    .build()) {
+                assertEquals(written.size(), reopened.recovery().pages(), "every accepted page recovered: "
+                        + reopened.recovery());
+                for (PageKey key : written) {
+                    assertSmallPage(reopened, key, "after reopen");
+                }
+            }
+        } finally {
+            TinyFilesystem.unmount(mount);
+        }
+    }
+
+    private static PageKey smallKey(String name, int i, int length) {
+        return new PageKey("file:///data", name + "/" + i, "v" + i, 0, length);
+    }
+
+    private static Page smallPage(Arena arena, String name, int i, int length) {
+        MemorySegment memory = arena.allocate(length, 64);
+        memory.fill((byte) (i * 31 + 7));
+        Page page = new Page(smallKey(name, i, length), memory) {
+            @Override
+            protected void deallocate() {}
+        };
+        page.seal();
+        return page;
+    }
+
+    private static void assertSmallPage(DiskTier tier, PageKey key, String when) {
+        Page found = tier.get(key);
+        assertNotNull(found, key.key() + " " + when);
+        try {
+            int i = Integer.parseInt(key.key().substring(key.key().lastIndexOf('/') + 1));
+            byte[] expected = new byte[key.length()];
+            java.util.Arrays.fill(expected, (byte) (i * 31 + 7));
+            assertArrayEquals(expected, found.segment().toArray(ValueLayout.JAVA_BYTE), key.key() + " " + when);
+        } finally {
+            found.release();
         }
     }
 
