@@ -1143,6 +1143,7 @@ public final class DiskTier implements Tier {
             advise(segment); // before the first touch: without it, a fault reads a whole read-ahead window
             segment.write(MemorySegment.ofArray(SegmentFormat.segmentHeader(id, segmentSize,
                     System.currentTimeMillis(), shared == null ? 0 : shared.owner())), 0);
+            segment.populateHeaders();
             access.apply(temporary, false);
             Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE);
             index.register(segment);

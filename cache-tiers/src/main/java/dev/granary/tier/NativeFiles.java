@@ -44,6 +44,7 @@ final class NativeFiles {
     private static final int MADV_WILLNEED = 3;
     /** Linux 5.14+: fault a range in and map it, in one call. Older kernels answer EINVAL, which is ignored. */
     private static final int MADV_POPULATE_READ = 22;
+    private static final int MADV_POPULATE_WRITE = 23;
     private static final MethodHandle OPEN;
     private static final MethodHandle CLOSE;
     private static final MethodHandle FALLOCATE;
@@ -275,6 +276,21 @@ final class NativeFiles {
         if (MADVISE != null) {
             try {
                 int ignored = (int) MADVISE.invokeExact(range, range.byteSize(), MADV_POPULATE_READ);
+            } catch (Throwable t) {
+                // advice only
+            }
+        }
+    }
+
+    /**
+     * Maps a range of a shared file mapping into the process writable, in one call: the stores that follow take no
+     * page faults there. The range must start on an OS page boundary and have disk blocks (a hole would be allocated
+     * by the call). Advice only: ignored where unsupported ({@code MADV_POPULATE_WRITE} is Linux 5.14+).
+     */
+    static void populateWritable(MemorySegment range) {
+        if (MADVISE != null) {
+            try {
+                int ignored = (int) MADVISE.invokeExact(range, range.byteSize(), MADV_POPULATE_WRITE);
             } catch (Throwable t) {
                 // advice only
             }

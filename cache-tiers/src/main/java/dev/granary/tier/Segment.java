@@ -353,6 +353,16 @@ final class Segment implements RegionPolicy.Region {
     }
 
     /**
+     * Maps the header area allocated so far into the process writable in one call, where record headers are stored
+     * through the mapping ({@linkplain #adviseRandom advised}): 16 page faults fewer per 64 KiB of headers.
+     */
+    void populateHeaders() {
+        if (random) {
+            NativeFiles.populateWritable(map.asSlice(0, headerAllocated));
+        }
+    }
+
+    /**
      * Reserves room for one record header and its payload.
      *
      * @return the payload offset, also in {@link #reservedPayload}, with the header at {@link #lastHeader}; {@code -1}
@@ -372,6 +382,9 @@ final class Segment implements RegionPolicy.Region {
                 NativeFiles.allocate(fd, headerAllocated, to - headerAllocated);
             } catch (IOException e) {
                 return -1; // as if full: the tier opens a new segment, whose creation reports the disk's state
+            }
+            if (random) {
+                NativeFiles.populateWritable(map.asSlice(headerAllocated, to - headerAllocated));
             }
             headerAllocated = to;
         }

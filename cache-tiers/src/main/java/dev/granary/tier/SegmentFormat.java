@@ -4,6 +4,8 @@ package dev.granary.tier;
 import dev.granary.spi.PageKey;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -127,17 +129,36 @@ final class SegmentFormat {
     /** Encodes a record header; {@code flags} is {@link #FLAG_PAGE} or {@link #FLAG_SKIP}. */
     static byte[] recordHeader(Names names, long segmentId, int generation, long payloadOffset, PageKey key,
             int payloadCrc, int flags) {
+        // Stores through array views, not a ByteBuffer: one allocation per put fewer, and no buffer bounds checks
+        // (a 4 KiB page's put is short enough for that to show, decision 0013).
         int length = names.headerLength();
-        ByteBuffer b = ByteBuffer.allocate(length).order(ByteOrder.LITTLE_ENDIAN);
-        b.putInt(RECORD_MAGIC).putInt(length).putLong(segmentId).putLong(payloadOffset).putLong(key.offset())
-                .putInt(key.length()).putInt(payloadCrc).putInt(flags)
-                .putInt(names.origin.length).putInt(names.key.length).putInt(names.version.length)
-                .putInt(generation).putInt(0)
-                .put(names.origin).put(names.key).put(names.version);
-        int end = b.position();
-        b.putInt(crc(b.array(), 0, end));
-        return b.array();
+        byte[] h = new byte[length];
+        I32.set(h, 0, RECORD_MAGIC);
+        I32.set(h, 4, length);
+        I64.set(h, 8, segmentId);
+        I64.set(h, 16, payloadOffset);
+        I64.set(h, 24, key.offset());
+        I32.set(h, 32, key.length());
+        I32.set(h, 36, payloadCrc);
+        I32.set(h, 40, flags);
+        I32.set(h, 44, names.origin.length);
+        I32.set(h, 48, names.key.length);
+        I32.set(h, 52, names.version.length);
+        I32.set(h, 56, generation);
+        // 60: reserved, zero
+        int at = RECORD_FIXED;
+        System.arraycopy(names.origin, 0, h, at, names.origin.length);
+        at += names.origin.length;
+        System.arraycopy(names.key, 0, h, at, names.key.length);
+        at += names.key.length;
+        System.arraycopy(names.version, 0, h, at, names.version.length);
+        at += names.version.length;
+        I32.set(h, at, crc(h, 0, at));
+        return h;
     }
+
+    private static final VarHandle I32 = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final VarHandle I64 = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
     /** One valid record found by {@link #scan}. */
     record Record(PageKey key, long headerOffset, long payloadOffset, int payloadCrc) {}
