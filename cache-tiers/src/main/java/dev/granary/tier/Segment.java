@@ -164,9 +164,9 @@ final class Segment implements RegionPolicy.Region {
      * call per page (a {@code pwrite} of a header cost as much as a third of a 4 KiB page's whole write). Headers
      * are packed at the front of the segment, and each 64 KiB of them is mapped writable in one call as it gets its
      * blocks ({@link #reserve}), so these stores take no page faults (a fault per 4 KiB of headers, some 30 records,
-     * was 11 % of a 4 KiB put's time here; payload stores faulted once per page). The
-     * bytes land in the same page cache as the payload's {@code pwrite}, which has returned before this begins:
-     * killing the process cannot reorder them, and a header it interrupts half-stored fails its CRC.
+     * was 11 % of a 4 KiB put's time here; payload stores faulted once per page). The bytes land in the same page
+     * cache as the payload's {@code pwrite}, which has returned before this begins: killing the process cannot
+     * reorder them, and a header it interrupts half-stored fails its CRC.
      *
      * @throws IOException if the store faults (the file was truncated under the tier, or its medium failed)
      */
@@ -385,6 +385,8 @@ final class Segment implements RegionPolicy.Region {
                 return -1; // as if full: the tier opens a new segment, whose creation reports the disk's state
             }
             if (random) {
+                // Mapped now, in one call, so the header stores take no faults. A chunk clipped to the payload below
+                // it may leave the next one off a page boundary: the call then fails and the stores fault as before.
                 NativeFiles.populateWritable(map.asSlice(headerAllocated, to - headerAllocated));
             }
             headerAllocated = to;
