@@ -217,6 +217,11 @@ final class DiskDirectory {
                 + " Granary does not share a directory with other data: move the file away)");
     }
 
+    /** {@return whether a file name is that of a segment file being created ({@code seg-<16 hex digits>.dat.tmp})} */
+    static boolean isTemporarySegment(String fileName) {
+        return fileName.endsWith(".tmp") && parseId(fileName.substring(0, fileName.length() - 4)) >= 0;
+    }
+
     /** {@return the segment number a file name carries, or -1 if it is not a segment file's name} */
     static long parseId(String fileName) {
         if (fileName.length() != 24 || !fileName.startsWith("seg-") || !fileName.endsWith(".dat")) {

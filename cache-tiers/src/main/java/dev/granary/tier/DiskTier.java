@@ -312,7 +312,7 @@ public final class DiskTier implements Tier {
             allocation.lock();
             try {
                 if (!closed) {
-                    relist();
+                    relist(false);
                 }
             } finally {
                 allocation.unlock();
@@ -325,15 +325,24 @@ public final class DiskTier implements Tier {
      * and indexed (and followed while their owner may append); segments another process evicted leave the index
      * (their mappings stay until the last lease of them goes: the bytes are still valid, the file is only unlinked).
      * Called under {@link #allocation}.
+     *
+     * @param directoryLocked whether the caller holds the directory lock: then a segment file still being created
+     *     ({@code .tmp}) can only be one whose creator died, and it is deleted
      */
-    private void relist() {
+    private void relist(boolean directoryLocked) {
         long generation = shared.generation();
         java.util.TreeMap<Long, Path> listed = new java.util.TreeMap<>();
         try (java.nio.file.DirectoryStream<Path> entries = Files.newDirectoryStream(segmentsDirectory)) {
             for (Path entry : entries) {
-                long id = DiskDirectory.parseId(entry.getFileName().toString());
+                String fileName = entry.getFileName().toString();
+                long id = DiskDirectory.parseId(fileName);
                 if (id >= 0) {
                     listed.put(id, entry);
+                } else if (directoryLocked && DiskDirectory.isTemporarySegment(fileName)) {
+                    // A segment whose creator died creating it: every process creates segments only under the
+                    // directory lock, which this one holds, so no live process is writing this file. Counted by no
+                    // one, it would hold a segment's worth of disk beyond the capacity until the next open.
+                    Files.deleteIfExists(entry);
                 }
             }
         } catch (IOException e) {
@@ -1033,7 +1042,7 @@ public final class DiskTier implements Tier {
             return null; // interrupted: not a failure of the medium
         }
         try {
-            relist();
+            relist(true);
             if (!makeRoom(segmentSize)) {
                 return null;
             }

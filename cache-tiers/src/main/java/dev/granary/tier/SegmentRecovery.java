@@ -91,8 +91,7 @@ final class SegmentRecovery {
                 long id = DiskDirectory.parseId(fileName);
                 if (id >= 0) {
                     found.put(id, entry);
-                } else if (fileName.endsWith(".tmp")
-                        && DiskDirectory.parseId(fileName.substring(0, fileName.length() - 4)) >= 0) {
+                } else if (DiskDirectory.isTemporarySegment(fileName)) {
                     Files.delete(entry); // a segment whose creation was interrupted
                 } else {
                     DiskDirectory.refuseSegmentEntry(segmentsDirectory, fileName);

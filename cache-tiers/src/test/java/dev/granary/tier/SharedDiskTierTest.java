@@ -167,6 +167,35 @@ class SharedDiskTierTest {
     }
 
     @Test
+    void aSegmentFileWhoseCreatorDiedIsDeletedBeforeItCanPushTheDirectoryOverItsCapacity() throws Exception {
+        Path dir = root.resolve("disk");
+        long segment = 64 << 10;
+        long capacity = 8 * segment;
+        try (DiskTier a = shared(dir, capacity).build(); DiskTier b = shared(dir, capacity).build()) {
+            put(a, key("first", 0, 20_000));
+            // What a process killed inside createSegment leaves (it held the directory lock, which its death
+            // released): a full-size file under the temporary name, which no live tier counts.
+            Path leftover = dir.resolve(DiskTier.SEGMENTS).resolve(DiskDirectory.fileName(0x7fff) + ".tmp");
+            try (var file = new java.io.RandomAccessFile(leftover.toFile(), "rw")) {
+                file.setLength(segment);
+            }
+            for (int i = 0; i < 60; i++) {
+                PageKey key = key("big-" + i, 0, 20_000);
+                put(i % 2 == 0 ? a : b, key);
+                long onDisk = segmentBytes(dir);
+                assertTrue(onDisk <= capacity, "after put " + i + ": " + onDisk + " bytes in the segment directory > "
+                        + capacity);
+            }
+            assertFalse(Files.exists(leftover), "the dead creator's file must be gone: " + leftover);
+            assertTrue(a.stats().evictions() + b.stats().evictions() > 0, "the test must make the tiers evict");
+            for (int i = 50; i < 60; i++) { // the latest pages are served, byte for byte
+                PageKey key = key("big-" + i, 0, 20_000);
+                assertServes(i % 2 == 0 ? a : b, key);
+            }
+        }
+    }
+
+    @Test
     void aLeaseOfASegmentAnotherTierEvictedKeepsItsBytes() throws Exception {
         Path dir = root.resolve("disk");
         long capacity = 4 * (64 << 10);
