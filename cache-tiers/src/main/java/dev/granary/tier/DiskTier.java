@@ -40,14 +40,15 @@ import java.util.concurrent.locks.ReentrantLock;
  * }
  *
  * <h2>Layout and recovery</h2>
- * Pages are appended log-structured into fixed-size segment files ({@link Builder#segmentSize}, by default chosen
- * from the capacity, up to 64 MiB), each mapped with FFM (sparse but for its header area, decision 0014). Every page
- * has a record header naming it completely (origin, key, object version, extent) with the CRC32C of its bytes. Opening a directory scans the record headers of every segment and
- * rebuilds the index; pages are served again only under their exact {@link PageKey}, so only for object versions the
- * origin still reports. A page's bytes are checked against its CRC the first time it is read after opening: a
- * mismatch is a miss, counted in {@link TierStats#corruptions()}, and the page is dropped. Only then: bytes changed
- * in a segment file after a page's first read are served as they are, until the tier is reopened (re-verifying every
- * hit would cost several times the hit). The format is described in {@code docs/disk-format.md}.
+ * Pages are appended log-structured into fixed-size segment files ({@link Builder#segmentSize}, by default chosen from
+ * the capacity, up to 64 MiB), each mapped with FFM (sparse but for its header area, decision 0014). Every page has a
+ * record header naming it completely (origin, key, object version, extent) with the CRC32C of its bytes. Opening a
+ * directory scans the record headers of every segment and rebuilds the index; pages are served again only under their
+ * exact {@link PageKey}, so only for object versions the origin still reports. A page's bytes are checked against its
+ * CRC the first time it is read after opening: a mismatch is a miss, counted in {@link TierStats#corruptions()}, and
+ * the page is dropped. Only then: bytes changed in a segment file after a page's first read are served as they are,
+ * until the tier is reopened (re-verifying every hit would cost several times the hit). The format is described in
+ * {@code docs/disk-format.md}.
  *
  * <h2>Crashes</h2>
  * A record header is written after its payload and ends with its own CRC, and a scan stops at the first header that

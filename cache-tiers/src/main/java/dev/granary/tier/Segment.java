@@ -358,8 +358,12 @@ final class Segment implements RegionPolicy.Region {
      * through the mapping ({@linkplain #adviseRandom advised}): 16 page faults fewer per 64 KiB of headers.
      */
     void populateHeaders() {
+        populate(0, headerAllocated);
+    }
+
+    private void populate(long from, long to) {
         if (random) {
-            NativeFiles.populateWritable(map.asSlice(0, headerAllocated));
+            NativeFiles.populateWritable(map.asSlice(from, to - from));
         }
     }
 
@@ -384,11 +388,9 @@ final class Segment implements RegionPolicy.Region {
             } catch (IOException e) {
                 return -1; // as if full: the tier opens a new segment, whose creation reports the disk's state
             }
-            if (random) {
-                // Mapped now, in one call, so the header stores take no faults. A chunk clipped to the payload below
-                // it may leave the next one off a page boundary: the call then fails and the stores fault as before.
-                NativeFiles.populateWritable(map.asSlice(headerAllocated, to - headerAllocated));
-            }
+            // Mapped now, in one call, so the header stores take no faults. A chunk clipped to the payload below it
+            // may leave the next one off a page boundary: the call then fails and the stores fault as before.
+            populate(headerAllocated, to);
             headerAllocated = to;
         }
         lastHeader = headerEnd;
