@@ -74,6 +74,9 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  *       {@code disk}, with {@code MemoryTier.builder().preTouch(true)}: the memory tier reserves and touches its whole
  *       capacity when the cache is built, before the timed epoch (as {@code -XX:+AlwaysPreTouch} does for the heap
  *       every subject's loop reads into), so the epoch fills memory the kernel already backs.</li>
+ *   <li>{@code disk-direct}, {@code disk-pretouch-direct} (not in the default list): as {@code disk} and
+ *       {@code disk-pretouch} with {@code DiskTier.Builder.directWrites(true)}: pages written to the disk tier with
+ *       {@code O_DIRECT}, not copied into the page cache (decision 0015).</li>
  *   <li>{@code memory-vt}, {@code disk-vt} (not in the default list): as {@code memory} and {@code disk} with each
  *       fill on a virtual thread of its own (system property {@code granary.fillThreads=virtual} while the cache is
  *       built), as fills ran before decision 0010: the before/after of that decision in one run.</li>
@@ -91,7 +94,7 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  * </pre>
  * Options {@code --name=value}: objects (4000), size (131072), readers (16), latency-ms (20), mbps (0: no cap),
  * rounds (5), warmup (400), subjects (sdk,memory,disk; also sdk-ranged, memory-touched, memory-vt, disk-vt,
- * memory-s3client, disk-s3client), threads (true: also print each epoch's CPU per thread
+ * memory-s3client, disk-s3client, memory-pretouch, disk-pretouch, disk-direct, disk-pretouch-direct), threads (true: also print each epoch's CPU per thread
  * group of this process, from {@code /proc/self/task}: readers, virtual threads' carriers, GC, JIT). Extra JVM flags
  * (a JFR recording, for one) go in {@code -Dcoldcpu.jvm="..."}.
  */
@@ -100,7 +103,8 @@ public final class ColdCpuBenchmark {
     private static final String BUCKET = "coldcpu";
     /** The subjects; a {@code -vt} suffix runs Granary's fills on virtual threads ({@code granary.fillThreads}). */
     private static final List<String> SUBJECTS = List.of("sdk", "sdk-ranged", "memory", "disk", "memory-vt",
-            "disk-vt", "memory-touched", "memory-s3client", "disk-s3client", "memory-pretouch", "disk-pretouch");
+            "disk-vt", "memory-touched", "memory-s3client", "disk-s3client", "memory-pretouch", "disk-pretouch", "disk-direct",
+            "disk-pretouch-direct");
 
     private ColdCpuBenchmark() {}
 
@@ -366,7 +370,7 @@ public final class ColdCpuBenchmark {
                 }
             }
             case "memory", "disk", "memory-vt", "disk-vt", "memory-touched", "memory-s3client", "disk-s3client",
-                    "memory-pretouch", "disk-pretouch" -> {
+                    "memory-pretouch", "disk-pretouch", "disk-direct", "disk-pretouch-direct" -> {
                 // Read when the cache is built: the -vt subjects put each fill on a virtual thread, as before
                 // decision 0010, so that both run in one process, alternated.
                 if (subject.endsWith("-vt")) {
@@ -383,12 +387,13 @@ public final class ColdCpuBenchmark {
                 TieredCache.Builder builder = TieredCache.builder(origin)
                         .metadataTtl(Duration.ofHours(1)) // a slow epoch on a loaded box must not turn into HEADs
                         // memory-pretouch: the whole capacity reserved and touched here, at build, outside the epoch
-                        .tier(MemoryTier.builder().capacity(capacity).preTouch(subject.endsWith("-pretouch"))
+                        .tier(MemoryTier.builder().capacity(capacity).preTouch(subject.contains("-pretouch"))
                                 .build());
                 Path diskDir = null;
                 if (subject.startsWith("disk")) {
                     diskDir = Files.createTempDirectory(dir, "disk-");
-                    builder.tier(DiskTier.builder().directory(diskDir).capacity(capacity).build());
+                    builder.tier(DiskTier.builder().directory(diskDir).capacity(capacity)
+                            .directWrites(subject.endsWith("-direct")).build());
                 }
                 try (TieredCache cache = builder.build()) {
                     System.clearProperty("granary.fillThreads");

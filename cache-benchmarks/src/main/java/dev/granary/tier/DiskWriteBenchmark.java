@@ -54,7 +54,8 @@ import java.util.stream.Stream;
  * ./mvnw -q -o -DskipTests -pl cache-benchmarks -am package exec:exec@disk-write
  * </pre>
  * Options in {@code -Ddiskwrite.args="..."}: {@code --pageSizes=4096,131072,1048576} {@code --bytes=268435456} (per
- * round and contender) {@code --rounds=7}; {@code --headers} instead compares the ways of writing a record header
+ * round and contender) {@code --rounds=7} {@code --directMin=0} (the smallest page the tier writes with
+ * {@code O_DIRECT}, decision 0015; {@code 0}, the tier's default, writes every page through the page cache); {@code --headers} instead compares the ways of writing a record header
  * (see {@link #headers}); {@code --tierOnly} runs the tier alone, round after round (for a profiler). Files go to
  * {@code granary.bench.dir} (must not be tmpfs).
  */
@@ -65,6 +66,8 @@ public final class DiskWriteBenchmark {
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
     /** The last tier run's CPU seconds split into build, puts and close, for the round's line. */
     private static String lastTierCpu = "";
+    /** The smallest page the tier writes with {@code O_DIRECT}; 0: none ({@code directWrites(false)}). */
+    private static int directMin;
 
     private DiskWriteBenchmark() {}
 
@@ -94,9 +97,11 @@ public final class DiskWriteBenchmark {
                 bytes = Long.parseLong(arg.substring(8));
             } else if (arg.startsWith("--rounds=")) {
                 rounds = Integer.parseInt(arg.substring(9));
+            } else if (arg.startsWith("--directMin=")) {
+                directMin = Integer.parseInt(arg.substring(12));
             } else if (!arg.isBlank()) {
                 throw new IllegalArgumentException("option: " + arg
-                        + " (expected: --pageSizes=, --bytes=, --rounds=, --headers, --tierOnly)");
+                        + " (expected: --pageSizes=, --bytes=, --rounds=, --directMin=, --headers, --tierOnly)");
             }
         }
         if (rounds < 1 || bytes < FILE_SIZE) {
@@ -366,8 +371,9 @@ public final class DiskWriteBenchmark {
         long t0 = System.nanoTime();
         long cpuBuilt;
         long cpuPut;
+        long direct;
         try (DiskTier tier = DiskTier.builder().directory(directory).capacity(capacity).segmentSize(FILE_SIZE)
-                .build()) {
+                .directWrites(directMin > 0).directWriteMin(Math.max(directMin, 1)).build()) {
             cpuBuilt = THREADS.getCurrentThreadCpuTime();
             for (int i = 0; i < keys.length; i++) {
                 Page page = new Page(keys[i], contents[i & 63]) {
@@ -383,12 +389,13 @@ public final class DiskWriteBenchmark {
                 throw new IllegalStateException("the tier evicted while filling: " + tier.stats());
             }
             cpuPut = THREADS.getCurrentThreadCpuTime();
+            direct = tier.directWrites();
         }
         long buffered = System.nanoTime();
         long cpuEnd = THREADS.getCurrentThreadCpuTime();
         long cpu = cpuEnd - cpu0;
-        lastTierCpu = String.format(Locale.ROOT, "build %.3f, puts %.3f, close %.3f", (cpuBuilt - cpu0) / 1e9,
-                (cpuPut - cpuBuilt) / 1e9, (cpuEnd - cpuPut) / 1e9);
+        lastTierCpu = String.format(Locale.ROOT, "build %.3f, puts %.3f, close %.3f; %d of %d pages direct",
+                (cpuBuilt - cpu0) / 1e9, (cpuPut - cpuBuilt) / 1e9, (cpuEnd - cpuPut) / 1e9, direct, keys.length);
         List<Path> files;
         try (Stream<Path> list = Files.list(directory.resolve(DiskTier.SEGMENTS))) {
             files = list.toList();

@@ -111,6 +111,10 @@ public final class DiskTier implements Tier {
     private final SegmentFiles files;
     private final long retryNanos;
     private final boolean randomAccess;
+    /** Payloads of at least this many bytes are written direct (decision 0015); {@code 0}: none. */
+    private final int directMin;
+    /** Payloads written with {@code O_DIRECT} so far. */
+    private final java.util.concurrent.atomic.LongAdder directWrites = new java.util.concurrent.atomic.LongAdder();
     private final long lengthCheckNanos;
     private final DirectoryLock lock;
     /** The pages on disk, in primitive arrays ({@link DiskIndex}); page objects exist only while leased. */
@@ -174,6 +178,7 @@ public final class DiskTier implements Tier {
         this.files = b.files;
         this.retryNanos = b.retryAfter.toNanos();
         this.randomAccess = b.randomAccess;
+        this.directMin = b.directWrites ? b.directMin : 0;
         this.lengthCheckNanos = b.lengthCheck.toNanos();
         this.deleteOnClose = b.deleteOnClose;
         this.access = new DiskDirectory.Access(b.group);
@@ -878,7 +883,9 @@ public final class DiskTier implements Tier {
             MemorySegment bytes = page.segment();
             // Write first, then checksum: a source that is a mapping of a truncated file fails the write with an
             // error code (EFAULT), where the CRC32C intrinsic touching it would take the JVM down.
-            segment.write(bytes, payload);
+            if (segment.write(bytes, payload)) {
+                directWrites.increment();
+            }
             int crc = SegmentFormat.crc(bytes);
             byte[] record = SegmentFormat.recordHeader(names, segment.id, segment.generation, payload, key, crc,
                     SegmentFormat.FLAG_PAGE);
@@ -1151,6 +1158,9 @@ public final class DiskTier implements Tier {
             mapped.incrementAndGet();
             segment.headersAllocated(Math.min(NativeFiles.HEADER_CHUNK, segmentSize)); // the rest as headers grow
             advise(segment); // before the first touch: without it, a fault reads a whole read-ahead window
+            if (directMin > 0) {
+                segment.writeDirect(directMin);
+            }
             segment.write(MemorySegment.ofArray(SegmentFormat.segmentHeader(id, segmentSize,
                     System.currentTimeMillis(), shared == null ? 0 : shared.owner())), 0);
             segment.populateHeaders();
@@ -1490,6 +1500,9 @@ public final class DiskTier implements Tier {
         }
         Segment newest = segments.getLast();
         if (newest.size == segmentSize && newest.freeBytes() >= segmentSize / 8) {
+            if (directMin > 0) {
+                newest.writeDirect(directMin);
+            }
             active = newest;
         }
     }
@@ -1507,6 +1520,11 @@ public final class DiskTier implements Tier {
             segment.release();
         }
         segments.clear();
+    }
+
+    /** {@return how many pages were written with {@code O_DIRECT} so far} For tests and benchmarks. */
+    long directWrites() {
+        return directWrites.sum();
     }
 
     static String fileName(long id) {
@@ -1596,6 +1614,8 @@ public final class DiskTier implements Tier {
         private String name = "disk";
         private Duration retryAfter = Duration.ofSeconds(30);
         private boolean randomAccess = true;
+        private boolean directWrites;
+        private int directMin = DIRECT_MIN;
         private SegmentFiles files = NativeFiles::allocateSparse;
         /** How often a segment's file length is re-checked on the hit path (see {@code ready}). */
         static final Duration LENGTH_CHECK = Duration.ofMillis(10);
@@ -1789,6 +1809,38 @@ public final class DiskTier implements Tier {
          */
         public Builder randomAccess(boolean random) {
             this.randomAccess = random;
+            return this;
+        }
+
+        /**
+         * Writes large pages to the device directly ({@code O_DIRECT}) instead of copying them into the page cache
+         * first (decision 0015): a page of at least 64 KiB held in page-aligned native memory (as the memory tier's
+         * are), whose place in its segment is page-aligned (as a page of 4 KiB or more is). Smaller pages, heap
+         * memory and file systems without direct I/O (the kernel refuses the open or the write) are written through
+         * the page cache as before; so is everything with {@link #randomAccess randomAccess(false)}.
+         *
+         * <p>What it gives: in a cold epoch with many fills at once it halves the disk tier's CPU (the copy into the
+         * page cache was most of it; measured 0.79 against 0.40 CPU-s per 250 MiB), and it leaves the page cache to
+         * other data, since the page is in the memory tier already. What it costs: each write returns when the
+         * device has the bytes, not the page cache, and writes into one segment file wait for each other, so the
+         * tier's write rate follows the device's latency (one writer of 128 KiB pages here: 0.39 of a buffered
+         * append's durable rate). On local NVMe with a CPU-bound node, turn it on; on network block storage (tens
+         * to hundreds of microseconds per write, or more) leave it off. Default false.
+         *
+         * @param direct whether to write large pages with {@code O_DIRECT}
+         * @return this builder
+         */
+        public Builder directWrites(boolean direct) {
+            this.directWrites = direct;
+            return this;
+        }
+
+        /** Pages of at least this many bytes are written direct by default ({@link #directWrites}). */
+        static final int DIRECT_MIN = 64 << 10;
+
+        /** For tests: the smallest page written direct (default {@link #DIRECT_MIN}), so small pages can take it. */
+        Builder directWriteMin(int bytes) {
+            this.directMin = bytes;
             return this;
         }
 

@@ -22,7 +22,9 @@ import java.nio.file.StandardOpenOption;
  * {@code pread(2)} and {@code lseek(2)} on a raw descriptor, to verify a page and check a file's length without
  * touching the mapping (a mapped page past the end of a truncated file is a {@code SIGBUS} that kills the JVM inside
  * an intrinsic such as CRC32C) and without {@code FileChannel}'s habit of closing itself when a reading thread is
- * interrupted; and {@code flock(2)}, to lock a directory through a descriptor of the directory itself.
+ * interrupted; {@code flock(2)}, to lock a directory through a descriptor of the directory itself; and
+ * {@code open(2)} with {@code O_DIRECT} and {@code posix_fadvise(2)}, for payloads written past the page cache
+ * (decision 0015).
  *
  * <p>Where the calls cannot be linked, allocation falls back to writing zeros (slower, same guarantee), advice is
  * skipped, and {@link #openReadOnly} returns {@code -1} (callers fall back to {@code FileChannel}). Thread-safe and
@@ -33,7 +35,12 @@ final class NativeFiles {
     private static final int O_RDONLY = 0;
     private static final int O_WRONLY = 1;
     private static final int O_RDWR = 2;
-    private static final int O_DIRECTORY = 0x10000; // Linux, x86_64 and aarch64
+    /** The two flags whose values differ between Linux's architectures: x86_64 (the generic values), aarch64. */
+    private static final boolean ARM64 = "aarch64".equals(System.getProperty("os.arch"));
+    private static final int O_DIRECTORY = ARM64 ? 0x4000 : 0x10000;
+    private static final int O_DIRECT = ARM64 ? 0x10000 : 0x4000;
+    private static final int EINVAL = 22;
+    private static final int POSIX_FADV_RANDOM = 1;
     private static final int O_CLOEXEC = 0x80000;
     private static final int SEEK_END = 2;
     static final int LOCK_SH = 1;
@@ -58,6 +65,7 @@ final class NativeFiles {
     /** {@code fcntl(fd, cmd, struct flock *)}: open-file-description locks ({@link #ofdTryLock}). */
     private static final MethodHandle FCNTL;
     private static final MethodHandle FCHMOD;
+    private static final MethodHandle FADVISE;
     /** Captures errno of {@link #PREAD} and {@link #FLOCK}. */
     private static final java.lang.foreign.StructLayout CAPTURED = Linker.Option.captureStateLayout();
     private static final java.lang.invoke.VarHandle ERRNO = CAPTURED.varHandle(
@@ -75,6 +83,7 @@ final class NativeFiles {
         MethodHandle flock = null;
         MethodHandle fcntl = null;
         MethodHandle fchmod = null;
+        MethodHandle fadvise = null;
         try {
             Linker linker = Linker.nativeLinker();
             SymbolLookup libc = linker.defaultLookup();
@@ -107,6 +116,9 @@ final class NativeFiles {
                     Linker.Option.firstVariadicArg(2))).orElse(null);
             fchmod = libc.find("fchmod").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(ValueLayout.JAVA_INT,
                     ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), errno)).orElse(null);
+            fadvise = libc.find("posix_fadvise").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(
+                    ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
+                    ValueLayout.JAVA_INT))).orElse(null);
         } catch (RuntimeException | LinkageError e) {
             // not on a platform with these calls: the fallbacks below apply
         }
@@ -122,6 +134,7 @@ final class NativeFiles {
         FLOCK = files ? flock : null;
         FCNTL = files ? fcntl : null;
         FCHMOD = files ? fchmod : null;
+        FADVISE = files ? fadvise : null;
     }
 
     private NativeFiles() {}
@@ -355,6 +368,86 @@ final class NativeFiles {
                             + " wrote nothing");
                 }
                 done += n;
+            }
+        } catch (IOException | RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IOException("pwrite failed", t);
+        }
+    }
+
+    /**
+     * Opens a file for writing with {@code O_DIRECT}: writes go from the caller's memory to the device, not through
+     * the page cache (decision 0015). Such a write must be aligned in memory address, length and file offset to the
+     * file system's direct-I/O alignment, or the kernel refuses it ({@code EINVAL}, see {@link #pwriteDirect}).
+     *
+     * @return the descriptor, or {@code -1} if positional writes are not available here or the file system refuses
+     *     direct I/O
+     */
+    static int openDirect(Path file) {
+        if (PWRITE == null) {
+            return -1;
+        }
+        try {
+            return open(file, O_RDWR | O_CLOEXEC | O_DIRECT);
+        } catch (IOException e) {
+            return -1; // EINVAL: a file system without direct I/O; the writes stay buffered
+        }
+    }
+
+    /**
+     * Advises the kernel that reads through a descriptor are random ({@code POSIX_FADV_RANDOM}): a {@link #pread}
+     * reads what it asks for and no read-ahead window beyond it. Advice only: ignored where unsupported.
+     */
+    static void adviseRandomReads(int fd) {
+        if (FADVISE != null && fd >= 0) {
+            try {
+                int ignored = (int) FADVISE.invokeExact(fd, 0L, 0L, POSIX_FADV_RANDOM);
+            } catch (Throwable t) {
+                // advice only
+            }
+        }
+    }
+
+    /**
+     * Writes all of {@code from} at {@code position} through a descriptor opened by {@link #openDirect}, retrying on
+     * {@code EINTR}. The memory, its length and the position must be aligned as direct I/O requires.
+     *
+     * @return {@code true} if everything was written; {@code false} if the kernel refused the write as direct I/O
+     *     ({@code EINVAL}: not aligned as this file system needs) or wrote only part of it — the caller then writes
+     *     it all again through a buffered descriptor (the same bytes at the same place)
+     * @throws IOException with the OS's reason if the write fails otherwise (such as {@code EIO} or {@code ENOSPC})
+     */
+    static boolean pwriteDirect(int fd, MemorySegment from, long position) throws IOException {
+        long total = from.byteSize();
+        try {
+            long n = (long) PWRITE_FAST.invokeExact(fd, from, total, position);
+            if (n == total) {
+                return true;
+            }
+            if (n >= 0) {
+                return false; // short: the rest may not be aligned any more
+            }
+            // Failed: once more, capturing errno this time (a write that fails leaves the file as it was).
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment state = arena.allocate(CAPTURED);
+                while (true) {
+                    n = (long) PWRITE.invokeExact(state, fd, from, total, position);
+                    if (n == total) {
+                        return true;
+                    }
+                    if (n >= 0) {
+                        return false;
+                    }
+                    int errno = (int) ERRNO.get(state, 0L);
+                    if (errno == EINVAL) {
+                        return false;
+                    }
+                    if (errno != EINTR) {
+                        throw new IOException("pwrite (O_DIRECT) of " + total + " bytes at " + position + " failed: "
+                                + describe(errno));
+                    }
+                }
             }
         } catch (IOException | RuntimeException | Error e) {
             throw e;

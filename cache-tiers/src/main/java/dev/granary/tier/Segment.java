@@ -37,6 +37,8 @@ final class Segment implements RegionPolicy.Region {
      * the mapping goes.
      */
     private final int fd;
+    /** The path the file was opened by (its temporary name while it is being created), for {@link #writeDirect}. */
+    private Path openedAs;
     /** When the file's length was last checked ({@link #intact}); racy by design: a lost update costs one check. */
     private volatile long lengthCheckedAt;
     private volatile boolean truncated;
@@ -62,6 +64,16 @@ final class Segment implements RegionPolicy.Region {
      * zeroes from a fallocated file), so {@link #writeHeader} writes with {@code pwrite} instead.
      */
     private volatile boolean random;
+    /**
+     * A second descriptor of the file, opened {@code O_DIRECT} by {@link #writeDirect} for payloads written from
+     * aligned native memory (decision 0015); {@code -1} for none. Set before the segment takes appends (under the
+     * tier's allocation lock, which writers pass through), closed when the mapping goes.
+     */
+    private int directFd = -1;
+    /** Payloads of at least this many bytes go direct; set with {@link #directFd}. */
+    private int directMin = Integer.MAX_VALUE;
+    /** Cleared for good when the kernel refuses a direct write ({@code EINVAL}): the rest stay buffered. */
+    private volatile boolean directWorks = true;
 
     private Segment(long id, Path file, long size, Arena arena, MemorySegment map, int fd, Consumer<Segment> onFree) {
         this.id = id;
@@ -89,11 +101,36 @@ final class Segment implements RegionPolicy.Region {
         try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             MemorySegment map = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
             fd = NativeFiles.openReadWrite(path);
-            return new Segment(id, file, size, arena, map, fd, onFree);
+            Segment segment = new Segment(id, file, size, arena, map, fd, onFree);
+            segment.openedAs = path;
+            return segment;
         } catch (IOException | RuntimeException e) {
             NativeFiles.close(fd);
             arena.close();
             throw e;
+        }
+    }
+
+    /** The alignment in memory, length and file offset that a write needs to go direct: one OS page. */
+    static final int DIRECT_ALIGNMENT = 4096;
+
+    /**
+     * Lets payloads of at least {@code minBytes} go to the device directly ({@code O_DIRECT}) rather than be copied
+     * into the page cache (decision 0015): for a segment about to take appends, where the mapping is
+     * {@linkplain #adviseRandom advised random} (no read-around could then bring a payload's pages into the page
+     * cache before they are written). Reads through the descriptor used for verifying are advised random too
+     * ({@code POSIX_FADV_RANDOM}), for the same reason. A no-op where the file system refuses direct I/O. Under the
+     * tier's allocation lock, before any write that should go direct.
+     */
+    void writeDirect(int minBytes) {
+        if (directFd >= 0 || fd < 0 || !random) {
+            return;
+        }
+        int direct = NativeFiles.openDirect(openedAs);
+        if (direct >= 0) {
+            NativeFiles.adviseRandomReads(fd);
+            directMin = Math.max(minBytes, DIRECT_ALIGNMENT);
+            directFd = direct;
         }
     }
 
@@ -103,9 +140,29 @@ final class Segment implements RegionPolicy.Region {
      * held the tier's writes at 0.4-0.5 of a plain append; a positional write copies straight into the page cache.
      * The mapping sees the bytes at once (one page cache). Heap memory goes through a native scratch buffer.
      *
+     * <p>With {@link #writeDirect} on, a payload in native memory whose address, length and position are multiples
+     * of {@link #DIRECT_ALIGNMENT} goes to the device instead, with no copy into the page cache; the kernel drops
+     * any page cache over the range (ours or another process's mapping included), so the mapping then reads the
+     * bytes from the device. Such a range shares no page with anything else in the file: headers are packed from
+     * the front and never reach the lowest payload, and the range's own ends are page boundaries.
+     *
+     * @return whether the bytes went direct
      * @throws IOException if the write fails
      */
-    void write(MemorySegment from, long position) throws IOException {
+    boolean write(MemorySegment from, long position) throws IOException {
+        long length = from.byteSize();
+        if (directFd >= 0 && length >= directMin && from.isNative()
+                && ((from.address() | length | position) & (DIRECT_ALIGNMENT - 1)) == 0 && directWorks) {
+            if (NativeFiles.pwriteDirect(directFd, from, position)) {
+                return true;
+            }
+            directWorks = false; // refused or short: this and every later write of the segment go buffered
+        }
+        writeBuffered(from, position);
+        return false;
+    }
+
+    private void writeBuffered(MemorySegment from, long position) throws IOException {
         if (fd < 0) {
             try {
                 MemorySegment.copy(from, 0, map, position, from.byteSize());
@@ -172,7 +229,7 @@ final class Segment implements RegionPolicy.Region {
      */
     void writeHeader(byte[] header, long position) throws IOException {
         if (!random && fd >= 0) {
-            write(MemorySegment.ofArray(header), position);
+            writeBuffered(MemorySegment.ofArray(header), position);
             return;
         }
         try {
@@ -648,6 +705,7 @@ final class Segment implements RegionPolicy.Region {
     }
 
     private void free() {
+        NativeFiles.close(directFd);
         NativeFiles.close(fd);
         arena.close();
         onFree.accept(this);

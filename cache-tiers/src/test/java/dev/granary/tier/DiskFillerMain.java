@@ -12,7 +12,7 @@ import java.util.stream.Stream;
 
 /**
  * Child JVM of the crash test: fills a disk tier from a directory of objects, forever, with four threads reading
- * random ranges, and prints {@code filled <n>} after each read so the parent can kill it at a moment of its choosing.
+ * random ranges, and prints {@code filled <bytes> direct <pages written direct>} after each read so the parent can kill it at a moment of its choosing.
  */
 public final class DiskFillerMain {
 
@@ -30,8 +30,14 @@ public final class DiskFillerMain {
         try (Stream<Path> files = Files.list(data)) {
             keys = files.map(f -> f.getFileName().toString()).sorted().toList();
         }
-        DiskTier disk = DiskTier.builder().directory(dir).capacity(CAPACITY).segmentSize(SEGMENT).build();
-        TieredCache cache = TieredCache.builder(PosixOrigin.of(data)).tier(disk).pageSize(PAGE).build();
+        // Every page of 4 KiB or more in aligned memory written with O_DIRECT (decision 0015), so kills land in
+        // direct writes as well as buffered ones (the last page of an object is short, and buffered).
+        DiskTier disk = DiskTier.builder().directory(dir).capacity(CAPACITY).segmentSize(SEGMENT)
+                .directWrites(true).directWriteMin(4096).build();
+        // A small memory tier above it: fills land in its native, page-aligned memory (a cache without one fills
+        // heap pages, which are written buffered), and it evicts all the time, so the disk tier keeps being read.
+        TieredCache cache = TieredCache.builder(PosixOrigin.of(data))
+                .tier(MemoryTier.builder().capacity(128 << 10).build()).tier(disk).pageSize(PAGE).build();
         System.out.println("opened " + disk.recovery());
         System.out.flush();
         Thread[] threads = new Thread[4];
@@ -49,7 +55,7 @@ public final class DiskFillerMain {
                             lease.bytes();
                         }
                         synchronized (System.out) {
-                            System.out.println("filled " + disk.stats().usedBytes());
+                            System.out.println("filled " + disk.stats().usedBytes() + " direct " + disk.directWrites());
                             System.out.flush();
                         }
                     }

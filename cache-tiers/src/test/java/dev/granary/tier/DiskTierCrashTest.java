@@ -87,11 +87,15 @@ class DiskTierCrashTest {
             }
         }
         assertTrue(recoveredPages > 0, "the crash loop must recover pages to check something");
+        assertTrue(directWrites > 0, "the children write pages with O_DIRECT too (decision 0015)");
         System.out.println("crash loop: " + ITERATIONS + " kills, " + recoveredPages + " pages recovered and checked, "
                 + tornTails + " torn record tails found");
     }
 
-    private static void waitForFills(Process child, int fills, StringBuilder output) throws Exception {
+    /** The most pages a child reported written with {@code O_DIRECT}. */
+    private long directWrites;
+
+    private void waitForFills(Process child, int fills, StringBuilder output) throws Exception {
         BufferedReader reader = new BufferedReader(new InputStreamReader(child.getInputStream(),
                 StandardCharsets.UTF_8));
         int seen = 0;
@@ -99,6 +103,7 @@ class DiskTierCrashTest {
         while (seen < fills && (line = reader.readLine()) != null) {
             if (line.startsWith("filled ")) {
                 seen++;
+                directWrites = Math.max(directWrites, Long.parseLong(line.substring(line.lastIndexOf(' ') + 1)));
             } else if (!line.startsWith("opened ") && !line.startsWith("WARNING")) {
                 output.append(line).append('\n');
             }

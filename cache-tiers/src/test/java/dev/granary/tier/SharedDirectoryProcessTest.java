@@ -121,13 +121,16 @@ class SharedDirectoryProcessTest {
         }
         long reads = 0;
         long peer = 0;
-        Pattern done = Pattern.compile("done reads=(\\d+) peer=(\\d+) timeouts=(\\d+) corruptions=(\\d+)");
+        Pattern done = Pattern.compile("done reads=(\\d+) peer=(\\d+) timeouts=(\\d+) corruptions=(\\d+)"
+                + " direct=(\\d+)");
+        long direct = 0;
         for (Child child : children) {
             String line = child.await("done");
             Matcher m = done.matcher(line);
             assertTrue(m.matches(), line);
             reads += Long.parseLong(m.group(1));
             peer += Long.parseLong(m.group(2));
+            direct += Long.parseLong(m.group(5));
             assertEquals("0", m.group(3), "no wait for another process timed out: " + line);
             assertEquals("0", m.group(4), line);
             assertTrue(child.process().waitFor(60, TimeUnit.SECONDS));
@@ -137,6 +140,7 @@ class SharedDirectoryProcessTest {
         System.out.println("3 processes over " + pages + " pages: " + reads + " origin reads, " + peer
                 + " pages taken from another process's fill");
         assertEquals(pages, reads, "each page is read from the origin once, by one of the three processes");
+        assertTrue(direct > 0, "pages went O_DIRECT, and the other processes read them (decision 0015)");
         try (DiskTier after = DiskTier.builder().directory(dir).capacity(64L << 20).segmentSize(1L << 20).build()) {
             assertEquals(pages, after.recovery().pages(), "no page was written twice");
         }

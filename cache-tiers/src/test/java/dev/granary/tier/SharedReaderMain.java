@@ -27,7 +27,8 @@ import java.util.stream.Stream;
  *
  * <ul>
  *   <li>{@code all}: reads every object once, whole, with four threads in an order of its seed, then prints
- *       {@code done reads=<origin data reads> peer=<pages another process filled> timeouts=<waits that timed out>}.
+ *       {@code done reads=<origin data reads> peer=<pages another process filled> timeouts=<waits that timed out>
+ *       corruptions=<pages that failed their checksum> direct=<pages written with O_DIRECT>}.
  *   <li>{@code forever}: reads random ranges with four threads until killed, printing {@code filled} after each.
  * </ul>
  * Arguments: data directory, disk directory, mode, seed, capacity, segment size, page size.
@@ -48,10 +49,13 @@ public final class SharedReaderMain {
         try (Stream<Path> files = Files.list(data)) {
             keys = new ArrayList<>(files.map(f -> f.getFileName().toString()).sorted().toList());
         }
+        // Pages of 4 KiB or more in aligned memory go O_DIRECT (decision 0015): the others' mappings must see them.
         DiskTier disk = DiskTier.builder().directory(dir).capacity(capacity).segmentSize(segment).shared(true)
-                .fillWait(Duration.ofSeconds(60)).build();
+                .fillWait(Duration.ofSeconds(60)).directWrites(true).directWriteMin(4096).build();
         FaultyOrigin origin = new FaultyOrigin(PosixOrigin.of(data));
-        TieredCache cache = TieredCache.builder(origin).tier(disk).pageSize(pageSize).build();
+        // A small memory tier above it, so fills land in native, page-aligned memory that can go direct.
+        TieredCache cache = TieredCache.builder(origin).tier(MemoryTier.builder().capacity(128 << 10).build())
+                .tier(disk).pageSize(pageSize).build();
         System.out.println("ready " + disk.recovery());
         System.out.flush();
         new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
@@ -111,7 +115,7 @@ public final class SharedReaderMain {
         }
         long[] sharing = disk.sharingCounts();
         System.out.println("done reads=" + origin.reads() + " peer=" + sharing[0] + " timeouts=" + sharing[1]
-                + " corruptions=" + disk.stats().corruptions());
+                + " corruptions=" + disk.stats().corruptions() + " direct=" + disk.directWrites());
         System.out.flush();
         cache.close();
     }
