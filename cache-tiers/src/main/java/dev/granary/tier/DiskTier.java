@@ -1824,8 +1824,8 @@ public final class DiskTier implements Tier {
          * other data, since the page is in the memory tier already. What it costs: each write returns when the
          * device has the bytes, not the page cache, and writes into one segment file wait for each other, so the
          * tier's write rate follows the device's latency (one writer of 128 KiB pages here: 0.39 of a buffered
-         * append's durable rate). On local NVMe with a CPU-bound node, turn it on; on network block storage (tens
-         * to hundreds of microseconds per write, or more) leave it off. Default false.
+         * append's durable rate). Turn it on where the node's CPU is the limit and the disk is local NVMe; leave it off
+         * on network block storage, where a write can take a millisecond. Default false.
          *
          * @param direct whether to write large pages with {@code O_DIRECT}
          * @return this builder
@@ -1835,7 +1835,7 @@ public final class DiskTier implements Tier {
             return this;
         }
 
-        /** Pages of at least this many bytes are written direct by default ({@link #directWrites}). */
+        /** With {@link #directWrites} on, pages of at least this many bytes are written direct. */
         static final int DIRECT_MIN = 64 << 10;
 
         /** For tests: the smallest page written direct (default {@link #DIRECT_MIN}), so small pages can take it. */
