@@ -94,17 +94,17 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  * </pre>
  * Options {@code --name=value}: objects (4000), size (131072), readers (16), latency-ms (20), mbps (0: no cap),
  * rounds (5), warmup (400), subjects (sdk,memory,disk; also sdk-ranged, memory-touched, memory-vt, disk-vt,
- * memory-s3client, disk-s3client, memory-pretouch, disk-pretouch, disk-direct, disk-pretouch-direct), threads (true: also print each epoch's CPU per thread
- * group of this process, from {@code /proc/self/task}: readers, virtual threads' carriers, GC, JIT). Extra JVM flags
- * (a JFR recording, for one) go in {@code -Dcoldcpu.jvm="..."}.
+ * memory-s3client, disk-s3client, memory-pretouch, disk-pretouch, disk-direct, disk-pretouch-direct), threads (true:
+ * also print each epoch's CPU per thread group of this process, from {@code /proc/self/task}: readers, virtual
+ * threads' carriers, GC, JIT). Extra JVM flags (a JFR recording, for one) go in {@code -Dcoldcpu.jvm="..."}.
  */
 public final class ColdCpuBenchmark {
 
     private static final String BUCKET = "coldcpu";
     /** The subjects; a {@code -vt} suffix runs Granary's fills on virtual threads ({@code granary.fillThreads}). */
     private static final List<String> SUBJECTS = List.of("sdk", "sdk-ranged", "memory", "disk", "memory-vt",
-            "disk-vt", "memory-touched", "memory-s3client", "disk-s3client", "memory-pretouch", "disk-pretouch", "disk-direct",
-            "disk-pretouch-direct");
+            "disk-vt", "memory-touched", "memory-s3client", "disk-s3client", "memory-pretouch", "disk-pretouch",
+            "disk-direct", "disk-pretouch-direct");
 
     private ColdCpuBenchmark() {}
 

@@ -55,9 +55,10 @@ import java.util.stream.Stream;
  * </pre>
  * Options in {@code -Ddiskwrite.args="..."}: {@code --pageSizes=4096,131072,1048576} {@code --bytes=268435456} (per
  * round and contender) {@code --rounds=7} {@code --directMin=0} (the smallest page the tier writes with
- * {@code O_DIRECT}, decision 0015; {@code 0}, the tier's default, writes every page through the page cache); {@code --headers} instead compares the ways of writing a record header
- * (see {@link #headers}); {@code --tierOnly} runs the tier alone, round after round (for a profiler). Files go to
- * {@code granary.bench.dir} (must not be tmpfs).
+ * {@code O_DIRECT}, decision 0015; {@code 0}, the tier's default, writes every page through the page cache);
+ * {@code --headers} instead compares the ways of writing a record header (see {@link #headers}); {@code --tierOnly}
+ * runs the tier alone, round after round (for a profiler). Files go to {@code granary.bench.dir} (must not be
+ * tmpfs).
  */
 public final class DiskWriteBenchmark {
 

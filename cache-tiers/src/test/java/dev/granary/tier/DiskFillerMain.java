@@ -12,7 +12,8 @@ import java.util.stream.Stream;
 
 /**
  * Child JVM of the crash test: fills a disk tier from a directory of objects, forever, with four threads reading
- * random ranges, and prints {@code filled <bytes> direct <pages written direct>} after each read so the parent can kill it at a moment of its choosing.
+ * random ranges, and prints {@code filled <bytes> direct <pages written direct>} after each read so the parent can
+ * kill it at a moment of its choosing.
  */
 public final class DiskFillerMain {
 
