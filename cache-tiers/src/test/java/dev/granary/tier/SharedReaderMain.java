@@ -104,8 +104,20 @@ public final class SharedReaderMain {
                         }
                     }
                 } catch (Throwable e) {
-                    e.printStackTrace(System.out);
-                    System.out.flush();
+                    synchronized (System.out) {
+                        e.printStackTrace(System.out);
+                        // What every other thread was doing, for a failure seen once in CI and not reproduced (an
+                        // interrupt of a reader thread that nothing in this process sends; see the session notes).
+                        for (var other : Thread.getAllStackTraces().entrySet()) {
+                            Thread thread = other.getKey();
+                            System.out.println("thread " + thread.getName() + " " + thread.getState()
+                                    + (thread.isInterrupted() ? " interrupted" : ""));
+                            for (StackTraceElement frame : other.getValue()) {
+                                System.out.println("    at " + frame);
+                            }
+                        }
+                        System.out.flush();
+                    }
                     System.exit(5);
                 }
             });
