@@ -1158,9 +1158,7 @@ public final class DiskTier implements Tier {
             mapped.incrementAndGet();
             segment.headersAllocated(Math.min(NativeFiles.HEADER_CHUNK, segmentSize)); // the rest as headers grow
             advise(segment); // before the first touch: without it, a fault reads a whole read-ahead window
-            if (directMin > 0) {
-                segment.writeDirect(directMin);
-            }
+            segment.enableDirectWrites(directMin);
             segment.write(MemorySegment.ofArray(SegmentFormat.segmentHeader(id, segmentSize,
                     System.currentTimeMillis(), shared == null ? 0 : shared.owner())), 0);
             segment.populateHeaders();
@@ -1500,9 +1498,7 @@ public final class DiskTier implements Tier {
         }
         Segment newest = segments.getLast();
         if (newest.size == segmentSize && newest.freeBytes() >= segmentSize / 8) {
-            if (directMin > 0) {
-                newest.writeDirect(directMin);
-            }
+            newest.enableDirectWrites(directMin);
             active = newest;
         }
     }

@@ -18,8 +18,8 @@ import java.util.function.Consumer;
  *
  * <h2>References</h2>
  * The tier holds one reference while the segment is live; every page object handed to a reader (a lease) holds one;
- * a writer holds one while it writes. When the count reaches zero the mapping is unmapped, and, if the segment was evicted, its file
- * is deleted: memory a reader holds is never unmapped underneath it.
+ * a writer holds one while it writes. When the count reaches zero the mapping is unmapped, and, if the segment was
+ * evicted, its file is deleted: memory a reader holds is never unmapped underneath it.
  *
  * <h2>Thread safety</h2>
  * The append cursors ({@link #reserve}) are guarded by the tier's allocation lock; the page rows and the dead flag
@@ -37,8 +37,8 @@ final class Segment implements RegionPolicy.Region {
      * the mapping goes.
      */
     private final int fd;
-    /** The path the file was opened by (its temporary name while it is being created), for {@link #writeDirect}. */
-    private Path openedAs;
+    /** The path the file was opened by (its temporary name while being created), for {@link #enableDirectWrites}. */
+    private final Path openedAs;
     /** When the file's length was last checked ({@link #intact}); racy by design: a lost update costs one check. */
     private volatile long lengthCheckedAt;
     private volatile boolean truncated;
@@ -65,7 +65,7 @@ final class Segment implements RegionPolicy.Region {
      */
     private volatile boolean random;
     /**
-     * A second descriptor of the file, opened {@code O_DIRECT} by {@link #writeDirect} for payloads written from
+     * A second descriptor of the file, opened {@code O_DIRECT} by {@link #enableDirectWrites} for payloads written from
      * aligned native memory (decision 0015); {@code -1} for none. Set before the segment takes appends (under the
      * tier's allocation lock, which writers pass through), closed when the mapping goes.
      */
@@ -75,8 +75,10 @@ final class Segment implements RegionPolicy.Region {
     /** Cleared for good when the kernel refuses a direct write ({@code EINVAL}): the rest stay buffered. */
     private volatile boolean directWorks = true;
 
-    private Segment(long id, Path file, long size, Arena arena, MemorySegment map, int fd, Consumer<Segment> onFree) {
+    private Segment(long id, Path file, Path openedAs, long size, Arena arena, MemorySegment map, int fd,
+            Consumer<Segment> onFree) {
         this.id = id;
+        this.openedAs = openedAs;
         this.fd = fd;
         this.lengthCheckedAt = System.nanoTime(); // its length was right when it was mapped
         this.file = file;
@@ -101,9 +103,7 @@ final class Segment implements RegionPolicy.Region {
         try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             MemorySegment map = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
             fd = NativeFiles.openReadWrite(path);
-            Segment segment = new Segment(id, file, size, arena, map, fd, onFree);
-            segment.openedAs = path;
-            return segment;
+            return new Segment(id, file, path, size, arena, map, fd, onFree);
         } catch (IOException | RuntimeException e) {
             NativeFiles.close(fd);
             arena.close();
@@ -119,11 +119,12 @@ final class Segment implements RegionPolicy.Region {
      * into the page cache (decision 0015): for a segment about to take appends, where the mapping is
      * {@linkplain #adviseRandom advised random} (no read-around could then bring a payload's pages into the page
      * cache before they are written). Reads through the descriptor used for verifying are advised random too
-     * ({@code POSIX_FADV_RANDOM}), for the same reason. A no-op where the file system refuses direct I/O. Under the
-     * tier's allocation lock, before any write that should go direct.
+     * ({@code POSIX_FADV_RANDOM}), for the same reason. A no-op where the file system refuses direct I/O, and for
+     * {@code minBytes <= 0} (direct writes off). Under the tier's allocation lock, before any write that should go
+     * direct.
      */
-    void writeDirect(int minBytes) {
-        if (directFd >= 0 || fd < 0 || !random) {
+    void enableDirectWrites(int minBytes) {
+        if (minBytes <= 0 || directFd >= 0 || fd < 0 || !random) {
             return;
         }
         int direct = NativeFiles.openDirect(openedAs);
@@ -140,10 +141,10 @@ final class Segment implements RegionPolicy.Region {
      * held the tier's writes at 0.4-0.5 of a plain append; a positional write copies straight into the page cache.
      * The mapping sees the bytes at once (one page cache). Heap memory goes through a native scratch buffer.
      *
-     * <p>With {@link #writeDirect} on, a payload in native memory whose address, length and position are multiples
-     * of {@link #DIRECT_ALIGNMENT} goes to the device instead, with no copy into the page cache; the kernel drops
-     * any page cache over the range (ours or another process's mapping included), so the mapping then reads the
-     * bytes from the device. Such a range shares no page with anything else in the file: headers are packed from
+     * <p>With {@link #enableDirectWrites} on, a payload in native memory whose address, length and position are
+     * multiples of {@link #DIRECT_ALIGNMENT} goes to the device instead, with no copy into the page cache; the kernel
+     * drops any page cache over the range (ours or another process's mapping included), so the mapping then reads
+     * the bytes from the device. Such a range shares no page with anything else in the file: headers are packed from
      * the front and never reach the lowest payload, and the range's own ends are page boundaries.
      *
      * @return whether the bytes went direct
