@@ -77,6 +77,9 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  *   <li>{@code disk-direct}, {@code disk-pretouch-direct} (not in the default list): as {@code disk} and
  *       {@code disk-pretouch} with {@code DiskTier.Builder.directWrites(true)}: pages written to the disk tier with
  *       {@code O_DIRECT}, not copied into the page cache (decision 0015).</li>
+ *   <li>{@code disk-nowriteback} (not in the default list): as {@code disk} with
+ *       {@code DiskTier.Builder.writebackEvery(0)}: the pages the disk tier wrote left dirty for the kernel's flusher,
+ *       as before decision 0016 (the default hands them to writeback every 8 MiB of a segment).</li>
  *   <li>{@code memory-vt}, {@code disk-vt} (not in the default list): as {@code memory} and {@code disk} with each
  *       fill on a virtual thread of its own (system property {@code granary.fillThreads=virtual} while the cache is
  *       built), as fills ran before decision 0010: the before/after of that decision in one run.</li>
@@ -94,7 +97,8 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  * </pre>
  * Options {@code --name=value}: objects (4000), size (131072), readers (16), latency-ms (20), mbps (0: no cap),
  * rounds (5), warmup (400), subjects (sdk,memory,disk; also sdk-ranged, memory-touched, memory-vt, disk-vt,
- * memory-s3client, disk-s3client, memory-pretouch, disk-pretouch, disk-direct, disk-pretouch-direct), threads (true:
+ * memory-s3client, disk-s3client, memory-pretouch, disk-pretouch, disk-direct, disk-pretouch-direct,
+ * disk-nowriteback), threads (true:
  * also print each epoch's CPU per thread group of this process, from {@code /proc/self/task}: readers, virtual
  * threads' carriers, GC, JIT). Extra JVM flags (a JFR recording, for one) go in {@code -Dcoldcpu.jvm="..."}.
  */
@@ -104,7 +108,7 @@ public final class ColdCpuBenchmark {
     /** The subjects; a {@code -vt} suffix runs Granary's fills on virtual threads ({@code granary.fillThreads}). */
     private static final List<String> SUBJECTS = List.of("sdk", "sdk-ranged", "memory", "disk", "memory-vt",
             "disk-vt", "memory-touched", "memory-s3client", "disk-s3client", "memory-pretouch", "disk-pretouch",
-            "disk-direct", "disk-pretouch-direct");
+            "disk-direct", "disk-pretouch-direct", "disk-nowriteback");
 
     private ColdCpuBenchmark() {}
 
@@ -370,7 +374,7 @@ public final class ColdCpuBenchmark {
                 }
             }
             case "memory", "disk", "memory-vt", "disk-vt", "memory-touched", "memory-s3client", "disk-s3client",
-                    "memory-pretouch", "disk-pretouch", "disk-direct", "disk-pretouch-direct" -> {
+                    "memory-pretouch", "disk-pretouch", "disk-direct", "disk-pretouch-direct", "disk-nowriteback" -> {
                 // Read when the cache is built: the -vt subjects put each fill on a virtual thread, as before
                 // decision 0010, so that both run in one process, alternated.
                 if (subject.endsWith("-vt")) {
@@ -393,7 +397,8 @@ public final class ColdCpuBenchmark {
                 if (subject.startsWith("disk")) {
                     diskDir = Files.createTempDirectory(dir, "disk-");
                     builder.tier(DiskTier.builder().directory(diskDir).capacity(capacity)
-                            .directWrites(subject.endsWith("-direct")).build());
+                            .directWrites(subject.endsWith("-direct"))
+                            .writebackEvery(subject.endsWith("-nowriteback") ? 0 : 8L << 20).build());
                 }
                 try (TieredCache cache = builder.build()) {
                     System.clearProperty("granary.fillThreads");

@@ -25,14 +25,18 @@ import java.util.stream.Stream;
  * in off-heap memory (as pages filled in the memory tier do) into a fresh tier, against plain {@code FileChannel.write}
  * appends of the same pages, from the same memory, into files of the tier's segment size.
  *
- * <h2>Contenders (every round runs all three, in a rotating order)</h2>
+ * <h2>Contenders (every round runs all four, in a rotating order)</h2>
  * <ul>
- *   <li>{@code tier}: a fresh {@link DiskTier} of 64 MiB segments (each {@code posix_fallocate}d by the tier when it
- *       is opened, as always), every page put, the tier closed.</li>
+ *   <li>{@code tier}: a fresh {@link DiskTier} of 64 MiB segments (sparse but for their header area, decision
+ *       0014), every page put, the tier closed.</li>
  *   <li>{@code append}: the same pages appended to new files of 64 MiB each (a new file when one is full), not
  *       preallocated: ext4's delayed allocation, the cheapest way to put bytes in a file.</li>
  *   <li>{@code append-falloc}: the same, each file {@code posix_fallocate}d to 64 MiB first, as the tier's are: writes
  *       into unwritten extents, whose conversion at writeback goes through the journal.</li>
+ *   <li>{@code append-writeback}: as {@code append}, handing what it wrote to writeback with
+ *       {@code sync_file_range} as the tier does by default (decision 0016): every {@code --writeback} bytes (8 MiB
+ *       when the tier's is off), one interval behind, and a file's rest when the next begins; the ceiling for a
+ *       writer that starts its writeback early.</li>
  * </ul>
  *
  * <h2>What is timed, and the page cache</h2>
@@ -43,7 +47,7 @@ import java.util.stream.Stream;
  * the append {@code fsync}s on its own), and <b>durable</b>, the same plus {@code fsync} of every file (bytes on the
  * device). Also the calling thread's CPU time per GiB: the write path's own cost, which the load of other processes
  * stretches less than wall time. The ratio tier/append is taken <b>per round</b> (the same seconds of the machine), and
- * the median of the rounds reported with their min-max, after one warm-up round of all three that is not counted
+ * the median of the rounds reported with their min-max, after one warm-up round of all four that is not counted
  * (class loading and the JIT's compilation of the put path). Each tier line also splits its CPU into {@code build()},
  * the puts (segments created as they fill) and {@code close()}. Each round also times the CRC32C of the same pages
  * alone (no I/O, the same thread): the part of the tier's CPU that is its payload checksum, which the append does not
@@ -56,6 +60,8 @@ import java.util.stream.Stream;
  * Options in {@code -Ddiskwrite.args="..."}: {@code --pageSizes=4096,131072,1048576} {@code --bytes=268435456} (per
  * round and contender) {@code --rounds=7} {@code --directMin=0} (the smallest page the tier writes with
  * {@code O_DIRECT}, decision 0015; {@code 0}, the tier's default, writes every page through the page cache);
+ * {@code --writeback=8388608} (the tier's {@code writebackEvery}, decision 0016; {@code 0} leaves writeback to the
+ * kernel);
  * {@code --headers} instead compares the ways of writing a record header (see {@link #headers}); {@code --tierOnly}
  * runs the tier alone, round after round (for a profiler). Files go to {@code granary.bench.dir} (must not be
  * tmpfs).
@@ -63,12 +69,14 @@ import java.util.stream.Stream;
 public final class DiskWriteBenchmark {
 
     private static final long FILE_SIZE = 64L << 20;
-    private static final String[] CONTENDERS = {"tier", "append", "append-falloc"};
+    private static final String[] CONTENDERS = {"tier", "append", "append-falloc", "append-writeback"};
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
     /** The last tier run's CPU seconds split into build, puts and close, for the round's line. */
     private static String lastTierCpu = "";
     /** The smallest page the tier writes with {@code O_DIRECT}; 0: none ({@code directWrites(false)}). */
     private static int directMin;
+    /** The tier's {@code writebackEvery}, and the interval of the {@code append-writeback} contender. */
+    private static long writeback = 8L << 20;
 
     private DiskWriteBenchmark() {}
 
@@ -100,9 +108,12 @@ public final class DiskWriteBenchmark {
                 rounds = Integer.parseInt(arg.substring(9));
             } else if (arg.startsWith("--directMin=")) {
                 directMin = Integer.parseInt(arg.substring(12));
+            } else if (arg.startsWith("--writeback=")) {
+                writeback = Long.parseLong(arg.substring(12));
             } else if (!arg.isBlank()) {
                 throw new IllegalArgumentException("option: " + arg
-                        + " (expected: --pageSizes=, --bytes=, --rounds=, --directMin=, --headers, --tierOnly)");
+                        + " (expected: --pageSizes=, --bytes=, --rounds=, --directMin=, --writeback=, --headers,"
+                        + " --tierOnly)");
             }
         }
         if (rounds < 1 || bytes < FILE_SIZE) {
@@ -275,7 +286,7 @@ public final class DiskWriteBenchmark {
                             if (c == 0) {
                                 tier(directory.resolve("tier"), keys, contents, pageSize, bytes);
                             } else {
-                                append(directory, count, contents, c == 2);
+                                append(directory, count, contents, c == 2, c == 3);
                             }
                         } finally {
                             DiskBenchData.deleteTree(directory);
@@ -286,14 +297,15 @@ public final class DiskWriteBenchmark {
                 StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "  %s round %d (Dirty %s):",
                         DiskColdReadBenchmark.size(pageSize), r + 1, dirtyKiB()));
                 for (int k = 0; k < CONTENDERS.length; k++) {
-                    int c = (k + r) % CONTENDERS.length; // rotate: each contender goes first, second and third
+                    int c = (k + r) % CONTENDERS.length; // rotate: each contender takes each place in turn
                     DiskBenchData.deleteTree(directory);
                     Files.createDirectories(directory);
                     try {
                         runs[r][c] = switch (c) {
                             case 0 -> tier(directory.resolve("tier"), keys, contents, pageSize, bytes);
-                            case 1 -> append(directory, count, contents, false);
-                            default -> append(directory, count, contents, true);
+                            case 1 -> append(directory, count, contents, false, false);
+                            case 2 -> append(directory, count, contents, true, false);
+                            default -> append(directory, count, contents, false, true);
                         };
                     } finally {
                         DiskBenchData.deleteTree(directory);
@@ -326,11 +338,13 @@ public final class DiskWriteBenchmark {
                     sortedCrcs[0], sortedCrcs[rounds - 1],
                     summary(runs, r -> r[0].cpuSecondsPerGiB / r[1].cpuSecondsPerGiB, "%.2f"));
             System.out.printf(Locale.ROOT, "%s tier/append (per round): buffered %s, durable %s;"
-                    + " tier/append-falloc: buffered %s, durable %s%n", size,
-                    summary(runs, r -> r[0].bufferedMBps / r[1].bufferedMBps, "%.2f"),
+                    + " tier/append-falloc: buffered %s, durable %s; tier/append-writeback: buffered %s, durable %s%n",
+                    size, summary(runs, r -> r[0].bufferedMBps / r[1].bufferedMBps, "%.2f"),
                     summary(runs, r -> r[0].durableMBps / r[1].durableMBps, "%.2f"),
                     summary(runs, r -> r[0].bufferedMBps / r[2].bufferedMBps, "%.2f"),
-                    summary(runs, r -> r[0].durableMBps / r[2].durableMBps, "%.2f"));
+                    summary(runs, r -> r[0].durableMBps / r[2].durableMBps, "%.2f"),
+                    summary(runs, r -> r[0].bufferedMBps / r[3].bufferedMBps, "%.2f"),
+                    summary(runs, r -> r[0].durableMBps / r[3].durableMBps, "%.2f"));
         }
     }
 
@@ -373,8 +387,10 @@ public final class DiskWriteBenchmark {
         long cpuBuilt;
         long cpuPut;
         long direct;
+        long handed;
         try (DiskTier tier = DiskTier.builder().directory(directory).capacity(capacity).segmentSize(FILE_SIZE)
-                .directWrites(directMin > 0).directWriteMin(Math.max(directMin, 1)).build()) {
+                .directWrites(directMin > 0).directWriteMin(Math.max(directMin, 1)).writebackEvery(writeback)
+                .build()) {
             cpuBuilt = THREADS.getCurrentThreadCpuTime();
             for (int i = 0; i < keys.length; i++) {
                 Page page = new Page(keys[i], contents[i & 63]) {
@@ -391,12 +407,14 @@ public final class DiskWriteBenchmark {
             }
             cpuPut = THREADS.getCurrentThreadCpuTime();
             direct = tier.directWrites();
+            handed = tier.writebacks();
         }
         long buffered = System.nanoTime();
         long cpuEnd = THREADS.getCurrentThreadCpuTime();
         long cpu = cpuEnd - cpu0;
-        lastTierCpu = String.format(Locale.ROOT, "build %.3f, puts %.3f, close %.3f; %d of %d pages direct",
-                (cpuBuilt - cpu0) / 1e9, (cpuPut - cpuBuilt) / 1e9, (cpuEnd - cpuPut) / 1e9, direct, keys.length);
+        lastTierCpu = String.format(Locale.ROOT, "build %.3f, puts %.3f, close %.3f; %d of %d pages direct;"
+                + " %d ranges to writeback", (cpuBuilt - cpu0) / 1e9, (cpuPut - cpuBuilt) / 1e9,
+                (cpuEnd - cpuPut) / 1e9, direct, keys.length, handed);
         List<Path> files;
         try (Stream<Path> list = Files.list(directory.resolve(DiskTier.SEGMENTS))) {
             files = list.toList();
@@ -405,14 +423,21 @@ public final class DiskWriteBenchmark {
         return run((long) keys.length * pageSize, t0, buffered, System.nanoTime(), cpu);
     }
 
-    /** Appends every page to new files of {@link #FILE_SIZE}, optionally preallocated, then fsyncs them. */
-    private static Run append(Path directory, int count, MemorySegment[] contents, boolean preallocate)
-            throws IOException {
+    /**
+     * Appends every page to new files of {@link #FILE_SIZE}, optionally preallocated, or handing what it wrote to
+     * writeback as the tier does (every {@link #writeback} bytes, one interval behind, and a file's rest when the
+     * next begins), then fsyncs them.
+     */
+    private static Run append(Path directory, int count, MemorySegment[] contents, boolean preallocate,
+            boolean handOff) throws IOException {
+        long every = writeback > 0 ? writeback : 8L << 20;
         long cpu0 = THREADS.getCurrentThreadCpuTime();
         long t0 = System.nanoTime();
         long written = 0;
         List<Path> files = new ArrayList<>();
         FileChannel channel = null;
+        int fd = -1; // a raw descriptor of the same file, for sync_file_range
+        long mark = 0; // everything below it handed to writeback
         long inFile = FILE_SIZE;
         try {
             for (int i = 0; i < count; i++) {
@@ -421,6 +446,11 @@ public final class DiskWriteBenchmark {
                     if (channel != null) {
                         channel.close();
                     }
+                    if (fd >= 0) {
+                        NativeFiles.startWriteback(fd, mark, inFile - mark);
+                        NativeFiles.close(fd);
+                        fd = -1;
+                    }
                     Path file = directory.resolve("raw-" + files.size() + ".dat");
                     files.add(file);
                     Files.createFile(file);
@@ -428,18 +458,27 @@ public final class DiskWriteBenchmark {
                         NativeFiles.allocate(file, FILE_SIZE);
                     }
                     channel = FileChannel.open(file, StandardOpenOption.WRITE);
+                    if (handOff) {
+                        fd = NativeFiles.openReadWrite(file);
+                    }
                     inFile = 0;
+                    mark = 0;
                 }
                 while (b.hasRemaining()) {
                     int n = channel.write(b);
                     written += n;
                     inFile += n;
                 }
+                if (fd >= 0 && inFile - every - mark >= every) {
+                    NativeFiles.startWriteback(fd, mark, every);
+                    mark += every;
+                }
             }
         } finally {
             if (channel != null) {
                 channel.close();
             }
+            NativeFiles.close(fd);
         }
         long buffered = System.nanoTime();
         long cpu = THREADS.getCurrentThreadCpuTime() - cpu0;

@@ -115,6 +115,15 @@ public final class DiskTier implements Tier {
     private final int directMin;
     /** Payloads written with {@code O_DIRECT} so far. */
     private final java.util.concurrent.atomic.LongAdder directWrites = new java.util.concurrent.atomic.LongAdder();
+    /** Payloads written are handed to writeback every this many bytes of a segment (decision 0016); 0: never. */
+    private final long writebackEvery;
+    /** Ranges handed to writeback so far. */
+    private final java.util.concurrent.atomic.LongAdder writebacks = new java.util.concurrent.atomic.LongAdder();
+    /**
+     * A segment that just filled, with a reference for the put that filled it, which hands its rest to writeback
+     * after leaving the allocation lock; guarded by {@link #allocation}.
+     */
+    private Segment filled;
     private final long lengthCheckNanos;
     private final DirectoryLock lock;
     /** The pages on disk, in primitive arrays ({@link DiskIndex}); page objects exist only while leased. */
@@ -179,6 +188,7 @@ public final class DiskTier implements Tier {
         this.retryNanos = b.retryAfter.toNanos();
         this.randomAccess = b.randomAccess;
         this.directMin = b.directWrites ? b.directMin : 0;
+        this.writebackEvery = b.writebackEvery;
         this.lengthCheckNanos = b.lengthCheck.toNanos();
         this.deleteOnClose = b.deleteOnClose;
         this.access = new DiskDirectory.Access(b.group);
@@ -852,22 +862,47 @@ public final class DiskTier implements Tier {
             return false; // closing
         }
         try {
-            allocation.lock();
+            Segment full = null;
             try {
-                segment = closed ? null : reserve(headerLength, length);
-                if (segment == null) {
-                    counters.rejected();
-                    return false;
+                allocation.lock();
+                try {
+                    segment = closed ? null : reserve(headerLength, length);
+                    if (segment != null) {
+                        payload = segment.reservedPayload;
+                        header = segment.lastHeader;
+                        segment.tryRetain(); // the writer's reference: a live segment always has the tier's own
+                    } else {
+                        payload = -1;
+                        header = -1;
+                    }
+                } finally {
+                    full = filled;
+                    filled = null;
+                    allocation.unlock();
                 }
-                payload = segment.reservedPayload;
-                header = segment.lastHeader;
-                segment.tryRetain(); // the writer's reference: a live segment always has the tier's own
             } finally {
-                allocation.unlock();
+                if (full != null) {
+                    finishWriteback(full);
+                }
+            }
+            if (segment == null) {
+                counters.rejected();
+                return false;
             }
             return write(page, key, names, segment, payload, header);
         } finally {
             writers.readLock().unlock();
+        }
+    }
+
+    /** Hands what is left of a segment that filled to writeback, outside the allocation lock, and lets it go. */
+    private void finishWriteback(Segment full) {
+        try {
+            if (full.finishWriteback()) {
+                writebacks.increment();
+            }
+        } finally {
+            full.release();
         }
     }
 
@@ -885,6 +920,8 @@ public final class DiskTier implements Tier {
             // error code (EFAULT), where the CRC32C intrinsic touching it would take the JVM down.
             if (segment.write(bytes, payload)) {
                 directWrites.increment();
+            } else if (segment.wrote(payload)) {
+                writebacks.increment();
             }
             int crc = SegmentFormat.crc(bytes);
             byte[] record = SegmentFormat.recordHeader(names, segment.id, segment.generation, payload, key, crc,
@@ -967,6 +1004,9 @@ public final class DiskTier implements Tier {
         }
         if (active != null) {
             index.seal(active); // full: its rows lose their spare room
+            if (writebackEvery > 0 && active.tryRetain()) {
+                filled = active; // its rest goes to writeback once the put that filled it leaves the lock
+            }
         }
         active = null; // full: from now on a candidate for eviction like the others
         if (shared != null) {
@@ -1159,6 +1199,7 @@ public final class DiskTier implements Tier {
             segment.headersAllocated(Math.min(NativeFiles.HEADER_CHUNK, segmentSize)); // the rest as headers grow
             advise(segment); // before the first touch: without it, a fault reads a whole read-ahead window
             segment.enableDirectWrites(directMin);
+            segment.enableWriteback(writebackEvery);
             segment.write(MemorySegment.ofArray(SegmentFormat.segmentHeader(id, segmentSize,
                     System.currentTimeMillis(), shared == null ? 0 : shared.owner())), 0);
             segment.populateHeaders();
@@ -1499,6 +1540,7 @@ public final class DiskTier implements Tier {
         Segment newest = segments.getLast();
         if (newest.size == segmentSize && newest.freeBytes() >= segmentSize / 8) {
             newest.enableDirectWrites(directMin);
+            newest.enableWriteback(writebackEvery);
             active = newest;
         }
     }
@@ -1521,6 +1563,11 @@ public final class DiskTier implements Tier {
     /** {@return how many pages were written with {@code O_DIRECT} so far} For tests and benchmarks. */
     long directWrites() {
         return directWrites.sum();
+    }
+
+    /** {@return how many ranges of written pages were handed to writeback so far} For tests and benchmarks. */
+    long writebacks() {
+        return writebacks.sum();
     }
 
     static String fileName(long id) {
@@ -1612,6 +1659,7 @@ public final class DiskTier implements Tier {
         private boolean randomAccess = true;
         private boolean directWrites;
         private int directMin = DIRECT_MIN;
+        private long writebackEvery = WRITEBACK_EVERY;
         private SegmentFiles files = NativeFiles::allocateSparse;
         /** How often a segment's file length is re-checked on the hit path (see {@code ready}). */
         static final Duration LENGTH_CHECK = Duration.ofMillis(10);
@@ -1833,6 +1881,39 @@ public final class DiskTier implements Tier {
 
         /** With {@link #directWrites} on, pages of at least this many bytes are written direct. */
         static final int DIRECT_MIN = 64 << 10;
+
+        /**
+         * How much of a segment the tier writes before it asks the kernel to start writing those pages to the device
+         * ({@code sync_file_range(2)}, which does not wait for them; decision 0016). Without it the pages the tier
+         * writes stay dirty in the page cache until the kernel's flusher takes them: 30 seconds later, or once dirty
+         * pages pass a tenth of the memory (gigabytes on a training node) and then all at once, competing with the
+         * job's own writes, such as checkpoints, which the kernel throttles meanwhile; in a container they are charged
+         * to its memory limit until written. With it, a filling segment holds about two intervals of dirty pages, the
+         * device writes while the tier goes on filling, and what the tier wrote becomes clean page cache the kernel
+         * can drop without writing. What it costs: the filling thread that crosses an interval submits that I/O (a
+         * flusher thread's work otherwise; measured +0.04 to +0.18 CPU-s per GiB written, the most with 4 KiB pages)
+         * and can wait while the device's queue is full. It makes nothing durable: the tier never needs that (a crash
+         * loses at most pages not yet written, found by their checksums). Measured with one writer, the tier's durable
+         * rate against a plain append of the same pages, off and on: 0.79 and 0.99 with 4 KiB pages, 0.85 and 1.00
+         * with 128 KiB, 0.90 and 1.15 with 1 MiB. Pages written with {@link #directWrites} are not in the page cache
+         * and need none of this.
+         *
+         * @param bytes {@code 0} to leave writeback to the kernel, else at least 64 KiB; default 8 MiB
+         * @return this builder
+         * @throws IllegalArgumentException if {@code bytes} is negative or between 1 byte and 64 KiB
+         */
+        public Builder writebackEvery(long bytes) {
+            if (bytes != 0 && bytes < MIN_WRITEBACK) {
+                throw new IllegalArgumentException("disk tier writebackEvery: " + bytes + " bytes (expected: 0 to"
+                        + " leave writeback to the kernel, or at least " + MIN_WRITEBACK + ")");
+            }
+            this.writebackEvery = bytes;
+            return this;
+        }
+
+        /** The default of {@link #writebackEvery}. */
+        static final long WRITEBACK_EVERY = 8L << 20;
+        private static final long MIN_WRITEBACK = 64 << 10;
 
         /** For tests: the smallest page written direct (default {@link #DIRECT_MIN}), so small pages can take it. */
         Builder directWriteMin(int bytes) {

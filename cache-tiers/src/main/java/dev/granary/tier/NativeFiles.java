@@ -22,9 +22,9 @@ import java.nio.file.StandardOpenOption;
  * {@code pread(2)} and {@code lseek(2)} on a raw descriptor, to verify a page and check a file's length without
  * touching the mapping (a mapped page past the end of a truncated file is a {@code SIGBUS} that kills the JVM inside
  * an intrinsic such as CRC32C) and without {@code FileChannel}'s habit of closing itself when a reading thread is
- * interrupted; {@code flock(2)}, to lock a directory through a descriptor of the directory itself; and
+ * interrupted; {@code flock(2)}, to lock a directory through a descriptor of the directory itself;
  * {@code open(2)} with {@code O_DIRECT} and {@code posix_fadvise(2)}, for payloads written past the page cache
- * (decision 0015).
+ * (decision 0015); and {@code sync_file_range(2)}, to start the writeback of written payloads early (decision 0016).
  *
  * <p>Where the calls cannot be linked, allocation falls back to writing zeros (slower, same guarantee), advice is
  * skipped, and {@link #openReadOnly} returns {@code -1} (callers fall back to {@code FileChannel}). Thread-safe and
@@ -66,6 +66,9 @@ final class NativeFiles {
     private static final MethodHandle FCNTL;
     private static final MethodHandle FCHMOD;
     private static final MethodHandle FADVISE;
+    /** {@code sync_file_range(2)} (Linux): starts writeback of a range without waiting for it. */
+    private static final MethodHandle SYNC_FILE_RANGE;
+    private static final int SYNC_FILE_RANGE_WRITE = 2;
     /** Captures errno of {@link #PREAD} and {@link #FLOCK}. */
     private static final java.lang.foreign.StructLayout CAPTURED = Linker.Option.captureStateLayout();
     private static final java.lang.invoke.VarHandle ERRNO = CAPTURED.varHandle(
@@ -84,6 +87,7 @@ final class NativeFiles {
         MethodHandle fcntl = null;
         MethodHandle fchmod = null;
         MethodHandle fadvise = null;
+        MethodHandle syncFileRange = null;
         try {
             Linker linker = Linker.nativeLinker();
             SymbolLookup libc = linker.defaultLookup();
@@ -119,6 +123,9 @@ final class NativeFiles {
             fadvise = libc.find("posix_fadvise").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(
                     ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
                     ValueLayout.JAVA_INT))).orElse(null);
+            syncFileRange = libc.find("sync_file_range").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(
+                    ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
+                    ValueLayout.JAVA_INT))).orElse(null);
         } catch (RuntimeException | LinkageError e) {
             // not on a platform with these calls: the fallbacks below apply
         }
@@ -135,6 +142,7 @@ final class NativeFiles {
         FCNTL = files ? fcntl : null;
         FCHMOD = files ? fchmod : null;
         FADVISE = files ? fadvise : null;
+        SYNC_FILE_RANGE = files ? syncFileRange : null;
     }
 
     private NativeFiles() {}
@@ -406,6 +414,26 @@ final class NativeFiles {
             } catch (Throwable t) {
                 // advice only
             }
+        }
+    }
+
+    /**
+     * Asks the kernel to start writing the dirty pages of {@code length} bytes of an open file at {@code offset} to
+     * the device, and returns without waiting for them ({@code sync_file_range(2)} with
+     * {@code SYNC_FILE_RANGE_WRITE}; decision 0016). It makes nothing durable (no metadata, no device cache flush):
+     * it only turns dirty pages into clean ones sooner than the kernel's flusher would. It can wait while the
+     * device's queue is full. Advice only: where the call is missing or fails, nothing happens.
+     *
+     * @return whether the kernel took the request
+     */
+    static boolean startWriteback(int fd, long offset, long length) {
+        if (SYNC_FILE_RANGE == null || fd < 0 || length <= 0) {
+            return false;
+        }
+        try {
+            return (int) SYNC_FILE_RANGE.invokeExact(fd, offset, length, SYNC_FILE_RANGE_WRITE) == 0;
+        } catch (Throwable t) {
+            return false; // advice only
         }
     }
 

@@ -74,6 +74,17 @@ final class Segment implements RegionPolicy.Region {
     private int directMin = Integer.MAX_VALUE;
     /** Cleared for good when the kernel refuses a direct write ({@code EINVAL}): the rest stay buffered. */
     private volatile boolean directWorks = true;
+    /**
+     * Early writeback (decision 0016): every this many bytes of payloads written, a chunk of them is handed to the
+     * device ({@link #wrote}); {@code 0} for never. Set by {@link #enableWriteback} before the segment takes appends
+     * (under the tier's allocation lock, which writers pass through).
+     */
+    private long writebackEvery;
+    /**
+     * Every payload at or above this offset has been handed to writeback, or was written before the segment was
+     * reopened; payloads are written downwards from the end of the file, so the mark only goes down.
+     */
+    private final java.util.concurrent.atomic.AtomicLong writebackMark = new java.util.concurrent.atomic.AtomicLong();
 
     private Segment(long id, Path file, Path openedAs, long size, Arena arena, MemorySegment map, int fd,
             Consumer<Segment> onFree) {
@@ -133,6 +144,57 @@ final class Segment implements RegionPolicy.Region {
             directMin = Math.max(minBytes, DIRECT_ALIGNMENT);
             directFd = direct;
         }
+    }
+
+    /**
+     * Has the payloads written into this segment from now on handed to the device every {@code bytes} bytes of them
+     * ({@link #wrote}, decision 0016), rather than left dirty in the page cache until the kernel's flusher takes
+     * them. A no-op for {@code bytes <= 0} (off) and where raw descriptors are not available. Under the tier's
+     * allocation lock, before the segment takes appends.
+     */
+    void enableWriteback(long bytes) {
+        if (bytes <= 0 || fd < 0) {
+            return;
+        }
+        writebackMark.set(payloadStart); // a new segment's end; a resumed one's lowest payload
+        writebackEvery = bytes;
+    }
+
+    /**
+     * Called after a payload was written at {@code payload} through the page cache: once the payloads below the
+     * last hand-off reach two intervals, hands the first of them (from one interval above this payload up to the
+     * mark) to writeback ({@link NativeFiles#startWriteback}), and moves the mark down. The interval of lag gives
+     * writers of pages reserved before this one (higher in the file) time to finish theirs; a page written after its
+     * range was handed off is dirty again and left to the kernel's flusher. Lock-free: of the writers that cross a
+     * mark at once, the one that moves it hands the chunk off.
+     *
+     * @return whether a chunk was handed to writeback
+     */
+    boolean wrote(long payload) {
+        long every = writebackEvery;
+        if (every <= 0) {
+            return false;
+        }
+        long mark = writebackMark.get();
+        long from = (payload + every) & -(long) DIRECT_ALIGNMENT;
+        if (mark - from < every || !writebackMark.compareAndSet(mark, from)) {
+            return false;
+        }
+        return NativeFiles.startWriteback(fd, from, mark - from);
+    }
+
+    /**
+     * When the segment is full: hands everything not handed off yet, the last payloads and the record headers, to
+     * writeback. The caller holds a reference.
+     *
+     * @return whether anything was handed to writeback
+     */
+    boolean finishWriteback() {
+        if (writebackEvery <= 0) {
+            return false;
+        }
+        long mark = writebackMark.getAndSet(0);
+        return mark > 0 && NativeFiles.startWriteback(fd, 0, mark);
     }
 
     /**
