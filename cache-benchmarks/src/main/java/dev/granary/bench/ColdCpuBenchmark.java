@@ -396,9 +396,12 @@ public final class ColdCpuBenchmark {
                 Path diskDir = null;
                 if (subject.startsWith("disk")) {
                     diskDir = Files.createTempDirectory(dir, "disk-");
-                    builder.tier(DiskTier.builder().directory(diskDir).capacity(capacity)
-                            .directWrites(subject.endsWith("-direct"))
-                            .writebackEvery(subject.endsWith("-nowriteback") ? 0 : 8L << 20).build());
+                    DiskTier.Builder disk = DiskTier.builder().directory(diskDir).capacity(capacity)
+                            .directWrites(subject.endsWith("-direct"));
+                    if (subject.endsWith("-nowriteback")) {
+                        disk.writebackEvery(0); // as before decision 0016; the others keep the tier's default
+                    }
+                    builder.tier(disk.build());
                 }
                 try (TieredCache cache = builder.build()) {
                     System.clearProperty("granary.fillThreads");
