@@ -99,7 +99,9 @@ final class DiskDirectory {
         try (DirectoryStream<Path> entries = Files.newDirectoryStream(directory)) {
             for (Path entry : entries) {
                 String name = entry.getFileName().toString();
-                if (ours ? OWN.contains(name) : name.equals(DirectoryLock.FILE)) {
+                // Granary's own names are fine even before FORMAT exists: another process may be opening the same
+                // directory right now (shared mode: its lock and shared files come before FORMAT and segments/).
+                if (OWN.contains(name)) {
                     continue;
                 }
                 if (!ours) {

@@ -113,6 +113,40 @@ class SharedDiskTierTest {
         }
     }
 
+    /**
+     * Processes that open a fresh shared directory at once: one has made its lock and shared files (or is writing
+     * FORMAT) when another looks at the directory. Seen in {@code SharedDirectoryProcessTest}: the second was refused
+     * with "holds other files (such as granary.shared) and is not a Granary disk tier". Each moment of the first
+     * opener's, frozen: the second opens, and the directory then works for both.
+     */
+    @Test
+    void aDirectoryAnotherProcessIsOpeningRightNowIsGranarysNotForeign() throws Exception {
+        String[][] moments = {{SharedDirectory.FILE}, {DirectoryLock.FILE, SharedDirectory.FILE},
+            {DirectoryLock.FILE, SharedDirectory.FILE, DiskTier.FORMAT_FILE + ".tmp"}};
+        for (String[] present : moments) {
+            Path dir = root.resolve("disk-" + present.length);
+            Files.createDirectories(dir);
+            for (String name : present) {
+                Files.createFile(dir.resolve(name));
+            }
+            try (DiskTier tier = shared(dir, 1 << 20).build()) {
+                put(tier, key("x", 0, 100));
+                assertServes(tier, key("x", 0, 100));
+            }
+            try (DiskTier again = shared(dir, 1 << 20).build()) {
+                assertServes(again, key("x", 0, 100));
+            }
+        }
+        Path foreign = root.resolve("foreign");
+        Files.createDirectories(foreign);
+        Files.createFile(foreign.resolve(SharedDirectory.FILE));
+        Files.createFile(foreign.resolve("notes.txt"));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> shared(foreign, 1 << 20).build());
+        assertTrue(e.getMessage().contains("notes.txt") && e.getMessage().contains("not a Granary disk tier"),
+                e.getMessage());
+    }
+
     @Test
     void anUnsharedTierIsRefusedWhileSharedOnesHoldTheDirectoryAndTheOtherWayRound() throws Exception {
         Path dir = root.resolve("disk");
