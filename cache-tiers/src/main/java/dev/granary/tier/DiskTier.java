@@ -120,8 +120,8 @@ public final class DiskTier implements Tier {
     /** Ranges handed to writeback so far. */
     private final java.util.concurrent.atomic.LongAdder writebacks = new java.util.concurrent.atomic.LongAdder();
     /**
-     * A segment that just filled, with a reference for the put that filled it, which hands its rest to writeback
-     * after leaving the allocation lock; guarded by {@link #allocation}.
+     * A segment that just filled, with a reference for the put that found it full, which hands its rest to writeback
+     * after its own write, outside the allocation lock; guarded by {@link #allocation}.
      */
     private Segment filled;
     private final long lengthCheckNanos;
@@ -1013,7 +1013,7 @@ public final class DiskTier implements Tier {
         if (active != null) {
             index.seal(active); // full: its rows lose their spare room
             if (writebackEvery > 0 && active.tryRetain()) {
-                filled = active; // its rest goes to writeback once the put that filled it leaves the lock
+                filled = active; // its rest goes to writeback once this put has written its own page
             }
         }
         active = null; // full: from now on a candidate for eviction like the others
