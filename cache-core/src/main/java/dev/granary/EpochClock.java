@@ -47,6 +47,10 @@ final class EpochClock {
     }
 
     synchronized void start(EpochDriver driver) {
+        begin(driver, false);
+    }
+
+    private void begin(EpochDriver driver, boolean staging) {
         ensureOpen(driver);
         if (driver.inEpoch) {
             throw new IllegalStateException("epoch driver of " + originUri + ": an epoch is already started"
@@ -54,10 +58,20 @@ final class EpochClock {
         }
         ensureCacheOpen();
         clock++;
-        driver.previousStart = driver.currentStart;
+        driver.previousStart = staging ? clock : driver.currentStart;
         driver.currentStart = clock;
         driver.inEpoch = true;
         publish();
+    }
+
+    /**
+     * Starts a prestage's "epoch": like {@link #start}, but as if the driver's previous epoch had started now too, so
+     * that only pages put or read from now on are live for it and everything the tiers held before is dead (may be
+     * replaced). A prestage under such a driver never evicts what it staged itself: once the staging tiers are full of
+     * its own pages they refuse the next one, which the prestage reports as not staged for lack of room.
+     */
+    synchronized void startStaging(EpochDriver driver) {
+        begin(driver, true);
     }
 
     synchronized void end(EpochDriver driver) {

@@ -34,10 +34,23 @@ import java.util.stream.Stream;
  * takes the next object. The caller's thread only waits, and calls the listener every {@link #REPORT_NANOS}: the
  * listener is never called concurrently with itself.
  *
+ * <h2>Room</h2>
+ * The prestage runs under an {@link EpochDriver} of its own that protects only what it touches
+ * ({@link EpochClock#startStaging}): the staging tiers may replace anything they held before, but never a page this
+ * prestage staged or found, so a dataset larger than the tiers does not push its own first objects out. When the
+ * staging tiers hold anything at the start, a first pass looks every object's pages up before anything is fetched
+ * ({@link #protectHeld}), so that what an earlier run staged is found, not replaced by this run's first fills. Once a
+ * staging tier refuses a page while its medium is healthy (no new failure counted) and its used bytes leave no room for
+ * the page, the tiers are full: the prestage stops fetching, and every object it reaches after that counts as {@linkplain PrestageResult#notStaged() not staged}
+ * (with its bytes, so the caller can say how much room was missing). If the staging tiers evicted anything during the
+ * run (old pages, or, in a directory other processes share, whatever their policy chose), the objects are looked up
+ * once more at the end and only those still held count as staged.
+ *
  * <h2>Accounting</h2>
  * An object counts once it is finished: staged (every page now in a staging tier), already cached (every page was
- * there before), or failed (the first failure of one of its pages, or of its stat). An object cancelled half-way
- * counts nowhere. Counters are atomics read racily for progress and exactly at the end, once every worker has stopped.
+ * there before), failed (the first failure of one of its pages, or of its stat), or not staged for lack of room. An
+ * object cancelled half-way counts nowhere. Counters are atomics read racily for progress and exactly at the end,
+ * once every worker has stopped.
  */
 final class Prestage {
 
@@ -58,6 +71,12 @@ final class Prestage {
     private final AtomicLong bytesFetched = new AtomicLong();
     private final AtomicLong alreadyCached = new AtomicLong();
     private final AtomicLong failedCount = new AtomicLong();
+    private final AtomicLong notStaged = new AtomicLong();
+    private final AtomicLong bytesNotStaged = new AtomicLong();
+    /** Set once a staging tier refused a page for lack of room: no object is fetched after that. */
+    private final AtomicBoolean full = new AtomicBoolean();
+    /** The staging tiers' medium failures when the prestage started: a refusal with no new failure means no room. */
+    private long failuresAtStart;
     private final List<PrestageResult.Failure> failures = new ArrayList<>(); // guarded by itself
     private volatile long objectsTotal = -1;
     private volatile long bytesTotal = -1;
@@ -66,15 +85,24 @@ final class Prestage {
     private final Object source = new Object();
     private final Iterator<?> items; // guarded by source
     private final String sourceName;
+    /** The same objects again, for the final look-up after evictions. */
+    private final Reopen reopen;
     private boolean sourceFailed; // guarded by source
     private long listed; // guarded by source
     private long listedBytes; // guarded by source; -1 for keys, whose sizes are not known in advance
 
-    Prestage(TieredCache cache, int from, Iterator<?> items, String sourceName, long objectsTotal,
+    /** Lists the objects of a prestage again: {@link ObjectInfo}s, or keys to stat. */
+    @FunctionalInterface
+    interface Reopen {
+        Stream<?> open() throws IOException;
+    }
+
+    Prestage(TieredCache cache, int from, Iterator<?> items, Reopen reopen, String sourceName, long objectsTotal,
             Consumer<Progress> listener, int concurrency, long timeoutNanos) {
         this.cache = cache;
         this.from = from;
         this.items = items;
+        this.reopen = reopen;
         this.sourceName = sourceName;
         this.objectsTotal = objectsTotal;
         this.listener = listener;
@@ -89,6 +117,25 @@ final class Prestage {
      * @param counter a listing that only counts (the totals), run beside the prestage; null if the totals are known
      */
     PrestageResult run(Stream<ObjectInfo> counter) {
+        try (EpochDriver driver = cache.newDriver()) {
+            cache.startStaging(driver);
+            failuresAtStart = cache.stagingCounts(from).failures();
+            long evictionsAtStart = cache.stagingCounts(from).evictions();
+            if (cache.stagingCounts(from).usedBytes() > 0 && protectHeld()) {
+                if (counter != null) {
+                    counter.close(); // the protecting pass counted the totals already
+                }
+                counter = null;
+            }
+            PrestageResult result = stageAll(counter);
+            if (cache.stagingCounts(from).evictions() != evictionsAtStart && !result.cancelled()) {
+                result = recount(result);
+            }
+            return result;
+        }
+    }
+
+    private PrestageResult stageAll(Stream<ObjectInfo> counter) {
         boolean interrupted = false;
         CountDownLatch finished = new CountDownLatch(workers);
         Thread counting = counter == null ? null : Thread.ofVirtual().name("granary-prestage-count").start(() ->
@@ -149,7 +196,92 @@ final class Prestage {
             kept = List.copyOf(failures);
         }
         return new PrestageResult(objectsStaged.get(), bytesDone.get(), alreadyCached.get(), bytesFetched.get(), kept,
-                failedCount.get(), cancel.get(), elapsed());
+                failedCount.get(), cancel.get(), elapsed(), notStaged.get(), bytesNotStaged.get());
+    }
+
+    /**
+     * The staging tiers hold pages already: looks every object's pages up before anything is fetched, which stamps
+     * those found with the prestage's epoch, so that no fill of this run replaces a page of an object it has not
+     * reached yet (a second run after a first that ran out of room must find all the first one kept). Counts the
+     * totals on the way. One more listing of a prefix (a LIST request per 1 000 objects on S3), or the keys' stats.
+     *
+     * @return whether the totals are known now (the pass reached the end)
+     */
+    private boolean protectHeld() {
+        long n = 0;
+        long bytes = 0;
+        try (Stream<?> all = reopen.open()) {
+            Iterator<?> it = all.iterator();
+            while (it.hasNext()) {
+                if (cancel.get()) {
+                    return false;
+                }
+                Object item = it.next();
+                ObjectInfo info;
+                try {
+                    info = item instanceof ObjectInfo listed ? listed : cache.stat((String) item);
+                } catch (IOException | RuntimeException e) {
+                    continue; // the staging pass meets it again and names the failure
+                }
+                n++;
+                bytes += info.size();
+                long pages = (info.size() + cache.pageSize() - 1) / cache.pageSize();
+                for (long i = 0; i < pages; i++) {
+                    cache.findStaged(cache.pageKey(info, i), from);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            return false; // the staging pass lists again and reports what fails
+        }
+        synchronized (source) {
+            objectsTotal = n;
+            bytesTotal = bytes;
+        }
+        return true;
+    }
+
+    /**
+     * The staging tiers evicted pages during the run: looks every object up again and counts as staged only those
+     * whose every page is still held; the others move to {@link PrestageResult#notStaged()}. If the objects cannot be
+     * listed again, the result stays as it was (what was counted was true when counted).
+     */
+    private PrestageResult recount(PrestageResult result) {
+        long held = 0;
+        long heldBytes = 0;
+        try (Stream<?> again = reopen.open()) {
+            Iterator<?> it = again.iterator();
+            while (it.hasNext()) {
+                Object item = it.next();
+                ObjectInfo info;
+                try {
+                    info = item instanceof ObjectInfo listed ? listed : cache.stat((String) item);
+                } catch (IOException | RuntimeException e) {
+                    continue; // failed, and counted as failed, during the run
+                }
+                if (heldWhole(info)) {
+                    held++;
+                    heldBytes += info.size();
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            return result;
+        }
+        long lost = Math.max(0, result.objects() - held);
+        long lostBytes = Math.max(0, result.bytes() - heldBytes);
+        return new PrestageResult(result.objects() - lost, result.bytes() - lostBytes,
+                Math.min(result.alreadyCached(), result.objects() - lost), result.bytesFetched(), result.failed(),
+                result.failedCount(), result.cancelled(), elapsed(), result.notStaged() + lost,
+                result.bytesNotStaged() + lostBytes);
+    }
+
+    private boolean heldWhole(ObjectInfo info) {
+        long pages = (info.size() + cache.pageSize() - 1) / cache.pageSize();
+        for (long i = 0; i < pages; i++) {
+            if (!cache.staged(cache.pageKey(info, i), from)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private Duration elapsed() {
@@ -158,7 +290,7 @@ final class Prestage {
 
     private Progress progress() {
         return new Progress(objectsDone.get(), objectsTotal, bytesDone.get(), bytesTotal, bytesFetched.get(),
-                alreadyCached.get(), failedCount.get(), elapsed(), cancel);
+                alreadyCached.get(), failedCount.get(), notStaged.get(), elapsed(), cancel);
     }
 
     /** The counting listing: sets the totals when it reaches the end; stops early when the prestage is over. */
@@ -247,10 +379,14 @@ final class Prestage {
                 break;
             }
             PageKey key = cache.pageKey(info, i);
-            if (cache.staged(key, from)) {
+            if (cache.findStaged(key, from)) {
                 task.counted.addAndGet(key.length());
                 bytesDone.addAndGet(key.length());
                 continue;
+            }
+            if (full.get()) {
+                task.noRoom = true; // the tiers are full of what this prestage staged: fetch nothing more
+                break;
             }
             try {
                 inFlight.acquire();
@@ -282,9 +418,17 @@ final class Prestage {
             flight.copy().orTimeout(timeoutNanos, TimeUnit.NANOSECONDS).whenComplete((page, error) -> {
                 inFlight.release();
                 if (error == null && !cache.staged(key, from)) {
-                    error = new IOException("no staging tier kept page " + key.offset() / cache.pageSize()
-                            + " (" + cache.stagingTierNames(from) + " refused it: full, a page larger than it holds, or"
-                            + " its medium failing; see the tier's stats().failures())");
+                    if (cache.stagingCounts(from).failures() == failuresAtStart
+                            && cache.stagingFull(from, key.length())) {
+                        full.set(true); // refused, healthy and full: its room holds this prestage's own pages
+                        task.noRoom = true;
+                        task.pageRefused();
+                        return;
+                    } else {
+                        error = new IOException("no staging tier kept page " + key.offset() / cache.pageSize() + " ("
+                                + cache.stagingTierNames(from) + " refused it: a page larger than it holds, or its"
+                                + " medium failing; see the tier's stats().failures())");
+                    }
                 }
                 task.pageDone(key, error);
             });
@@ -302,6 +446,11 @@ final class Prestage {
         if (task.error != null) {
             bytesDone.addAndGet(-task.counted.get());
             objectFailed(info.key(), task.errorMessage(cache));
+        } else if (task.noRoom) {
+            bytesDone.addAndGet(-task.counted.get());
+            objectsDone.incrementAndGet();
+            notStaged.incrementAndGet();
+            bytesNotStaged.addAndGet(info.size());
         } else if (issuedAll) {
             objectsDone.incrementAndGet();
             objectsStaged.incrementAndGet();
@@ -349,6 +498,8 @@ final class Prestage {
         final AtomicLong counted = new AtomicLong();
         final CompletableFuture<Void> done = new CompletableFuture<>();
         volatile boolean fetching;
+        /** A page of this object found no room: the object counts as not staged. */
+        volatile boolean noRoom;
         volatile Throwable error;
         volatile PageKey errorKey;
 
@@ -369,6 +520,13 @@ final class Prestage {
                 bytesDone.addAndGet(key.length());
                 bytesFetched.addAndGet(key.length());
             }
+            if (pending.decrementAndGet() == 0) {
+                done.complete(null);
+            }
+        }
+
+        /** A page was fetched but no staging tier had room for it: nothing of it counts. */
+        void pageRefused() {
             if (pending.decrementAndGet() == 0) {
                 done.complete(null);
             }

@@ -18,9 +18,13 @@ import java.util.List;
  * @param cancelled     whether the prestage was cancelled ({@link Progress#cancel()} or an interrupt) before the end;
  *                      the objects not reached count nowhere
  * @param elapsed       the prestage's wall-clock time
+ * @param notStaged     objects not held by the staging tiers at the end for lack of room: the tiers filled up with
+ *                      what this prestage staged (it never evicts its own pages to make room, and stops fetching once
+ *                      they refuse one), or, in a directory other processes share, they evicted some of it
+ * @param bytesNotStaged the bytes of those objects
  */
 public record PrestageResult(long objects, long bytes, long alreadyCached, long bytesFetched, List<Failure> failed,
-        long failedCount, boolean cancelled, Duration elapsed) {
+        long failedCount, boolean cancelled, Duration elapsed, long notStaged, long bytesNotStaged) {
 
     /** How many failures a result keeps by name: a prestage whose every object fails keeps bounded memory. */
     public static final int MAX_FAILURES_KEPT = 1000;
@@ -30,9 +34,12 @@ public record PrestageResult(long objects, long bytes, long alreadyCached, long 
         failed = List.copyOf(failed);
     }
 
-    /** {@return whether every object reached was staged: none failed and the prestage was not cancelled} */
+    /**
+     * {@return whether every object reached is held by the staging tiers: none failed, none was left out for lack of
+     * room, and the prestage was not cancelled}
+     */
     public boolean complete() {
-        return failedCount == 0 && !cancelled;
+        return failedCount == 0 && notStaged == 0 && !cancelled;
     }
 
     /**

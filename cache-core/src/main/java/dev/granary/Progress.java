@@ -26,11 +26,12 @@ public final class Progress {
     private final long bytesFetched;
     private final long alreadyCached;
     private final long failed;
+    private final long notStaged;
     private final Duration elapsed;
     private final AtomicBoolean cancel;
 
     Progress(long objectsDone, long objectsTotal, long bytesDone, long bytesTotal, long bytesFetched,
-            long alreadyCached, long failed, Duration elapsed, AtomicBoolean cancel) {
+            long alreadyCached, long failed, long notStaged, Duration elapsed, AtomicBoolean cancel) {
         this.objectsDone = objectsDone;
         this.objectsTotal = objectsTotal;
         this.bytesDone = bytesDone;
@@ -38,11 +39,14 @@ public final class Progress {
         this.bytesFetched = bytesFetched;
         this.alreadyCached = alreadyCached;
         this.failed = failed;
+        this.notStaged = notStaged;
         this.elapsed = elapsed;
         this.cancel = cancel;
     }
 
-    /** {@return the objects finished so far: staged now, found cached already, or failed} */
+    /**
+     * {@return the objects finished so far: staged now, found cached already, failed, or not staged for lack of room}
+     */
     public long objectsDone() {
         return objectsDone;
     }
@@ -75,6 +79,15 @@ public final class Progress {
     /** {@return the objects that failed so far} */
     public long failed() {
         return failed;
+    }
+
+    /**
+     * {@return the objects left out so far for lack of room}: once the staging tiers are full of what this prestage
+     * staged, it stops fetching, and every object it reaches after that counts here (see
+     * {@link PrestageResult#notStaged()})
+     */
+    public long notStaged() {
+        return notStaged;
     }
 
     /** {@return the time since the prestage started} */
@@ -122,6 +135,7 @@ public final class Progress {
     public String toString() {
         return "Progress[objects=" + objectsDone + "/" + (objectsTotal < 0 ? "?" : objectsTotal) + ", bytes="
                 + bytesDone + "/" + (bytesTotal < 0 ? "?" : bytesTotal) + ", fetched=" + bytesFetched
-                + ", alreadyCached=" + alreadyCached + ", failed=" + failed + ", elapsed=" + elapsed + "]";
+                + ", alreadyCached=" + alreadyCached + ", failed=" + failed + ", notStaged=" + notStaged + ", elapsed="
+                + elapsed + "]";
     }
 }

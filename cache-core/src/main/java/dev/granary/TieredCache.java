@@ -470,16 +470,20 @@ public final class TieredCache implements AutoCloseable {
      *       kept), or interrupt the calling thread: no new page is started, pages in flight finish (each within the
      *       read timeout), and the result says {@link PrestageResult#cancelled()}; after an interrupt the thread's
      *       interrupt flag is set again.</li>
-     *   <li><b>Failures</b> of single objects (an object deleted since the listing, a page a full tier refused, an
-     *       origin error after its retries) do not stop the prestage: they are counted and named in
+     *   <li><b>Room:</b> the staging tiers may replace what they held before, never what this prestage staged or
+     *       found: once they are full of it, the prestage stops fetching and counts every object it reaches after
+     *       that in {@link PrestageResult#notStaged()}, with its bytes, so a second run finds the first run's objects
+     *       {@linkplain PrestageResult#alreadyCached() already cached} instead of fetching them again.</li>
+     *   <li><b>Failures</b> of single objects (an object deleted since the listing, a page a failing medium refused,
+     *       an origin error after its retries) do not stop the prestage: they are counted and named in
      *       {@link PrestageResult#failed()}.</li>
      * </ul>
      *
      * @param prefix   a key prefix, possibly empty (the whole origin)
      * @param listener receives progress; {@code p -> {}} for none
      * @return what was staged, found, and what failed
-     * @throws IllegalArgumentException if the prefix is null, absolute or has a {@code ..} segment, or the listener is
-     *                                  null
+     * @throws IllegalArgumentException if the prefix is null, absolute or has a {@code ..} segment, lists no object,
+     *                                  or the listener is null
      * @throws IOException              if the listing cannot be started (a missing bucket or directory)
      * @throws IllegalStateException    if the cache is closed
      * @throws RuntimeException         what the listener threw (the prestage is cancelled first)
@@ -502,8 +506,14 @@ public final class TieredCache implements AutoCloseable {
             throw e;
         }
         try (listing) {
-            Prestage run = new Prestage(this, stagingFrom(), listing.iterator(), "listing of '" + prefix + "'", -1,
-                    listener, prestageConcurrency(), readTimeoutNanos);
+            java.util.Iterator<ObjectInfo> items = listing.iterator();
+            if (!items.hasNext()) { // the first page of the listing: a typo in a prefix is not "0 objects staged"
+                counting.close();
+                throw new IllegalArgumentException("prefix '" + prefix + "': no object under it at " + originUri
+                        + " (expected: a prefix that lists at least one object)");
+            }
+            Prestage run = new Prestage(this, stagingFrom(), items, () -> fetcher.list(prefix),
+                    "listing of '" + prefix + "'", -1, listener, prestageConcurrency(), readTimeoutNanos);
             return run.run(counting);
         }
     }
@@ -516,21 +526,22 @@ public final class TieredCache implements AutoCloseable {
      * @param keys     object keys; read once, in order (copy a list that others change)
      * @param listener receives progress; {@code p -> {}} for none
      * @return what was staged, found, and what failed (a missing key is a failure, not an exception)
-     * @throws IllegalArgumentException if the list or the listener is null, or a key is invalid
+     * @throws IllegalArgumentException if the list or the listener is null, the list is empty, or a key is invalid
      * @throws IllegalStateException    if the cache is closed
      * @throws RuntimeException         what the listener threw (the prestage is cancelled first)
      */
     public PrestageResult prestage(List<String> keys, java.util.function.Consumer<Progress> listener) {
         ensureOpen();
-        if (keys == null) {
-            throw new IllegalArgumentException("keys: null (expected: a list of object keys)");
+        if (keys == null || keys.isEmpty()) {
+            throw new IllegalArgumentException("keys: " + (keys == null ? "null" : "empty")
+                    + " (expected: a list of at least one object key)");
         }
         List<String> copy = List.copyOf(keys.stream().map(k -> k == null ? "" : k).toList());
         for (String key : copy) {
             Checks.key(key);
         }
         checkListener(listener);
-        return new Prestage(this, stagingFrom(), copy.iterator(), "keys", copy.size(), listener,
+        return new Prestage(this, stagingFrom(), copy.iterator(), copy::stream, "keys", copy.size(), listener,
                 prestageConcurrency(), readTimeoutNanos).run(null);
     }
 
@@ -548,6 +559,58 @@ public final class TieredCache implements AutoCloseable {
 
     private int prestageConcurrency() {
         return Math.max(1, Math.min(origin.maxConcurrency(), 1024));
+    }
+
+    /** Starts a prestage's driver: only what the prestage touches from now on is protected ({@link EpochClock}). */
+    void startStaging(EpochDriver driver) {
+        epochs.startStaging(driver);
+    }
+
+    /** The staging tiers' medium failures, evictions and used bytes, summed: what a prestage compares. */
+    record StagingCounts(long failures, long evictions, long usedBytes) {}
+
+    StagingCounts stagingCounts(int from) {
+        long failures = 0;
+        long evictions = 0;
+        long used = 0;
+        for (int i = from; i < tiers.length; i++) {
+            TierStats s = tiers[i].stats();
+            failures += s.failures();
+            evictions += s.evictions();
+            used += s.usedBytes();
+        }
+        return new StagingCounts(failures, evictions, used);
+    }
+
+    /** {@return whether no staging tier has room for a page of {@code length} bytes more, by its own stats} */
+    boolean stagingFull(int from, int length) {
+        for (int i = from; i < tiers.length; i++) {
+            TierStats s = tiers[i].stats();
+            if (s.usedBytes() + length <= s.capacityBytes()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * {@return whether a staging tier (from {@code from} down) holds the page}; a page found is read once more as a
+     * read would (the tier counts a hit and stamps it with the epoch clock), so a prestage's driver protects what it
+     * found; a page not found is not counted as a miss
+     */
+    boolean findStaged(PageKey key, int from) {
+        for (int i = from; i < tiers.length; i++) {
+            Page page = tiers[i].peek(key);
+            if (page != null) {
+                page.release();
+                Page touched = tiers[i].get(key);
+                if (touched != null) {
+                    touched.release();
+                }
+                return true;
+            }
+        }
+        return false;
     }
 
     /** {@return whether a staging tier (from {@code from} down) holds the page}; neither counted nor promoted */
@@ -1164,7 +1227,8 @@ public final class TieredCache implements AutoCloseable {
          */
         public Builder pageSize(int bytes) {
             if (bytes < 16 || bytes > (1 << 30)) {
-                throw new IllegalArgumentException("page size: " + bytes + " (expected: 16..1073741824 bytes)");
+                throw new IllegalArgumentException("page size: " + bytes + " bytes (expected: "
+                        + dev.granary.internal.ByteSizes.range(16, 1 << 30) + ")");
             }
             this.pageSize = bytes;
             return this;

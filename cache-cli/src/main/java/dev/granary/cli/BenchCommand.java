@@ -22,6 +22,7 @@ import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
 import java.util.concurrent.locks.LockSupport;
 import java.util.zip.CRC32C;
+import org.knowm.xchart.AnnotationTextPanel;
 import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
@@ -90,17 +91,22 @@ final class BenchCommand implements Callable<Integer> {
             description = "Samples per batch. Default: ${DEFAULT-VALUE}.")
     int batchSize;
 
+    @Option(names = "--repeat", paramLabel = "<n>", defaultValue = "3",
+            description = "Measure each point this many times, in rotated order; the CSV and plots give the median"
+                    + " and the min-max. Default: ${DEFAULT-VALUE}.")
+    int repeat;
+
     @Spec
     picocli.CommandLine.Model.CommandSpec spec;
 
     @Override
     public Integer call() throws IOException {
         if (samples < 1 || sampleSize < 1 || sampleSize > (64 << 20) || batchSize < 1 || decodePasses < 0
-                || stepMs < 0 || latencyWorkers < 1 || concurrency < 1) {
+                || stepMs < 0 || latencyWorkers < 1 || concurrency < 1 || repeat < 1) {
             throw new IllegalArgumentException("bench options: samples=" + samples + ", sample-size=" + sampleSize
                     + ", batch-size=" + batchSize + ", decode-passes=" + decodePasses + ", step-ms=" + stepMs
-                    + " (expected: samples, batch size, workers, concurrency >= 1; sample size 1 byte to 64M;"
-                    + " passes and step >= 0)");
+                    + ", repeat=" + repeat + " (expected: samples, batch size, workers, concurrency, repeat >= 1;"
+                    + " sample size 1 byte to 64M; passes and step >= 0)");
         }
         for (int w : workers) {
             if (w < 1) {
@@ -150,55 +156,102 @@ final class BenchCommand implements Callable<Integer> {
     }
 
     private void workersSweep(Path data, PrintWriter log) throws IOException {
-        List<double[]> rows = new ArrayList<>();
+        double[][] rates = new double[workers.size()][repeat];
         try (TieredCache cache = TieredCache.builder(PosixOrigin.of(data))
                 .tier(MemoryTier.builder().capacity(samples * (sampleSize + 4096) + (64L << 20)).build()).build()) {
             Dataset dataset = Dataset.ofObjects(cache, "train/");
             run(dataset, 1, 0); // warm the memory tier: the sweep measures decoding, not the disk
-            for (int w : workers) {
-                long start = System.nanoTime();
-                run(dataset, w, 0);
-                double seconds = (System.nanoTime() - start) / 1e9;
-                rows.add(new double[] {w, samples / seconds, samples * sampleSize / seconds / (1 << 20)});
-                log.printf(Locale.ROOT, "workers %3d: %10.0f samples/s  %8.1f MiB/s%n", w, samples / seconds,
-                        samples * sampleSize / seconds / (1 << 20));
-                log.flush();
+            for (int r = 0; r < repeat; r++) {
+                for (int k = 0; k < workers.size(); k++) {
+                    int i = (k + r) % workers.size(); // rotated: no point always runs first, or after the same one
+                    long start = System.nanoTime();
+                    run(dataset, workers.get(i), 0);
+                    rates[i][r] = samples / ((System.nanoTime() - start) / 1e9);
+                }
             }
         }
-        writeCsv(out.resolve("throughput-vs-workers.csv"), "workers,samples_per_second,mib_per_second", rows);
+        List<double[]> rows = new ArrayList<>();
+        for (int i = 0; i < workers.size(); i++) {
+            Spread s = Spread.of(rates[i]);
+            rows.add(new double[] {workers.get(i), s.median(), s.median() * sampleSize / (1 << 20), s.min(), s.max(),
+                repeat});
+            log.printf(Locale.ROOT, "workers %3d: %10.0f samples/s (%.0f-%.0f over %d runs)  %8.1f MiB/s%n",
+                    workers.get(i), s.median(), s.min(), s.max(), repeat, s.median() * sampleSize / (1 << 20));
+        }
+        log.flush();
+        writeCsv(out.resolve("throughput-vs-workers.csv"), "workers,samples_per_second,mib_per_second,"
+                + "samples_per_second_min,samples_per_second_max,repeats", rows);
         XYChart chart = new XYChartBuilder().width(800).height(500).title("Throughput vs decode workers")
                 .xAxisTitle("decode workers").yAxisTitle("samples / s").build();
-        chart.addSeries("samples/s", column(rows, 0), column(rows, 1));
+        chart.addSeries("median of " + repeat, column(rows, 0), column(rows, 1));
+        chart.addSeries("min", column(rows, 0), column(rows, 3));
+        chart.addSeries("max", column(rows, 0), column(rows, 4));
+        details(chart, "workers sweep: a warm memory tier, shuffled epochs of " + batchSize + "-sample batches");
         BitmapEncoder.saveBitmap(chart, out.resolve("throughput-vs-workers.png").toString(),
                 BitmapEncoder.BitmapFormat.PNG);
     }
 
+    /** The median and the range of repeated measurements of one point. */
+    record Spread(double median, double min, double max) {
+        static Spread of(double[] values) {
+            double[] v = values.clone();
+            java.util.Arrays.sort(v);
+            double median = v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+            return new Spread(median, v[0], v[v.length - 1]);
+        }
+    }
+
+    /** Writes what the run was on the plot: a PNG passed around without its CSV still says what it measured. */
+    private void details(XYChart chart, String what) {
+        AnnotationTextPanel panel = new AnnotationTextPanel(String.join("\n", List.of(what,
+                String.format(Locale.ROOT, "%d samples of %s, %d CRC32C decode passes, %d runs per point (median,"
+                        + " min, max)", samples, Sizes.format(sampleSize), decodePasses, repeat),
+                String.format(Locale.ROOT, "%s, %d CPUs, Java %s, load %.2f at the end", java.time.LocalDate.now(),
+                        Runtime.getRuntime().availableProcessors(), Runtime.version().feature(),
+                        java.lang.management.ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage()))),
+                10, 10, true);
+        chart.addAnnotation(panel);
+    }
+
     private void latencySweep(Path data, PrintWriter log) throws IOException {
-        List<double[]> rows = new ArrayList<>();
         Double below = null;
         long stepNanos = (long) (stepMs * 1e6);
-        for (double ms : latencies) {
-            Origin origin = new DelayedOrigin(PosixOrigin.of(data, concurrency), (long) (ms * 1e6));
-            try (TieredCache cache = TieredCache.builder(origin)
-                    .tier(MemoryTier.builder().capacity(samples * (sampleSize + 4096) + (64L << 20)).build())
-                    .build()) {
-                Dataset dataset = Dataset.ofObjects(cache, "train/");
-                long start = System.nanoTime();
-                LoaderStats stats = run(dataset, latencyWorkers, stepNanos);
-                double seconds = (System.nanoTime() - start) / 1e9;
-                double wait = stats.dataWaitNanos() / 1e9;
-                double utilisation = Math.max(0, 1 - wait / seconds);
-                rows.add(new double[] {ms, seconds, wait, utilisation});
-                if (below == null && utilisation < 0.5) {
-                    below = ms;
+        double[][] epochSeconds = new double[latencies.size()][repeat];
+        double[][] waitSeconds = new double[latencies.size()][repeat];
+        double[][] utilisations = new double[latencies.size()][repeat];
+        for (int r = 0; r < repeat; r++) {
+            for (int k = 0; k < latencies.size(); k++) {
+                int i = (k + r) % latencies.size();
+                Origin origin = new DelayedOrigin(PosixOrigin.of(data, concurrency), (long) (latencies.get(i) * 1e6));
+                try (TieredCache cache = TieredCache.builder(origin)
+                        .tier(MemoryTier.builder().capacity(samples * (sampleSize + 4096) + (64L << 20)).build())
+                        .build()) {
+                    Dataset dataset = Dataset.ofObjects(cache, "train/");
+                    long start = System.nanoTime();
+                    LoaderStats stats = run(dataset, latencyWorkers, stepNanos);
+                    epochSeconds[i][r] = (System.nanoTime() - start) / 1e9;
+                    waitSeconds[i][r] = stats.dataWaitNanos() / 1e9;
+                    utilisations[i][r] = Math.max(0, 1 - waitSeconds[i][r] / epochSeconds[i][r]);
                 }
-                log.printf(Locale.ROOT, "latency %6.1f ms: epoch %7.2f s, data wait %7.2f s, GPU utilisation %5.1f %%%n",
-                        ms, seconds, wait, 100 * utilisation);
-                log.flush();
             }
         }
-        writeCsv(out.resolve("datawait-vs-latency.csv"), "latency_ms,epoch_seconds,data_wait_seconds,gpu_utilisation",
-                rows);
+        List<double[]> rows = new ArrayList<>();
+        for (int i = 0; i < latencies.size(); i++) {
+            double ms = latencies.get(i);
+            Spread u = Spread.of(utilisations[i]);
+            double seconds = Spread.of(epochSeconds[i]).median();
+            double wait = Spread.of(waitSeconds[i]).median();
+            rows.add(new double[] {ms, seconds, wait, u.median(), u.min(), u.max(), repeat});
+            if (below == null && u.median() < 0.5) {
+                below = ms;
+            }
+            log.printf(Locale.ROOT, "latency %6.1f ms: epoch %7.2f s, data wait %7.2f s, GPU utilisation %5.1f %%"
+                    + " (%.1f-%.1f over %d runs)%n", ms, seconds, wait, 100 * u.median(), 100 * u.min(),
+                    100 * u.max(), repeat);
+        }
+        log.flush();
+        writeCsv(out.resolve("datawait-vs-latency.csv"), "latency_ms,epoch_seconds,data_wait_seconds,gpu_utilisation,"
+                + "gpu_utilisation_min,gpu_utilisation_max,repeats", rows);
         XYChart chart = new XYChartBuilder().width(800).height(500)
                 .title("GPU utilisation vs origin latency (" + latencyWorkers + " workers, " + concurrency
                         + " reads in flight, " + stepMs + " ms/batch)")
@@ -207,7 +260,17 @@ final class BenchCommand implements Callable<Integer> {
         for (int i = 0; i < percent.length; i++) {
             percent[i] *= 100;
         }
-        chart.addSeries("GPU utilisation", column(rows, 0), percent);
+        chart.addSeries("GPU utilisation, median of " + repeat, column(rows, 0), percent);
+        double[] low = column(rows, 4);
+        double[] high = column(rows, 5);
+        for (int i = 0; i < low.length; i++) {
+            low[i] *= 100;
+            high[i] *= 100;
+        }
+        chart.addSeries("min", column(rows, 0), low);
+        chart.addSeries("max", column(rows, 0), high);
+        details(chart, "latency sweep: a cold memory tier per point, " + stepMs + " ms of simulated GPU time per"
+                + " batch");
         BitmapEncoder.saveBitmap(chart, out.resolve("datawait-vs-latency.png").toString(),
                 BitmapEncoder.BitmapFormat.PNG);
         log.println(below == null ? "GPU utilisation stayed at or above 50 % up to " + latencies.getLast() + " ms"

@@ -15,7 +15,8 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "clear", mixinStandardHelpOptions = true,
         description = {"Remove a Granary disk-tier directory (when the dataset changed or the job ended). Refuses any"
-                + " directory that is not a Granary disk tier, or holds other files, or is in use.",
+                + " directory that is not a Granary disk tier, or holds other files, or is in use. A directory that"
+                + " does not exist is nothing to clear (exit 0).",
             "",
             "  granary clear /nvme/granary"},
         footer = {"", ExitCodes.HELP})
@@ -29,6 +30,11 @@ final class ClearCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
+        if (!java.nio.file.Files.exists(directory, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            spec.commandLine().getOut().println("nothing to clear: " + directory + " does not exist");
+            spec.commandLine().getOut().flush();
+            return ExitCodes.OK; // as rm -rf: the end state asked for holds
+        }
         long bytes = DiskTierInspection.clear(directory);
         spec.commandLine().getOut().println("removed " + directory + " (" + Sizes.format(bytes) + " of segments)");
         spec.commandLine().getOut().flush();

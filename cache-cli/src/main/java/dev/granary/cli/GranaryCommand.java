@@ -41,6 +41,16 @@ final class GranaryCommand implements Runnable {
     /** {@return a command line ready to execute, with Granary's error handling} */
     static CommandLine commandLine() {
         CommandLine cl = new CommandLine(new GranaryCommand());
+        cl.setExecutionStrategy(parsed -> {
+            CommandLine command = parsed.asCommandLineList().getLast();
+            boolean verbose = false;
+            for (CommandLine.ParseResult p = parsed; p != null; p = p.subcommand()) {
+                verbose |= p.hasMatchedOption("--verbose");
+            }
+            try (OneLineLog log = OneLineLog.install(name(command), command.getErr(), verbose)) {
+                return new CommandLine.RunLast().execute(parsed);
+            }
+        });
         cl.setExecutionExceptionHandler(GranaryCommand::failed);
         cl.setParameterExceptionHandler(GranaryCommand::badUsage);
         cl.setUsageHelpAutoWidth(true);

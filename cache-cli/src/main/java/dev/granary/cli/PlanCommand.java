@@ -2,6 +2,7 @@
 package dev.granary.cli;
 
 import dev.granary.ObjectInfo;
+import dev.granary.OriginStats;
 import dev.granary.TieredCache;
 import dev.granary.loader.DataLoader;
 import dev.granary.loader.Dataset;
@@ -81,6 +82,11 @@ final class PlanCommand implements Callable<Integer> {
             description = "Dollars per 1 000 GET requests (S3 Standard, us-east-1). Default: ${DEFAULT-VALUE}.")
     double getPrice;
 
+    @Option(names = "--list-price", paramLabel = "<dollars>", defaultValue = "0.005",
+            description = "Dollars per 1 000 LIST requests (S3 Standard, us-east-1), which the listing of the"
+                    + " dataset costs. Default: ${DEFAULT-VALUE}.")
+    double listPrice;
+
     @Mixin
     Origins origins;
 
@@ -101,6 +107,7 @@ final class PlanCommand implements Callable<Integer> {
         }
         PrintWriter out = spec.commandLine().getOut();
         try (TieredCache cache = builder.build()) {
+            OriginStats before = cache.stats().origin();
             Dataset dataset;
             DataLoader.Builder<String> loader;
             if (webdataset) {
@@ -122,22 +129,49 @@ final class PlanCommand implements Callable<Integer> {
                 throw new IllegalArgumentException("prefix: '" + prefix + "' of " + cache.originUri()
                         + " holds no object (expected: the dataset's prefix)");
             }
+            // Building the dataset listed the prefix (and read shard indexes): real requests, made once per job.
+            OriginStats indexing = cache.stats().origin();
+            long lists = indexing.metadataRequests() - before.metadataRequests();
+            long indexGets = indexing.reads() - before.reads();
+            double indexingCost = lists * listPrice / 1000 + indexGets * getPrice / 1000;
             try (DataLoader<String> l = loader.batchSize(batchSize).shard(rank, worldSize).build()) {
                 LoaderPlan plan = l.plan(epochs);
                 out.printf(Locale.ROOT, "plan: %d samples, tiers %s, batch %d, rank %d of %d%n", dataset.size(),
                         plan.tiers(), batchSize, rank, worldSize);
+                out.printf(Locale.ROOT, "indexing (made now, once per job): %d listing/metadata requests, %d GETs"
+                        + " (%s), %s%n", lists, indexGets, Sizes.format(indexing.bytes() - before.bytes()),
+                        money(indexingCost));
                 out.printf(Locale.ROOT, "%5s %9s %10s %14s %12s %9s %10s%n", "epoch", "samples", "GETs",
                         "metadata reqs", "origin", "hit ratio", "GET cost");
                 for (EpochPlan e : plan.epochs()) {
                     out.printf(Locale.ROOT, "%5d %9d %10d %14d %12s %8.1f%% %10s%n", e.epoch(), e.samples(),
                             e.originReads(), e.metadataRequests(), Sizes.format(e.originBytes()),
-                            100 * e.hitRatio(), String.format(Locale.ROOT, "$%.4f", e.requestCost(getPrice)));
+                            100 * e.hitRatio(), money(e.requestCost(getPrice)));
                 }
-                out.printf(Locale.ROOT, "total: %d origin requests, %s, $%.4f at $%s per 1 000 requests%n",
-                        plan.originRequests(), Sizes.format(plan.originBytes()), plan.requestCost(getPrice), getPrice);
+                out.printf(Locale.ROOT, "total: %d origin requests, %s, %s (GETs at %s and LISTs at %s per 1 000)%n",
+                        plan.originRequests() + lists + indexGets, Sizes.format(plan.originBytes()),
+                        money(plan.requestCost(getPrice) + indexingCost), money(getPrice), money(listPrice));
             }
         }
         out.flush();
         return ExitCodes.OK;
+    }
+
+    /** Dollars as people write them: {@code $0.0004}, {@code $12.35}, never {@code 4.0E-4}; at least 2 decimals. */
+    static String money(double dollars) {
+        java.math.BigDecimal d = java.math.BigDecimal.valueOf(dollars);
+        if (dollars != 0 && Math.abs(dollars) < 0.01) {
+            d = d.round(new java.math.MathContext(2)); // two significant digits of a small amount
+        } else {
+            d = d.setScale(2, java.math.RoundingMode.HALF_UP);
+        }
+        String text = d.stripTrailingZeros().toPlainString();
+        int dot = text.indexOf('.');
+        if (dot < 0) {
+            text += ".00";
+        } else if (text.length() - dot - 1 < 2) {
+            text += "0";
+        }
+        return "$" + text;
     }
 }

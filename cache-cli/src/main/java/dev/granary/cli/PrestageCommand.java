@@ -6,6 +6,7 @@ import dev.granary.Progress;
 import dev.granary.TieredCache;
 import dev.granary.spi.Origin;
 import dev.granary.tier.DiskTier;
+import dev.granary.tier.DiskTierInspection;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
@@ -108,18 +109,26 @@ final class PrestageCommand implements Callable<Integer> {
                     + " (expected: one of them: a prefix to list, or a file of keys)");
         }
         List<String> keys = keysFrom == null ? null : readKeys(keysFrom);
+        if (keys != null && keys.isEmpty()) {
+            throw new IllegalArgumentException("--keys-from " + keysFrom + ": no key in it (expected: one object key"
+                    + " per line)");
+        }
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         Origin source = origins.open(origin);
+        boolean created = !Files.exists(disk);
         DiskTier tier;
         try {
+            if (keys == null) {
+                requireObjects(source, prefix); // before the directory exists: a typo leaves nothing behind
+            }
             DiskTier.Builder builder = DiskTier.builder().directory(disk).capacity(capacity)
                     .shared(shared || group != null);
             if (group != null) {
                 builder.group(group);
             }
             tier = builder.build();
-        } catch (RuntimeException e) {
+        } catch (IOException | RuntimeException e) {
             source.close();
             throw e;
         }
@@ -162,15 +171,11 @@ final class PrestageCommand implements Callable<Integer> {
                 // the JVM is shutting down (Ctrl-C): the hook is running
             }
         }
-        String what = cache.originUri() + (keys != null ? " (" + keys.size() + " keys from " + keysFrom + ")"
-                : prefix.isEmpty() ? "" : prefix);
-        out.printf(Locale.ROOT, "%s %d objects (%s) from %s into %s in %.1f s%n",
-                result.cancelled() ? "cancelled after staging" : "prestaged", result.objects(),
-                Sizes.format(result.bytes()), what, tier.directory(), result.elapsed().toMillis() / 1000.0);
-        double seconds = Math.max(1e-9, result.elapsed().toNanos() / 1e9);
-        out.printf(Locale.ROOT, "  fetched %s (%s/s), already cached %d objects, failed %d%n",
-                Sizes.format(result.bytesFetched()), Sizes.format((long) (result.bytesFetched() / seconds)),
-                result.alreadyCached(), result.failedCount());
+        if (created && result.objects() == 0 && !result.cancelled()) {
+            DiskTierInspection.clear(disk); // this command made the directory and nothing is in it
+        }
+        report(out, cache.originUri() + (keys != null ? " (" + keys.size() + " keys from " + keysFrom + ")"
+                : prefix.isEmpty() ? "" : prefix), result, created && result.objects() == 0 ? null : tier);
         int shown = 0;
         for (PrestageResult.Failure f : result.failed()) {
             if (shown++ == 20) {
@@ -183,7 +188,43 @@ final class PrestageCommand implements Callable<Integer> {
         if (result.cancelled()) {
             return ExitCodes.CANCELLED;
         }
-        return result.failedCount() > 0 ? ExitCodes.PROBLEMS : ExitCodes.OK;
+        return result.complete() ? ExitCodes.OK : ExitCodes.PROBLEMS;
+    }
+
+    /**
+     * The summary: what is held now, what is not and why (room, with the capacity that would hold it all), what was
+     * fetched and found. {@code tier} is null when the directory was removed again.
+     */
+    private void report(PrintWriter out, String what, PrestageResult result, DiskTier tier) {
+        long reached = result.objects() + result.notStaged() + result.failedCount();
+        out.printf(Locale.ROOT, "%s %d of %d objects (%s) from %s into %s in %.1f s%n",
+                result.cancelled() ? "cancelled; holding" : "prestaged", result.objects(), reached,
+                Sizes.format(result.bytes()), what, tier == null ? disk + " (removed: nothing staged)"
+                        : tier.directory(), result.elapsed().toMillis() / 1000.0);
+        if (result.notStaged() > 0) {
+            long total = result.bytes() + result.bytesNotStaged();
+            // The tier was full holding result.bytes(): the same overhead per byte holds the whole set.
+            long needed = result.bytes() == 0 ? total + total / 8
+                    : (long) Math.ceil((double) capacity * total / result.bytes());
+            out.printf(Locale.ROOT, "  not staged: %d objects (%s): the disk tier is full (--capacity %s holds %s of"
+                    + " them); a capacity of about %s holds all %s%n", result.notStaged(),
+                    Sizes.format(result.bytesNotStaged()), Sizes.format(capacity), Sizes.format(result.bytes()),
+                    Sizes.roundUp(needed), Sizes.format(total));
+        }
+        double seconds = Math.max(1e-9, result.elapsed().toNanos() / 1e9);
+        out.printf(Locale.ROOT, "  fetched %s (%s/s), already cached %d objects, failed %d%n",
+                Sizes.format(result.bytesFetched()), Sizes.format((long) (result.bytesFetched() / seconds)),
+                result.alreadyCached(), result.failedCount());
+    }
+
+    /** Refuses a prefix that lists nothing, naming it: one listing request. */
+    private static void requireObjects(Origin source, String prefix) throws IOException {
+        try (java.util.stream.Stream<dev.granary.ObjectInfo> listed = source.list(prefix)) {
+            if (listed.findAny().isEmpty()) {
+                throw new IllegalArgumentException("--prefix '" + prefix + "': no object under it at " + source.uri()
+                        + " (expected: a prefix that lists at least one object; nothing was created)");
+            }
+        }
     }
 
     /**

@@ -52,6 +52,20 @@ final class Sizes implements CommandLine.ITypeConverter<Long> {
         }
     }
 
+    /**
+     * {@return a size the command line accepts, rounded up to a whole number of the largest unit that is at most
+     * {@code bytes}: {@code 41M}, {@code 3G}}
+     */
+    static String roundUp(long bytes) {
+        String[] units = {"", "K", "M", "G", "T"};
+        int u = 0;
+        while (u < units.length - 1 && bytes >= 1L << (10 * (u + 1))) {
+            u++;
+        }
+        long unit = 1L << (10 * u);
+        return (bytes + unit - 1) / unit + units[u];
+    }
+
     /** {@return a size for people: {@code 1.5 GiB}} */
     static String format(long bytes) {
         if (bytes < 1024) {

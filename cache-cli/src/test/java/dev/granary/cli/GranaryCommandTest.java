@@ -102,7 +102,7 @@ class GranaryCommandTest {
         Cli.Result first = Cli.run("prestage", origin(), "--prefix", "train/", "--disk", disk.toString(),
                 "--capacity", "64M", "--page-size", "64K", "--interval", "0");
         assertEquals(0, first.exit(), first.toString());
-        assertTrue(first.out().startsWith("prestaged " + OBJECTS + " objects"), first.out());
+        assertTrue(first.out().startsWith("prestaged " + OBJECTS + " of " + OBJECTS + " objects"), first.out());
         assertTrue(first.out().contains("already cached 0 objects, failed 0"), first.out());
         assertTrue(first.err().contains("prestage: " + OBJECTS + "/" + OBJECTS + " objects"),
                 "plain progress lines when not on a terminal: " + first.err());
@@ -134,7 +134,8 @@ class GranaryCommandTest {
         Cli.Result damaged = Cli.run("verify", disk.toString());
         assertEquals(1, damaged.exit(), damaged.toString());
         assertTrue(damaged.out().contains("damaged: " + origin() + victim + " version "), damaged.out());
-        assertTrue(damaged.out().contains("1 of " + pages + " pages damaged"), damaged.out());
+        assertTrue(damaged.out().contains("1 of " + pages + " pages not vouched for in " + disk + ": 1 fail their"
+                + " checksum, 0 dropped after damage"), damaged.out());
 
         // A directory a tier holds is refused.
         try (DiskTier held = DiskTier.builder().directory(disk).capacity(64L << 20).build()) {
@@ -157,7 +158,7 @@ class GranaryCommandTest {
             Cli.Result staged = Cli.run("prestage", origin(), "--disk", disk.toString(), "--capacity", "64M",
                     "--page-size", "64K", "--progress", "none", "--shared");
             assertEquals(0, staged.exit(), staged.toString());
-            assertTrue(staged.out().startsWith("prestaged " + OBJECTS + " objects"), staged.out());
+            assertTrue(staged.out().startsWith("prestaged " + OBJECTS + " of " + OBJECTS + " objects"), staged.out());
             // the running job sees the staged pages at once
             long pages = objects.values().stream().mapToLong(b -> (b.length + (64 << 10) - 1) / (64 << 10)).sum();
             try (dev.granary.TieredCache cache = dev.granary.TieredCache.builder(
@@ -238,9 +239,11 @@ class GranaryCommandTest {
         Cli.Result r = Cli.run("prestage", big.toUri().toString(), "--disk", root.resolve("small").toString(),
                 "--capacity", "64K", "--progress", "none");
         assertEquals(1, r.exit(), r.toString());
-        assertTrue(r.out().startsWith("prestaged 1 objects (100 B)"), r.out());
+        assertTrue(r.out().startsWith("prestaged 1 of 26 objects (100 B)"), r.out());
         assertTrue(r.out().contains("failed 25\n"), r.out());
-        assertTrue(r.out().contains(": page 0: IOException: no staging tier kept page 0 ('disk' refused it"), r.out());
+        assertTrue(r.out().contains(": page 0: IOException: no staging tier kept page 0 ('disk' refused it: a page"
+                + " larger than it holds"), r.out());
+        assertFalse(r.out().contains("not staged"), "the tier is not full: its pages are too large " + r.out());
         assertTrue(r.out().contains("... and 5 more"), r.out());
     }
 
@@ -377,8 +380,13 @@ class GranaryCommandTest {
         assertEquals(0, cold.exit(), cold.toString());
         assertTrue(cold.out().startsWith("plan: " + OBJECTS + " samples"), cold.out());
         String[] lines = cold.out().split("\n");
-        assertTrue(lines[2].matches("\\s+0\\s+" + OBJECTS + "\\s+" + OBJECTS + "\\s+0\\s+.*"), "epoch 0 cold: " + lines[2]);
-        assertTrue(lines[3].matches("\\s+1\\s+" + OBJECTS + "\\s+0\\s+0\\s+.*100\\.0%.*"), "epoch 1 warm: " + lines[3]);
+        assertTrue(lines[1].matches("indexing \\(made now, once per job\\): 1 listing/metadata requests, 0 GETs .*"),
+                "the listing is counted: " + lines[1]);
+        assertTrue(lines[3].matches("\\s+0\\s+" + OBJECTS + "\\s+" + OBJECTS + "\\s+0\\s+.*\\$0\\.000012"),
+                "epoch 0 cold, $0.0004 per 1 000 GETs: " + lines[3]);
+        assertTrue(lines[4].matches("\\s+1\\s+" + OBJECTS + "\\s+0\\s+0\\s+.*100\\.0%.*"), "epoch 1 warm: " + lines[4]);
+        assertTrue(cold.out().contains("total: " + (OBJECTS + 1) + " origin requests, "), cold.out());
+        assertTrue(cold.out().contains("(GETs at $0.0004 and LISTs at $0.005 per 1 000)"), cold.out());
 
         Path disk = root.resolve("nvme");
         assertEquals(0, Cli.run("prestage", origin(), "--prefix", "train/", "--disk", disk.toString(), "--capacity",
@@ -386,7 +394,7 @@ class GranaryCommandTest {
         Cli.Result staged = Cli.run("plan", origin(), "--prefix", "train/", "--memory", "64M", "--disk",
                 disk.toString(), "--capacity", "64M", "--epochs", "1");
         assertEquals(0, staged.exit(), staged.toString());
-        String epoch0 = staged.out().split("\n")[2];
+        String epoch0 = staged.out().split("\n")[3];
         assertTrue(epoch0.matches("\\s+0\\s+" + OBJECTS + "\\s+0\\s+0\\s+.*100\\.0%.*"),
                 "a staged disk tier: no GET in epoch 0: " + staged.out());
         assertOneLineError(Cli.run("plan", origin(), "--disk", disk.toString()), 3, "--disk and --capacity");
@@ -396,19 +404,26 @@ class GranaryCommandTest {
     void benchWritesCsvAndPngForBothSweeps() throws Exception {
         Path out = root.resolve("bench");
         Cli.Result r = Cli.run("bench", "--out", out.toString(), "--samples", "48", "--sample-size", "4K",
-                "--workers", "1,2", "--latencies", "0,3", "--step-ms", "1", "--batch-size", "8");
+                "--workers", "1,2", "--latencies", "0,3", "--step-ms", "1", "--batch-size", "8", "--repeat", "2");
         assertEquals(0, r.exit(), r.toString());
         List<String> workers = Files.readAllLines(out.resolve("throughput-vs-workers.csv"));
-        assertEquals("workers,samples_per_second,mib_per_second", workers.get(0));
+        assertEquals("workers,samples_per_second,mib_per_second,samples_per_second_min,samples_per_second_max,repeats",
+                workers.get(0));
         assertEquals(3, workers.size(), workers.toString());
         assertTrue(workers.get(1).startsWith("1.00000,") && workers.get(2).startsWith("2.00000,"), workers.toString());
+        for (String row : workers.subList(1, 3)) {
+            double[] v = java.util.Arrays.stream(row.split(",")).mapToDouble(Double::parseDouble).toArray();
+            assertTrue(v[3] <= v[1] && v[1] <= v[4] && v[5] == 2, "min <= median <= max, 2 runs: " + row);
+        }
         List<String> latency = Files.readAllLines(out.resolve("datawait-vs-latency.csv"));
-        assertEquals("latency_ms,epoch_seconds,data_wait_seconds,gpu_utilisation", latency.get(0));
+        assertEquals("latency_ms,epoch_seconds,data_wait_seconds,gpu_utilisation,gpu_utilisation_min,"
+                + "gpu_utilisation_max,repeats", latency.get(0));
         assertEquals(3, latency.size(), latency.toString());
         for (String row : latency.subList(1, 3)) {
-            double utilisation = Double.parseDouble(row.split(",")[3]);
-            assertTrue(utilisation >= 0 && utilisation <= 1, row);
+            double[] v = java.util.Arrays.stream(row.split(",")).mapToDouble(Double::parseDouble).toArray();
+            assertTrue(v[3] >= 0 && v[3] <= 1 && v[4] <= v[3] && v[3] <= v[5], row);
         }
+        assertTrue(r.out().contains("over 2 runs"), r.out());
         for (String png : List.of("throughput-vs-workers.png", "datawait-vs-latency.png")) {
             byte[] bytes = Files.readAllBytes(out.resolve(png));
             assertArrayEquals(new byte[] {(byte) 0x89, 'P', 'N', 'G'}, java.util.Arrays.copyOf(bytes, 4), png);

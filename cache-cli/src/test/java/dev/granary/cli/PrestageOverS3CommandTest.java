@@ -75,7 +75,7 @@ class PrestageOverS3CommandTest {
                 server.endpoint().toString(), "--path-style", "--prefix", "train/", "--disk", disk.toString(),
                 "--capacity", "256M", "--page-size", "64K", "--concurrency", "8", "--interval", "0");
         assertEquals(0, r.exit(), r.toString());
-        assertTrue(r.out().startsWith("prestaged 40 objects"), r.out());
+        assertTrue(r.out().startsWith("prestaged 40 of 40 objects"), r.out());
         assertTrue(r.out().contains("from s3://" + BUCKET + "/imagenet/train/ into " + disk), r.out());
         assertTrue(r.err().contains("prestage: 40/40 objects"), r.err());
 

@@ -83,7 +83,8 @@ class PrestageWebDatasetCommandTest {
         Cli.Result r = Cli.run("prestage", data.toUri().toString(), "--keys-from", keys.toString(), "--disk",
                 disk.toString(), "--capacity", "64M", "--page-size", "16K", "--progress", "none");
         assertEquals(0, r.exit(), r.toString());
-        assertTrue(r.out().startsWith("prestaged " + 2 * SHARDS + " objects"), "the shards and their indexes: "
+        assertTrue(r.out().startsWith("prestaged " + 2 * SHARDS + " of " + 2 * SHARDS + " objects"),
+                "the shards and their indexes: "
                 + r.out());
         train(PosixOrigin.of(data), disk, shards);
     }
@@ -109,7 +110,7 @@ class PrestageWebDatasetCommandTest {
                 "--path-style", "--prefix", "shards/", "--disk", disk.toString(), "--capacity", "64M",
                 "--page-size", "16K", "--progress", "none");
         assertEquals(0, r.exit(), r.toString());
-        assertTrue(r.out().startsWith("prestaged " + 2 * SHARDS + " objects"), r.out());
+        assertTrue(r.out().startsWith("prestaged " + 2 * SHARDS + " of " + 2 * SHARDS + " objects"), r.out());
         train(S3Origin.builder().bucket(bucket).prefix("ds/").endpoint(server.endpoint()).pathStyle(true)
                 .region("us-east-1").credentials(S3ProxyServer.credentials()).build(), disk, shards);
     }

@@ -268,6 +268,7 @@ public final class DataLoader<T> implements AutoCloseable {
             first = Math.min(first, end);
             int[] order = sampler.epoch(epoch);
             EpochRun<T> run = new EpochRun<>(settings, counters, workers, staging, owner, epoch, order, first, end);
+            counters.epochStarted();
             run.statsAtStart = stats();
             run.loaderStats = this::stats;
             current = run;
@@ -470,7 +471,7 @@ public final class DataLoader<T> implements AutoCloseable {
         LoaderCounters c = counters;
         return new LoaderStats(c.samples.sum(), c.skipped.sum(), c.failed.sum(), c.batches.sum(), c.bytes.sum(),
                 c.dataWait.sum(), queued, c.depthAtTake(), account.tierHits(), tierNames, account.misses(),
-                account.originReads(), account.originBytes());
+                account.originReads(), account.originBytes(), c.epochNanos());
     }
 
     /**
@@ -875,8 +876,8 @@ public final class DataLoader<T> implements AutoCloseable {
          */
         public Builder<T> staging(long bytesPerBatch, Collator<T> collator) {
             if (bytesPerBatch < 1 || bytesPerBatch > (1L << 40)) {
-                throw new IllegalArgumentException("staging buffer size: " + bytesPerBatch
-                        + " (expected: 1..2^40 bytes)");
+                throw new IllegalArgumentException("staging buffer size: " + bytesPerBatch + " bytes (expected: "
+                        + dev.granary.internal.ByteSizes.range(1, 1L << 40) + ")");
             }
             if (collator == null) {
                 throw new IllegalArgumentException("collator: null (expected: a Collator that packs a batch into"

@@ -132,6 +132,7 @@ final class EpochRun<T> {
     /** Freezes the epoch's figures (the first call counts). */
     void endStats() {
         if (statsAtEnd == null && loaderStats != null) {
+            counters.epochEnded();
             statsAtEnd = loaderStats.get();
         }
     }
@@ -212,6 +213,7 @@ final class EpochRun<T> {
                     true);
             Throwable cause = e.getCause();
             if (cause instanceof SampleException se) {
+                se.addSuppressed(new SampleException.TrainerFrame(epoch, next - 1)); // where the trainer asked
                 throw se;
             }
             throw new IllegalStateException("batch " + (next - 1) + " of epoch " + epoch + " failed: " + cause,

@@ -22,6 +22,10 @@ final class LoaderCounters {
     final LongAdder decodeNanos = new LongAdder();
     /** What this loader's reads caused in the cache: its own tier hits, misses and origin reads. */
     final dev.granary.internal.ReadAccount account;
+    /** The time the loader's closed epochs were open, summed. */
+    private final LongAdder closedEpochNanos = new LongAdder();
+    /** When the open epoch started ({@link System#nanoTime()}), or {@link Long#MIN_VALUE} when none is open. */
+    private volatile long epochStart = Long.MIN_VALUE;
     /** When the trainer started waiting for the batch it is waiting for; 0 when it is not waiting. */
     volatile long waitingSince;
     private final StarvationAlarm alarm;
@@ -78,6 +82,27 @@ final class LoaderCounters {
         }
         return new StarvationAlarm.Totals(dataWait.sum(), decodeNanos.sum(), account.originReads(),
                 account.originBytes(), account.originNanos(), takes, depthAtTake[0].sum());
+    }
+
+    /** An epoch was opened: its time counts from now. Epochs of one loader are open one at a time. */
+    synchronized void epochStarted() {
+        epochEnded(); // an epoch opened while another was still open: the earlier one's time stops here
+        epochStart = System.nanoTime();
+    }
+
+    /** The open epoch closed (or was superseded): its time is added. Does nothing when none is open. */
+    synchronized void epochEnded() {
+        long start = epochStart;
+        if (start != Long.MIN_VALUE) {
+            closedEpochNanos.add(System.nanoTime() - start);
+            epochStart = Long.MIN_VALUE;
+        }
+    }
+
+    /** {@return the time epochs of this loader were open: the closed ones, and the open one until now} */
+    long epochNanos() {
+        long start = epochStart;
+        return closedEpochNanos.sum() + (start == Long.MIN_VALUE ? 0 : Math.max(0, System.nanoTime() - start));
     }
 
     /** A sample failed: skipped and counted, or failing its batch. */

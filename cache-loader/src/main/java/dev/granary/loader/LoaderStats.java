@@ -26,10 +26,13 @@ import java.util.List;
  *                         origin, or by joining another reader's origin read of the same bytes)
  * @param originReads      data requests to the origin this loader's misses made since the loader was built
  * @param originBytes      data bytes those requests fetched
+ * @param elapsedNanos     the wall-clock time these figures cover: the time the loader's epochs were open (from
+ *                         {@code loader.epoch(n)} to the epoch's close), or for an epoch's own figures, from its
+ *                         start to now (to its close once closed); time between epochs is not counted
  */
 public record LoaderStats(long samples, long skipped, long failed, long batches, long bytes, long dataWaitNanos,
         int queueDepth, long[] depthAtTake, long[] tierHits, List<String> tierNames, long misses, long originReads,
-        long originBytes) {
+        long originBytes, long elapsedNanos) {
 
     /**
      * Copies the arrays and the list, so a snapshot never changes.
@@ -72,7 +75,16 @@ public record LoaderStats(long samples, long skipped, long failed, long batches,
         return new LoaderStats(samples - earlier.samples, skipped - earlier.skipped, failed - earlier.failed,
                 batches - earlier.batches, bytes - earlier.bytes, dataWaitNanos - earlier.dataWaitNanos, queueDepth,
                 depth, hits, tierNames, misses - earlier.misses, originReads - earlier.originReads,
-                originBytes - earlier.originBytes);
+                originBytes - earlier.originBytes, elapsedNanos - earlier.elapsedNanos);
+    }
+
+    /**
+     * {@return the share of {@link #elapsedNanos()} the trainer spent blocked waiting for batches, in [0, 1]}: for
+     * {@code epoch.stats()}, the epoch's data-wait ratio, the figure to watch (a trainer fed in time stays near 0); 0
+     * when no time elapsed
+     */
+    public double dataWaitRatio() {
+        return elapsedNanos <= 0 ? 0 : Math.min(1.0, (double) dataWaitNanos / elapsedNanos);
     }
 
     /** {@return the share of sample reads served by tier {@code tier}: its hits over all hits and misses} */
@@ -111,13 +123,14 @@ public record LoaderStats(long samples, long skipped, long failed, long batches,
                 && batches == x.batches && bytes == x.bytes && dataWaitNanos == x.dataWaitNanos
                 && queueDepth == x.queueDepth && Arrays.equals(depthAtTake, x.depthAtTake)
                 && Arrays.equals(tierHits, x.tierHits) && tierNames.equals(x.tierNames) && misses == x.misses
-                && originReads == x.originReads && originBytes == x.originBytes;
+                && originReads == x.originReads && originBytes == x.originBytes && elapsedNanos == x.elapsedNanos;
     }
 
     @Override
     public int hashCode() {
         return java.util.Objects.hash(samples, skipped, failed, batches, bytes, dataWaitNanos, queueDepth,
-                Arrays.hashCode(depthAtTake), Arrays.hashCode(tierHits), tierNames, misses, originReads, originBytes);
+                Arrays.hashCode(depthAtTake), Arrays.hashCode(tierHits), tierNames, misses, originReads, originBytes,
+                elapsedNanos);
     }
 
     /** Every figure, arrays by content: {@code tierHits} per tier name. */
@@ -130,6 +143,7 @@ public record LoaderStats(long samples, long skipped, long failed, long batches,
         return "LoaderStats[samples=" + samples + ", skipped=" + skipped + ", failed=" + failed + ", batches="
                 + batches + ", bytes=" + bytes + ", dataWaitNanos=" + dataWaitNanos + ", queueDepth=" + queueDepth
                 + ", depthAtTake=" + Arrays.toString(depthAtTake) + ", tierHits={" + tiers + "}, misses=" + misses
-                + ", originReads=" + originReads + ", originBytes=" + originBytes + "]";
+                + ", originReads=" + originReads + ", originBytes=" + originBytes + ", elapsedNanos=" + elapsedNanos
+                + "]";
     }
 }

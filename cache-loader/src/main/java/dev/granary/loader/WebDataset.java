@@ -66,8 +66,8 @@ import java.util.stream.Stream;
  *       CRC32C — a mismatch fails with a {@link CorruptShardException} naming shard, sample and offset, never
  *       wrong bytes;</li>
  *   <li>a damaged index (bad magic, bad checksum, truncated, offsets past the shard) fails {@link #of} with a
- *       {@link CorruptShardException} naming index and shard: delete it, or rewrite it with
- *       {@link #writeIndex}.</li>
+ *       {@link CorruptShardException} naming index and shard. The index's own checksum failed, so the index file
+ *       is what is damaged; once the shard is checked against its source, {@link #writeIndex} builds a new one.</li>
  * </ul>
  *
  * <h2>Versions</h2>
@@ -392,7 +392,8 @@ public final class WebDataset extends Dataset {
             if (decoded != null && decoded.shardSize() != shard.size()) {
                 note = "index '" + index.key() + "' is stale: it was written for a shard of " + decoded.shardSize()
                         + " bytes, and shard '" + shard.key() + "' has " + shard.size() + " bytes; indexing the shard"
-                        + " by scanning it (rewrite the index with WebDataset.writeIndex, or delete it)";
+                        + " by scanning it (if the shard was meant to change, write its index again with"
+                        + " WebDataset.writeIndex; if not, the shard itself changed: check it against its source)";
                 LOG.log(System.Logger.Level.WARNING, note);
                 decoded = null;
             }
@@ -410,8 +411,9 @@ public final class WebDataset extends Dataset {
 
     private static CorruptShardException corruptIndex(String shard, String index, String problem, Throwable cause) {
         return new CorruptShardException(shard, "index '" + index + "' of shard '" + shard + "' is damaged: "
-                + problem + "; delete it (the shard is then indexed by scanning) or rewrite it with"
-                + " WebDataset.writeIndex(cache, \"" + shard + "\")", cause);
+                + problem + " (the index file itself does not check out; the shard may be intact: check the shard"
+                + " against its source first, then write a new index from it with WebDataset.writeIndex(cache, \""
+                + shard + "\"))", cause);
     }
 
     /** Scans a shard's headers out of its parts, read sequentially (and cached) by the {@link ShardParts} rule. */
@@ -823,8 +825,12 @@ public final class WebDataset extends Dataset {
                 throw new CorruptShardException(shards.get(s), start[sample], "sample '" + key(sample) + "': CRC32C "
                         + Integer.toHexString(actual) + " of its " + length[sample] + " bytes (expected: "
                         + Integer.toHexString(crc[sample]) + ", as its index '" + shards.get(s)
-                        + ShardIndexFile.SUFFIX + "' records: the index was written for other bytes of a shard of the"
-                        + " same size; rewrite it with WebDataset.writeIndex, or delete it)");
+                        + ShardIndexFile.SUFFIX + "' records). Either the shard's bytes changed after the index was"
+                        + " written (damage, or the shard rewritten in place at the same size), or the index was"
+                        + " written for other bytes. To tell which, check the shard against its source (a checksum"
+                        + " or the ETag it was uploaded with): if the shard is damaged, restore it; only if the"
+                        + " shard is right, write its index again with WebDataset.writeIndex. Do not delete or"
+                        + " rewrite the index first: the loader would then serve the damaged bytes unchecked.");
             }
         }
         int from = firstField[sample];

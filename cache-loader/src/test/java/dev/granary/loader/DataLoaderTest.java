@@ -245,6 +245,15 @@ class DataLoaderTest {
                 assertEquals(2, failed.batch());
                 assertTrue(failed.getMessage().contains("train/missing.bin"), failed.getMessage());
                 assertTrue(failed.getCause() instanceof NoSuchObjectException, failed.toString());
+                // The trainer's own frame rides along: a log shows where the training loop met the failure.
+                assertEquals(1, failed.getSuppressed().length, java.util.Arrays.toString(failed.getSuppressed()));
+                Throwable trainer = failed.getSuppressed()[0];
+                assertTrue(trainer instanceof SampleException.TrainerFrame, trainer.toString());
+                assertTrue(trainer.getMessage().contains("'" + Thread.currentThread().getName() + "'")
+                        || trainer.getMessage().contains("(" + Thread.currentThread().getName() + ")"),
+                        trainer.getMessage());
+                assertTrue(java.util.Arrays.stream(trainer.getStackTrace()).anyMatch(f -> f.getMethodName().equals(
+                        "aMissingObjectFailsItsBatchWithTheKeyAndTheEpochGoesOn")), "the test's own frame is in it");
                 int rest = 0;
                 while (it.hasNext()) {
                     rest += it.next().size();

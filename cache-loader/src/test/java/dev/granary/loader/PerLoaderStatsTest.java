@@ -62,6 +62,11 @@ class PerLoaderStatsTest {
             }
             stats.add(epoch.stats()); // frozen at the close
             assertEquals(stats.getLast(), epoch.stats());
+            // The epoch's own time: from its start to its close, and the trainer waited for part of it.
+            LoaderStats one = stats.getLast();
+            assertTrue(one.elapsedNanos() > 0 && one.elapsedNanos() <= loader.stats().elapsedNanos(), one.toString());
+            assertTrue(one.dataWaitNanos() <= one.elapsedNanos(), one.toString());
+            assertEquals((double) one.dataWaitNanos() / one.elapsedNanos(), one.dataWaitRatio(), 1e-12);
         }
         return stats;
     }

@@ -331,6 +331,10 @@ class ShardIndexTest {
             assertEquals(dataset.sampleStart(changed), e.offset());
             assertTrue(e.getMessage().contains("sample '" + key + "'") && e.getMessage().contains("CRC32C"),
                     e.getMessage());
+            // It says the shard or the index is wrong, how to tell which, and never to drop the check first.
+            assertTrue(e.getMessage().contains("Either the shard's bytes changed after the index was written")
+                    && e.getMessage().contains("check the shard against its source")
+                    && e.getMessage().contains("Do not delete or rewrite the index first"), e.getMessage());
             assertEquals(0, cache.stats().openLeases(), "the failed sample's lease is released");
             // Through a loader: the changed sample fails its batch; every other sample arrives intact.
             int ok = 0;
@@ -471,7 +475,9 @@ class ShardIndexTest {
         assertEquals(-1, e.offset());
         String m = e.getMessage();
         assertTrue(m.contains("index '" + shard + ".gidx' of shard '" + shard + "' is damaged"), m);
-        assertTrue(m.contains("delete it") && m.contains("WebDataset.writeIndex(cache, \"" + shard + "\")"), m);
+        assertTrue(m.contains("the index file itself does not check out") && m.contains("check the shard against"
+                + " its source first") && m.contains("WebDataset.writeIndex(cache, \"" + shard + "\")"), m);
+        assertFalse(m.contains("delete it"), "deleting an index is never advice that could serve wrong bytes: " + m);
         return e;
     }
 

@@ -88,9 +88,11 @@ final class DirectoryLock implements AutoCloseable {
             return shared && held > 0 ? held + 1 : held;
         });
         if (was[0] != 0 && !(shared && was[0] > 0)) {
-            throw new IllegalStateException("disk tier directory " + directory + " is in use by another DiskTier in"
-                    + " this process (" + (was[0] > 0 ? was[0] + " shared" : "unshared: " + holder(file, null))
-                    + ") (expected: one unshared tier per directory, or only shared tiers; close the other first)");
+            String holder = "another DiskTier in this process (" + (was[0] > 0 ? was[0] + " shared"
+                    : "unshared: " + holder(file, null)) + ")";
+            throw new DirectoryInUseException(directory, holder, "disk tier directory " + directory + " is in use by "
+                    + holder + " (expected: one unshared tier per directory, or only shared tiers; close the other"
+                    + " first)");
         }
         int fd = -1;
         FileChannel channel = null;
@@ -113,15 +115,16 @@ final class DirectoryLock implements AutoCloseable {
             }
             if (!locked) {
                 if (shared) {
-                    throw new IllegalStateException("disk tier directory " + directory + " is in use by a process"
-                            + " that holds it unshared: " + holder(file, directory) + " (expected: a directory that"
+                    String holder = holder(file, directory);
+                    throw new DirectoryInUseException(directory, holder, "disk tier directory " + directory + " is in"
+                            + " use by a process that holds it unshared: " + holder + " (expected: a directory that"
                             + " every process opens with shared(true), or one no other process holds)");
                 }
                 List<Long> sharers = flockHolders(directory);
-                throw new IllegalStateException("disk tier directory " + directory + " is in use by another process: "
-                        + (sharers.size() > 1 ? "shared by pids " + sharers : holder(file, directory))
-                        + " (expected: a directory no other process holds; give each process its own directory, or"
-                        + " open it with shared(true) in every process)");
+                String holder = sharers.size() > 1 ? "shared by pids " + sharers : holder(file, directory);
+                throw new DirectoryInUseException(directory, holder, "disk tier directory " + directory + " is in use"
+                        + " by another process: " + holder + " (expected: a directory no other process holds; give"
+                        + " each process its own directory, or open it with shared(true) in every process)");
             }
             if (!shared) {
                 String text = "pid " + ProcessHandle.current().pid() + " on " + hostName() + ", boot " + bootId()

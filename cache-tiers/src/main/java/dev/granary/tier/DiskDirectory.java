@@ -131,10 +131,16 @@ final class DiskDirectory {
      * @throws IllegalStateException if the directory holds a newer format or an unreadable FORMAT file
      */
     static void checkFormat(Path directory, String tierName) throws IOException {
-        checkFormat(directory, tierName, Access.PRIVATE);
+        checkFormat(directory, tierName, Access.PRIVATE, 0);
     }
 
-    static void checkFormat(Path directory, String tierName, Access access) throws IOException {
+    /**
+     * As {@link #checkFormat(Path, String)}, with the directory's access, and recording {@code capacity} (if
+     * positive) in FORMAT's third line, {@code capacity <bytes>}: the capacity of the tier that opened the directory
+     * last, which {@code granary inspect} shows beside what the directory holds. Readers of FORMAT read its first two
+     * lines only, so older Granary versions read it as before.
+     */
+    static void checkFormat(Path directory, String tierName, Access access, long capacity) throws IOException {
         Path formatFile = directory.resolve(DiskTier.FORMAT_FILE);
         Path segmentsDirectory = directory.resolve(DiskTier.SEGMENTS);
         if (Files.exists(formatFile)) {
@@ -147,6 +153,9 @@ final class DiskDirectory {
             }
             if (found == SegmentFormat.FORMAT) {
                 makeSegmentsDirectory(segmentsDirectory, access);
+                if (capacity > 0 && recordedCapacity(formatFile) != capacity) {
+                    writeFormat(directory, access, capacity);
+                }
                 return;
             }
             if (found >= SegmentFormat.OLDEST_READABLE) {
@@ -160,12 +169,37 @@ final class DiskDirectory {
             }
         }
         makeSegmentsDirectory(segmentsDirectory, access);
+        writeFormat(directory, access, capacity);
+    }
+
+    /** Writes FORMAT whole (a temporary file renamed over it): title, format, and the capacity if positive. */
+    private static void writeFormat(Path directory, Access access, long capacity) throws IOException {
         Path temporary = directory.resolve(DiskTier.FORMAT_FILE + ".tmp");
         Files.deleteIfExists(temporary);
-        Files.write(Files.createFile(temporary, DiskTier.FILE_PERMISSIONS),
-                (FORMAT_TITLE + "\nformat " + SegmentFormat.FORMAT + "\n").getBytes(StandardCharsets.UTF_8));
+        String text = FORMAT_TITLE + "\nformat " + SegmentFormat.FORMAT + "\n"
+                + (capacity > 0 ? CAPACITY_LINE + capacity + "\n" : "");
+        Files.write(Files.createFile(temporary, DiskTier.FILE_PERMISSIONS), text.getBytes(StandardCharsets.UTF_8));
         access.apply(temporary, false);
-        Files.move(temporary, formatFile, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        Files.move(temporary, directory.resolve(DiskTier.FORMAT_FILE), StandardCopyOption.ATOMIC_MOVE,
+                StandardCopyOption.REPLACE_EXISTING);
+    }
+
+    private static final String CAPACITY_LINE = "capacity ";
+
+    /**
+     * {@return the capacity FORMAT records (of the tier that opened the directory last), or {@code -1} if it records
+     * none (written before Granary recorded it) or cannot be read}
+     */
+    static long recordedCapacity(Path formatFile) {
+        try {
+            List<String> lines = Files.readAllLines(formatFile, StandardCharsets.UTF_8);
+            if (lines.size() >= 3 && lines.get(2).startsWith(CAPACITY_LINE)) {
+                return Long.parseLong(lines.get(2).substring(CAPACITY_LINE.length()).strip());
+            }
+        } catch (IOException | NumberFormatException e) {
+            // unknown
+        }
+        return -1;
     }
 
     private static void makeSegmentsDirectory(Path segmentsDirectory, Access access) throws IOException {

@@ -7,6 +7,7 @@ import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import dev.granary.spi.RegionPolicy;
 import dev.granary.spi.Tier;
+import dev.granary.internal.ByteSizes;
 import dev.granary.spi.Workload;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -78,8 +79,8 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <h2>Sharing</h2>
  * By default one tier holds a directory: it is locked ({@code flock} on the directory itself; {@code granary.lock}
- * names the holder) against a second tier in this or any other process, which gets an {@link IllegalStateException}
- * naming the holder. With {@link Builder#shared}, any number of processes on the host open it at once: each sees the
+ * names the holder) against a second tier in this or any other process, which gets a {@link DirectoryInUseException}
+ * naming the holder (a job can catch it to fall back to a scratch directory). With {@link Builder#shared}, any number of processes on the host open it at once: each sees the
  * pages the others write at its next miss, the capacity bounds the whole directory, eviction is least recently used
  * across processes and never takes a segment a live process appends to, concurrent misses of one page read the origin
  * once ({@link #awaitFill}), and a process killed at any moment leaves the others running
@@ -209,7 +210,7 @@ public final class DiskTier implements Tier {
                 shared.lock(); // opening (format upgrade, recovery, deleting leftovers) changes the directory
             }
             try {
-                DiskDirectory.checkFormat(directory, name, access);
+                DiskDirectory.checkFormat(directory, name, access, b.inspecting ? 0 : capacity);
                 this.recovery = recover();
             } finally {
                 if (shared != null) {
@@ -1455,7 +1456,7 @@ public final class DiskTier implements Tier {
             }
         }
         return new Recovery(found.files(), pages[0], found.damagedSegments(), found.damagedTails(),
-                Duration.ofNanos(System.nanoTime() - start));
+                Duration.ofNanos(System.nanoTime() - start), found.dropped());
     }
 
     /** Shared mode: whether a live process other than this one may append to the segment (its creator is open). */
@@ -1591,8 +1592,37 @@ public final class DiskTier implements Tier {
      * @param damagedTails    segments whose record scan ended on a damaged or torn record (the pages after it are
      *                        dropped; a process killed mid-write leaves one)
      * @param took            how long the scan took
+     * @param dropped         what damage made the scan drop: each segment file deleted for a damaged header, and each
+     *                        segment whose scan ended on a record that is not valid
      */
-    public record Recovery(int segments, long pages, int damagedSegments, int damagedTails, Duration took) {}
+    public record Recovery(int segments, long pages, int damagedSegments, int damagedTails, Duration took,
+            List<Dropped> dropped) {
+
+        /** Copies the list. */
+        public Recovery {
+            dropped = List.copyOf(dropped);
+        }
+
+        /** {@return the page records damage made the scan drop, summed over {@link #dropped()}} */
+        public long droppedPages() {
+            return dropped.stream().mapToLong(Dropped::pages).sum();
+        }
+    }
+
+    /**
+     * Page records a recovery scan dropped because of damage. Either the segment file's header was damaged (the file
+     * is deleted, with every record in it), or its record scan ended on a record that is not valid: a torn write of a
+     * process killed mid-put leaves one with nothing after it, while damage to a record header in the middle (a stray
+     * write, bit rot) drops the valid records after it too, since the log's order is no longer proven past it. Either
+     * way the pages are read again from the origin when asked for, never served unchecked.
+     *
+     * @param segment      the segment file
+     * @param damage       what the scan found, with the offset
+     * @param wholeSegment whether the file was deleted for a damaged header
+     * @param pages        valid-looking page records dropped (for a tail: those found after the damage)
+     * @param bytes        their pages' bytes
+     */
+    public record Dropped(Path segment, String damage, boolean wholeSegment, long pages, long bytes) {}
 
     /**
      * A page in a segment file, as handed to one reader: made when the page is leased, garbage once released (the
@@ -1781,7 +1811,8 @@ public final class DiskTier implements Tier {
         public Builder capacity(long bytes) {
             if (bytes < 2 * MIN_SEGMENT) {
                 throw new IllegalArgumentException("disk tier capacity: " + bytes + " bytes (expected: at least "
-                        + 2 * MIN_SEGMENT + ", two segments of the smallest size " + MIN_SEGMENT + ")");
+                        + ByteSizes.format(2 * MIN_SEGMENT) + ", two segments of the smallest size "
+                        + ByteSizes.format(MIN_SEGMENT) + ")");
             }
             this.capacity = bytes;
             return this;
@@ -1797,8 +1828,8 @@ public final class DiskTier implements Tier {
          */
         public Builder segmentSize(long bytes) {
             if (bytes < MIN_SEGMENT || bytes > MAX_SEGMENT || bytes % 4096 != 0) {
-                throw new IllegalArgumentException("segment size: " + bytes + " bytes (expected: a multiple of 4096"
-                        + " from " + MIN_SEGMENT + " to " + MAX_SEGMENT + ")");
+                throw new IllegalArgumentException("segment size: " + bytes + " bytes (expected: a multiple of 4 KiB,"
+                        + " " + ByteSizes.range(MIN_SEGMENT, MAX_SEGMENT) + ")");
             }
             this.segmentSize = bytes;
             return this;
@@ -1913,7 +1944,7 @@ public final class DiskTier implements Tier {
         public Builder writebackEvery(long bytes) {
             if (bytes != 0 && bytes < MIN_WRITEBACK) {
                 throw new IllegalArgumentException("disk tier writebackEvery: " + bytes + " bytes (expected: 0 to"
-                        + " leave writeback to the kernel, or at least " + MIN_WRITEBACK + ")");
+                        + " leave writeback to the kernel, or at least " + ByteSizes.format(MIN_WRITEBACK) + ")");
             }
             this.writebackEvery = bytes;
             return this;
@@ -1948,6 +1979,14 @@ public final class DiskTier implements Tier {
 
         private static final long MAX_DEFAULT_SEGMENT = 64L << 20;
 
+        /** Set by {@link DiskTierInspection}: the tier opens the directory to look at it, and records no capacity. */
+        boolean inspecting;
+
+        Builder inspecting() {
+            this.inspecting = true;
+            return this;
+        }
+
         /** For tests: how often segment lengths are re-checked, so the checks can be taken out of the way. */
         Builder lengthCheck(Duration interval) {
             this.lengthCheck = interval;
@@ -1964,8 +2003,10 @@ public final class DiskTier implements Tier {
          * Opens the directory: locks it, recovers the pages an earlier run left there, and builds the tier.
          *
          * @return a new tier
-         * @throws IllegalStateException    if no directory or capacity was set, another tier holds the directory (the
-         *                                  message names the holder), or the directory was written by a newer Granary
+         * @throws DirectoryInUseException  if another tier, in this process or another, holds the directory (the
+         *                                  message names the holder)
+         * @throws IllegalStateException    if no directory or capacity was set, or the directory was written by a
+         *                                  newer Granary
          * @throws IllegalArgumentException if the capacity is below two segments of the size set, or the directory
          *                                  is a file or holds files that are not Granary's
          * @throws UncheckedIOException     if the directory cannot be read or written
@@ -1986,7 +2027,8 @@ public final class DiskTier implements Tier {
             long size = segmentSize < 0 ? defaultSegmentSize(capacity) : segmentSize;
             if (segmentSize >= 0 && capacity < 2 * segmentSize) {
                 throw new IllegalArgumentException("disk tier capacity: " + capacity + " bytes (expected: at least two"
-                        + " segments, " + 2 * segmentSize + " bytes with segmentSize " + segmentSize + ")");
+                        + " segments, " + ByteSizes.format(2 * segmentSize) + " with segmentSize "
+                        + ByteSizes.format(segmentSize) + ")");
             }
             try {
                 return new DiskTier(this, size);

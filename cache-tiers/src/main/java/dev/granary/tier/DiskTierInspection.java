@@ -21,9 +21,11 @@ import java.util.TreeSet;
  * matches its checksum ({@link #verify}), and removing it ({@link #clear}). The {@code granary inspect}, {@code verify}
  * and {@code clear} commands are these methods.
  *
- * <p>Each opens the directory as a {@link DiskTier} would, so it takes the directory's lock (a directory a running
- * cache holds is refused, naming the holder) and recovers the index by scanning the segments' record headers; the
- * capacity is taken from what is on disk, so nothing is evicted. A directory that is not a Granary disk tier (no
+ * <p>{@link #inspect} only reads: it takes no lock and changes nothing, so it can look at a directory a running cache
+ * (or several, shared) holds; what it reports is then a snapshot that may already be behind. {@link #verify} and
+ * {@link #clear} open the directory as a {@link DiskTier} would, so they take the directory's lock (a directory a
+ * running cache holds is refused, naming the holder) and recover the index by scanning the segments' record headers;
+ * the capacity is taken from what is on disk, so nothing is evicted. A directory that is not a Granary disk tier (no
  * {@code FORMAT} file, or files that are not Granary's) is refused before anything is opened or written. Opening
  * deletes nothing but a segment file whose header is damaged, as any cache opening the directory would; a verify
  * deletes a segment file that ends before its pages do (truncated). Pages whose bytes fail their checksum are reported,
@@ -48,13 +50,17 @@ public final class DiskTierInspection {
      * @param versions        distinct object versions
      * @param origins         the origins' URIs, sorted
      * @param freeBytes       bytes free for the segment files' file system ({@code FileStore.getUsableSpace})
-     * @param damagedSegments segment files with a damaged header, deleted while opening
-     * @param damagedTails    segments whose record scan ended on a damaged or torn record (a process killed mid-write)
-     * @param scan            how long recovering the index took
+     * @param damagedSegments segment files with a damaged header (a cache opening the directory deletes them)
+     * @param damagedTails    segments whose record scan ended on a damaged or torn record (a process killed mid-write;
+     *                        in a directory in use, possibly a record being written right now)
+     * @param scan            how long the scan took
+     * @param capacity        the capacity of the tier that opened the directory last, or {@code -1} if the directory
+     *                        does not record it (written by an older Granary)
+     * @param inUseBy         the processes that hold the directory now (a running cache), or empty
      */
     public record Summary(Path directory, int format, int segments, long segmentBytes, long pages, long pageBytes,
             long objects, long versions, List<String> origins, long freeBytes, int damagedSegments, int damagedTails,
-            Duration scan) {
+            Duration scan, long capacity, java.util.Optional<String> inUseBy) {
 
         /** Copies the origin list. */
         public Summary {
@@ -73,46 +79,101 @@ public final class DiskTierInspection {
     /**
      * What {@link #verify} found.
      *
-     * @param pages   pages checked
+     * @param pages   pages indexed, each read and checked
      * @param bytes   their bytes
      * @param damaged the pages whose bytes do not match their checksum, or whose segment file ends before them
+     * @param dropped what the opening scan dropped because of damage (record headers or segment headers that do not
+     *                check out), with the page records it found beyond the damage: pages that are not served
      */
-    public record Verification(long pages, long bytes, List<Damage> damaged) {
+    public record Verification(long pages, long bytes, List<Damage> damaged, List<DiskTier.Dropped> dropped) {
 
-        /** Copies the list. */
+        /** Copies the lists. */
         public Verification {
             damaged = List.copyOf(damaged);
+            dropped = List.copyOf(dropped);
+        }
+
+        /** {@return the page records the opening scan dropped because of damage} */
+        public long droppedPages() {
+            return dropped.stream().mapToLong(DiskTier.Dropped::pages).sum();
+        }
+
+        /** {@return every page verify could not vouch for: the damaged ones and the dropped ones} */
+        public long notVouchedFor() {
+            return damaged.size() + droppedPages();
+        }
+
+        /** {@return whether every page was vouched for and nothing was dropped} */
+        public boolean clean() {
+            return damaged.isEmpty() && dropped.isEmpty();
         }
     }
 
     /**
-     * Describes a disk tier's directory.
+     * Describes a disk tier's directory, reading only: no lock is taken and nothing is written or deleted, so a
+     * directory a running cache holds can be looked at (the result is then a snapshot).
      *
      * @param directory the directory
      * @return what it holds
      * @throws IllegalArgumentException if it is not a Granary disk tier's directory
-     * @throws IllegalStateException    if another tier or process holds it, or a newer Granary wrote it
+     * @throws IllegalStateException    if a newer Granary wrote it
      * @throws IOException              if it cannot be read
      */
     public static Summary inspect(Path directory) throws IOException {
-        int format = checkGranary(directory);
-        try (DiskTier tier = open(directory)) {
-            long bytes = 0;
-            Set<List<String>> objects = new HashSet<>();
-            Set<List<String>> versions = new HashSet<>();
-            Set<String> origins = new TreeSet<>();
-            List<PageKey> keys = tier.keys();
-            for (PageKey key : keys) {
-                bytes += key.length();
+        requireDirectory(directory);
+        int format = readFormat(directory);
+        long start = System.nanoTime();
+        long pageBytes = 0;
+        long pages = 0;
+        long segmentBytes = 0;
+        int segments = 0;
+        int damagedSegments = 0;
+        int damagedTails = 0;
+        Set<List<String>> objects = new HashSet<>();
+        Set<List<String>> versions = new HashSet<>();
+        Set<String> origins = new TreeSet<>();
+        List<SegmentFormat.Record> records = new ArrayList<>();
+        for (Path file : segmentFiles(directory)) {
+            long id = DiskDirectory.parseId(file.getFileName().toString());
+            records.clear();
+            try (java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(file);
+                    java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+                long size = channel.size();
+                segments++;
+                segmentBytes += size;
+                if (size < SegmentFormat.SEGMENT_HEADER) {
+                    damagedSegments++;
+                    continue;
+                }
+                java.lang.foreign.MemorySegment map = channel.map(java.nio.channels.FileChannel.MapMode.READ_ONLY, 0,
+                        size, arena);
+                if (SegmentFormat.checkSegmentHeader(map, id, size) != null) {
+                    damagedSegments++;
+                    continue;
+                }
+                if (SegmentFormat.scan(map, id, records::add, position -> {}).damage() != null) {
+                    damagedTails++;
+                }
+            } catch (java.nio.file.NoSuchFileException e) {
+                continue; // evicted by a running cache meanwhile
+            }
+            for (SegmentFormat.Record r : records) {
+                PageKey key = r.key();
+                pages++;
+                pageBytes += key.length();
                 objects.add(List.of(key.origin(), key.key()));
                 versions.add(List.of(key.origin(), key.key(), key.version()));
                 origins.add(key.origin());
             }
-            DiskTier.Recovery r = tier.recovery();
-            return new Summary(tier.directory(), format, r.segments(), tier.stats().usedBytes(), keys.size(), bytes,
-                    objects.size(), versions.size(), new ArrayList<>(origins),
-                    Files.getFileStore(directory).getUsableSpace(), r.damagedSegments(), r.damagedTails(), r.took());
         }
+        List<Long> holders = DirectoryLock.flockHolders(directory);
+        return new Summary(directory, format, segments, segmentBytes, pages, pageBytes, objects.size(),
+                versions.size(), new ArrayList<>(origins), Files.getFileStore(directory).getUsableSpace(),
+                damagedSegments, damagedTails, Duration.ofNanos(System.nanoTime() - start),
+                DiskDirectory.recordedCapacity(directory.resolve(DiskTier.FORMAT_FILE)),
+                holders.isEmpty() ? java.util.Optional.empty() : java.util.Optional.of((holders.size() == 1
+                        ? "pid " : "pids ") + holders.stream().map(String::valueOf)
+                        .collect(java.util.stream.Collectors.joining(", "))));
     }
 
     /**
@@ -144,7 +205,7 @@ public final class DiskTierInspection {
                     page.release();
                 }
             }
-            return new Verification(pages, bytes, damaged);
+            return new Verification(pages, bytes, damaged, tier.recovery().dropped());
         }
     }
 
@@ -178,6 +239,11 @@ public final class DiskTierInspection {
     /** Refuses a directory that is not a Granary disk tier's before anything opens it; returns its format. */
     private static int checkGranary(Path directory) throws IOException {
         checkOwned(directory);
+        return readFormat(directory);
+    }
+
+    /** Reads the format of a directory that has a FORMAT file, refusing one this code cannot read. */
+    private static int readFormat(Path directory) throws IOException {
         Path format = directory.resolve(DiskTier.FORMAT_FILE);
         List<String> lines = Files.readAllLines(format, StandardCharsets.UTF_8);
         int found = -1;
@@ -203,6 +269,12 @@ public final class DiskTierInspection {
 
     /** Refuses a path that is not a directory with a FORMAT file and only Granary's files in it. */
     private static void checkOwned(Path directory) throws IOException {
+        requireDirectory(directory);
+        DiskDirectory.prepare(directory); // refuses files that are not Granary's, names them
+    }
+
+    /** Refuses a path that is not a directory with a FORMAT file; reads only. */
+    private static void requireDirectory(Path directory) {
         if (!Files.isDirectory(directory, LinkOption.NOFOLLOW_LINKS)) {
             throw new IllegalArgumentException("disk tier directory " + directory + ": "
                     + (Files.exists(directory) ? "not a directory" : "does not exist")
@@ -213,11 +285,10 @@ public final class DiskTierInspection {
             throw new IllegalArgumentException("disk tier directory " + directory + " is not a Granary disk tier (no "
                     + DiskTier.FORMAT_FILE + " file) (expected: a directory a DiskTier wrote)");
         }
-        DiskDirectory.prepare(directory); // refuses files that are not Granary's, names them
     }
 
     private static DiskTier open(Path directory) throws IOException {
-        return DiskTier.builder().directory(directory).capacity(capacityFor(directory)).build();
+        return DiskTier.builder().directory(directory).capacity(capacityFor(directory)).inspecting().build();
     }
 
     /** A capacity that holds every segment on disk and two more of the largest size: opening evicts nothing. */

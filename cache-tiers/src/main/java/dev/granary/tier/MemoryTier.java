@@ -585,8 +585,8 @@ public final class MemoryTier implements Tier {
          */
         public Builder capacity(long bytes) {
             if (bytes < (64 << 10) || bytes > MAX_CAPACITY) {
-                throw new IllegalArgumentException("memory tier capacity: " + bytes + " bytes (expected: 65536.."
-                        + MAX_CAPACITY + ")");
+                throw new IllegalArgumentException("memory tier capacity: " + bytes + " bytes (expected: "
+                        + dev.granary.internal.ByteSizes.range(64 << 10, MAX_CAPACITY) + ")");
             }
             this.capacity = bytes;
             return this;
@@ -637,7 +637,8 @@ public final class MemoryTier implements Tier {
          */
         public Builder slabSize(long bytes) {
             if (bytes < (64 << 10) || bytes > (1L << 30)) {
-                throw new IllegalArgumentException("slab size: " + bytes + " bytes (expected: 65536..1073741824)");
+                throw new IllegalArgumentException("slab size: " + bytes + " bytes (expected: "
+                        + dev.granary.internal.ByteSizes.range(64 << 10, 1 << 30) + ")");
             }
             this.slabSize = bytes;
             return this;

@@ -27,7 +27,7 @@ final class ScratchDirectory {
 
     private static final System.Logger LOG = System.getLogger(DiskTier.class.getName());
     private static final Set<String> TOP = Set.of(DiskTier.FORMAT_FILE, DiskTier.FORMAT_FILE + ".tmp",
-            DirectoryLock.FILE);
+            DirectoryLock.FILE, SharedDirectory.FILE);
 
     private ScratchDirectory() {}
 

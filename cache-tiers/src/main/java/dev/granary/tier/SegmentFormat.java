@@ -341,6 +341,58 @@ final class SegmentFormat {
     }
 
     /**
+     * What lies beyond a scan that stopped on damage: the valid page records found by searching on, eight bytes at a
+     * time, for the next header that checks out (magic, lengths, checksum, this segment, a generation not below the
+     * last one accepted, an extent below the previous payload), and scanning from there.
+     *
+     * @param pages page records found after the damage, and the damaged record itself if it has a record's magic
+     * @param bytes the bytes of the pages found after it
+     */
+    record Beyond(long pages, long bytes) {}
+
+    /**
+     * Counts the page records a scan that stopped on damage left behind: what recovery drops with the damaged record,
+     * so that {@code granary verify} can say how many pages it could not vouch for. Only counts: a tier never indexes
+     * these records (after damage, the log's order is no longer proven). Reads the rest of the header area once.
+     *
+     * @param end where the scan stopped, with its damage
+     */
+    static Beyond countBeyond(MemorySegment map, long segmentId, ScanEnd end) {
+        // The damaged record itself, if it started as one: its page is dropped too (its length is not known).
+        long pages = end.headerEnd() >= SEGMENT_HEADER && end.headerEnd() + 4 <= map.byteSize()
+                && map.get(INT, end.headerEnd()) == RECORD_MAGIC ? 1 : 0;
+        long bytes = 0;
+        long floor = end.payloadStart();
+        int generation = end.generation();
+        long[] counted = new long[2];
+        RawSink counter = (h, originLen, keyLen, versionLen, same, headerOffset, pageOffset, length, payloadOffset,
+                payloadCrc) -> {
+            counted[0]++;
+            counted[1] += length;
+        };
+        for (long at = end.headerEnd() + 8; at + RECORD_FIXED + 4 <= floor; at += 8) {
+            if (map.get(INT, at) != RECORD_MAGIC) {
+                continue;
+            }
+            counted[0] = 0;
+            counted[1] = 0;
+            ScanEnd next = scan(map, segmentId, at, floor, generation, counter, position -> {});
+            if (next.headerEnd() == at) {
+                continue; // no valid record here
+            }
+            pages += counted[0];
+            bytes += counted[1];
+            if (next.damage() == null) {
+                break;
+            }
+            floor = next.payloadStart();
+            generation = next.generation();
+            at = next.headerEnd(); // the loop steps past the damaged header
+        }
+        return new Beyond(pages, bytes);
+    }
+
+    /**
      * The page records of one segment as a recovery scan found them, in primitive columns, names as bytes: no
      * object per record, and none per name when its key and version are ASCII ({@link ObjectNames}). Reused from
      * one segment to the next. Consecutive records of one object share one name.

@@ -35,9 +35,16 @@ final class SegmentRecovery {
      * @param files           segment files found
      * @param nextId          above every segment number found
      * @param damagedSegments segment files deleted because their header was damaged
-     * @param damagedTails    segments whose scan ended on a record that is not valid
+     * @param dropped         what damage made the scan drop, per segment
      */
-    record Result(List<Recovered> segments, int files, long nextId, int damagedSegments, int damagedTails) {}
+    record Result(List<Recovered> segments, int files, long nextId, int damagedSegments,
+            List<DiskTier.Dropped> dropped) {
+
+        /** {@return the segments whose scan ended on a record that is not valid} */
+        int damagedTails() {
+            return (int) dropped.stream().filter(d -> !d.wholeSegment()).count();
+        }
+    }
 
     /** Called as a segment is mapped, before it can be freed: the tier counts mappings and bytes on disk. */
     interface Mapped {
@@ -99,7 +106,7 @@ final class SegmentRecovery {
             }
         }
         int damagedSegments = 0;
-        int damagedTails = 0;
+        List<DiskTier.Dropped> dropped = new ArrayList<>();
         long nextId = 0;
         List<Recovered> recovered = new ArrayList<>();
         SegmentFormat.Records records = new SegmentFormat.Records(); // one segment's at a time, reused
@@ -126,9 +133,14 @@ final class SegmentRecovery {
                 LOG.log(System.Logger.Level.WARNING, "disk tier '" + tierName + "': deleting damaged segment " + file
                         + ": " + damage);
                 if (segment != null) {
+                    // Its records, counted before the file goes: what a verify reports as not vouched for.
+                    SegmentFormat.Beyond lost = SegmentFormat.countBeyond(segment.map, id, new SegmentFormat.ScanEnd(
+                            SegmentFormat.SEGMENT_HEADER - 8, size, 0, damage));
+                    dropped.add(new DiskTier.Dropped(file, damage, true, lost.pages(), lost.bytes()));
                     segment.kill(true);
                     segment.release();
                 } else {
+                    dropped.add(new DiskTier.Dropped(file, damage, true, 0, 0));
                     Files.delete(file);
                 }
                 continue;
@@ -138,10 +150,13 @@ final class SegmentRecovery {
             SegmentFormat.ScanEnd end = SegmentFormat.scan(s.map, id, SegmentFormat.SEGMENT_HEADER, s.map.byteSize(),
                     0, records, position -> readAhead(s, position));
             if (end.damage() != null && !appending.test(s)) { // else a record being written by a live process
-                damagedTails++;
+                SegmentFormat.Beyond beyond = SegmentFormat.countBeyond(s.map, id, end);
+                dropped.add(new DiskTier.Dropped(file, end.damage(), false, beyond.pages(), beyond.bytes()));
                 corrupted.run();
                 LOG.log(System.Logger.Level.WARNING, "disk tier '" + tierName + "': segment " + file + " ends in a"
-                        + " record that is not valid (" + end.damage() + "); the pages after it are dropped");
+                        + " record that is not valid (" + end.damage() + ")" + (beyond.pages() == 0
+                        ? ", a torn write with nothing after it" : "; " + beyond.pages() + " pages after it are"
+                        + " dropped and will be read again from the origin"));
             }
             s.cursors(end.headerEnd(), end.payloadStart());
             // Used only if appends resume here: above every generation in the file, including records a crash may
@@ -152,7 +167,7 @@ final class SegmentRecovery {
             // Indexed now: one segment's records in memory at a time.
             indexer.accept(new Recovered(s, records, (long) records.size * left));
         }
-        return new Result(recovered, found.size(), nextId, damagedSegments, damagedTails);
+        return new Result(recovered, found.size(), nextId, damagedSegments, dropped);
     }
 
     /** The header scan reads on under {@code MADV_RANDOM}: ask for the next megabyte of headers in one request. */

@@ -355,7 +355,8 @@ class DiskTierTest {
         Files.writeString(dir.resolve(DiskTier.FORMAT_FILE), "granary-disk-tier\nformat 0\n");
         DiskTier reopened = disk().build();
         assertEquals(0, reopened.recovery().pages(), "segments of an older format are discarded");
-        assertEquals("granary-disk-tier\nformat 2\n", Files.readString(dir.resolve(DiskTier.FORMAT_FILE)));
+        assertEquals("granary-disk-tier\nformat 2\ncapacity " + reopened.stats().capacityBytes() + "\n",
+                Files.readString(dir.resolve(DiskTier.FORMAT_FILE)));
         TieredCache second = cache(reopened);
         readAllAndCheck(second);
     }
@@ -522,11 +523,11 @@ class DiskTierTest {
         assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().directory(null),
                 "disk tier directory: null (expected: a path");
         assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().capacity(0),
-                "disk tier capacity: 0 bytes (expected: at least 32768, two segments of the smallest size 16384)");
+                "disk tier capacity: 0 bytes (expected: at least 32 KiB, two segments of the smallest size 16 KiB)");
         assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().capacity(32767),
-                "disk tier capacity: 32767 bytes (expected: at least 32768");
+                "disk tier capacity: 32767 bytes (expected: at least 32 KiB");
         assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().segmentSize(10_000),
-                "segment size: 10000 bytes (expected: a multiple of 4096 from 16384 to 1073741824)");
+                "segment size: 10000 bytes (expected: a multiple of 4 KiB, 16 KiB..1 GiB)");
         assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().segmentSize(20_000),
                 "segment size: 20000 bytes");
         assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().policy(null),
@@ -540,7 +541,7 @@ class DiskTierTest {
                 "disk tier capacity not set");
         assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().directory(dir).capacity(100L << 20)
                 .segmentSize(64L << 20).build(), "disk tier capacity: 104857600 bytes (expected: at least two"
-                + " segments, 134217728 bytes");
+                + " segments, 128 MiB with segmentSize 64 MiB)");
         assertFalse(Files.exists(dir), "a refused build creates nothing");
     }
 

@@ -158,7 +158,7 @@ class DiskTierWritebackTest {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> DiskTier.builder().writebackEvery(bad));
             assertTrue(e.getMessage().contains("writebackEvery: " + bad + " bytes")
-                    && e.getMessage().contains("at least 65536"), e.getMessage());
+                    && e.getMessage().contains("at least 64 KiB"), e.getMessage());
         }
         assertDoesNotThrow(() -> DiskTier.builder().writebackEvery(0).writebackEvery(64 << 10));
     }

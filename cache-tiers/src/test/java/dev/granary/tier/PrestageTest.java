@@ -159,6 +159,69 @@ class PrestageTest {
     }
 
     @Test
+    void aDatasetLargerThanTheStagingTierStagesWhatFitsKeepsItAndSaysWhatIsLeft() throws Exception {
+        // Room for about a third of the dataset: 4 segments of 128 KiB against ~1.4 MB.
+        DiskTier.Builder small = DiskTier.builder().directory(dir).capacity(512 << 10).segmentSize(128 << 10);
+        FaultyOrigin origin = new FaultyOrigin(PosixOrigin.of(data));
+        PrestageResult first;
+        try (TieredCache cache = cache(origin, small.build())) {
+            first = cache.prestage("train/", p -> {});
+        }
+        assertTrue(first.objects() > 1 && first.notStaged() > 0, first.toString());
+        assertEquals(OBJECTS, first.objects() + first.notStaged() + first.failedCount(), first.toString());
+        assertEquals(0, first.failedCount(), "a full tier is no failure: " + first.failed());
+        assertFalse(first.complete(), "objects left out: not complete");
+        assertEquals(totalBytes, first.bytes() + first.bytesNotStaged(), first.toString());
+        long stagedPages = 0;
+        for (Map.Entry<String, byte[]> e : dataset.objects().entrySet()) {
+            stagedPages += (e.getValue().length + PAGE - 1) / PAGE;
+        }
+        assertTrue(origin.reads() < stagedPages / 2, "fetching stops once the tier is full: " + origin.reads()
+                + " reads of " + stagedPages + " pages");
+
+        // A second run over the same directory finds all of it first, and fetches little: the tier is still full.
+        FaultyOrigin again = new FaultyOrigin(PosixOrigin.of(data));
+        PrestageResult second;
+        try (TieredCache cache = cache(again, small.build())) {
+            second = cache.prestage("train/", p -> {});
+        }
+        assertTrue(second.alreadyCached() >= first.objects(), "nothing the first run kept was pushed out: "
+                + second + " after " + first);
+        assertEquals(OBJECTS, second.objects() + second.notStaged(), second.toString());
+        assertFalse(second.complete());
+
+        // Everything counted as staged is held: a new cache reads it without the origin (its disk tier is opened
+        // larger, so its own fills of the rest evict nothing while it counts).
+        FaultyOrigin reader = new FaultyOrigin(PosixOrigin.of(data));
+        int held = 0;
+        try (TieredCache cache = cache(reader, DiskTier.builder().directory(dir).capacity(64L << 20)
+                .segmentSize(128 << 10).build())) {
+            for (Map.Entry<String, byte[]> e : dataset.objects().entrySet()) {
+                if (!e.getKey().startsWith("train/")) {
+                    continue;
+                }
+                int before = reader.reads();
+                try (Lease lease = cache.read(e.getKey())) {
+                    Bytes.assertSame(e.getValue(), lease.bytes(), e.getKey());
+                }
+                held += reader.reads() == before ? 1 : 0;
+            }
+        }
+        assertEquals(second.objects(), held, "staged " + second.objects() + ", held " + held);
+    }
+
+    @Test
+    void anEmptySelectionIsRefused() throws Exception {
+        try (TieredCache cache = cache(new FaultyOrigin(PosixOrigin.of(data)), disk().build())) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> cache.prestage("trian/", p -> {}));
+            assertTrue(e.getMessage().startsWith("prefix 'trian/': no object under it at "), e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> cache.prestage(List.of(), p -> {}));
+            assertTrue(e.getMessage().startsWith("keys: empty"), e.getMessage());
+        }
+    }
+
+    @Test
     void cancelFromTheListenerStopsAndALaterRunFinishes() throws Exception {
         Gate gate = new Gate();
         FaultyOrigin origin = new FaultyOrigin(PosixOrigin.of(data, 2)).holdReads(gate);

@@ -317,7 +317,8 @@ class SharedDiskTierTest {
         Path dir = copyFixture("format1-directory");
         assertEquals("granary-disk-tier\nformat 1\n", Files.readString(dir.resolve("FORMAT")));
         try (DiskTier tier = shared(dir, 1 << 20).segmentSize(16 << 10).build()) {
-            assertEquals("granary-disk-tier\nformat 2\n", Files.readString(dir.resolve("FORMAT")));
+            assertEquals("granary-disk-tier\nformat 2\ncapacity 1048576\n", Files.readString(dir.resolve("FORMAT")),
+                    "upgraded, with the capacity it was opened with");
             assertEquals(12, tier.recovery().pages(), tier.recovery().toString());
             for (int object = 0; object < 6; object++) {
                 for (int p = 0; p < 2; p++) {

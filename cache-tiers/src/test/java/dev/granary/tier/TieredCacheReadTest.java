@@ -174,8 +174,8 @@ class TieredCacheReadTest {
         TieredCache.Builder b = TieredCache.builder(origin);
         assertMessage("origin: null (expected: an Origin such as PosixOrigin.of(dir))",
                 () -> TieredCache.builder(null));
-        assertMessage("page size: 0 (expected: 16..1073741824 bytes)", () -> b.pageSize(0));
-        assertMessage("page size: 2147483647 (expected: 16..1073741824 bytes)", () -> b.pageSize(Integer.MAX_VALUE));
+        assertMessage("page size: 0 bytes (expected: 16 bytes..1 GiB)", () -> b.pageSize(0));
+        assertMessage("page size: 2147483647 bytes (expected: 16 bytes..1 GiB)", () -> b.pageSize(Integer.MAX_VALUE));
         assertMessage("metadata TTL: PT-1S (expected: a duration >= 0)", () -> b.metadataTtl(Duration.ofSeconds(-1)));
         assertMessage("metadata TTL: null (expected: a duration >= 0)", () -> b.metadataTtl(null));
         assertMessage("read timeout: PT0S (expected: a duration > 0)", () -> b.readTimeout(Duration.ZERO));
@@ -196,9 +196,9 @@ class TieredCacheReadTest {
     @Test
     void memoryTierBuilderRejectsBadConfiguration() {
         MemoryTier.Builder b = MemoryTier.builder();
-        assertMessage("memory tier capacity: 1000 bytes (expected: 65536..1099511627776)", () -> b.capacity(1000));
-        assertMessage("memory tier capacity: -1 bytes (expected: 65536..1099511627776)", () -> b.capacity(-1));
-        assertMessage("slab size: 4096 bytes (expected: 65536..1073741824)", () -> b.slabSize(4096));
+        assertMessage("memory tier capacity: 1000 bytes (expected: 64 KiB..1 TiB)", () -> b.capacity(1000));
+        assertMessage("memory tier capacity: -1 bytes (expected: 64 KiB..1 TiB)", () -> b.capacity(-1));
+        assertMessage("slab size: 4096 bytes (expected: 64 KiB..1 GiB)", () -> b.slabSize(4096));
         assertMessage("eviction policy: null (expected: a factory such as WindowTinyLfuPolicy::new)",
                 () -> b.policy(null));
         assertMessage("tier name: ' ' (expected: a non-blank name)", () -> b.name(" "));
