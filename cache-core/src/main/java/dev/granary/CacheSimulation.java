@@ -14,8 +14,10 @@ import java.util.Optional;
  * tier by tier, and what they would read from the origin — without reading anything and without changing the cache.
  * It starts from a copy of what every tier holds now ({@link dev.granary.spi.Tier#simulation()}) and of the cache's
  * epoch clock, and applies the cache's own rules: the workload the {@link EpochClock} would publish as this driver
- * starts and ends epochs (the very function the cache uses), lookups in tier order without promotion, and a fill
- * offered to the tiers from the first until one takes it — which is what the cache does while a loader drives it.
+ * starts and ends epochs (the very function the cache uses), lookups in tier order, a hit below the first tier copied
+ * into the first tier above that takes it while the epoch has not missed yet ({@code EpochClock.promoting()}), and a
+ * fill offered to the tiers from the first until one takes it — which is what the cache does while a loader drives
+ * it.
  * Other drivers of the cache are taken as they are now (their epochs neither start nor end during the dry run).
  *
  * {@snippet :
@@ -43,6 +45,7 @@ public final class CacheSimulation {
     private long previousStart;
     private long currentStart;
     private boolean inEpoch;
+    private boolean promoting;
     private Workload workload;
 
     CacheSimulation(TieredCache cache, List<String> names, EpochClock.Snapshot snapshot) {
@@ -62,6 +65,7 @@ public final class CacheSimulation {
         this.previousStart = snapshot.mine().previousStart();
         this.currentStart = snapshot.mine().currentStart();
         this.inEpoch = snapshot.mine().inEpoch();
+        this.promoting = snapshot.promoting();
         this.workload = publish();
     }
 
@@ -77,6 +81,7 @@ public final class CacheSimulation {
         previousStart = currentStart;
         currentStart = clock;
         inEpoch = true;
+        promoting = true;
         workload = publish();
     }
 
@@ -95,8 +100,8 @@ public final class CacheSimulation {
 
     /**
      * Reads one page (or extent) as the cache would: looked up in the tiers in order, the first that holds it serves
-     * it (no copy up while a loader drives); if none does, it is read from the origin and offered to the tiers from the
-     * first until one takes it.
+     * it (and, below the first tier, is copied into the first tier above that takes it while the epoch has not missed
+     * yet); if none does, it is read from the origin and offered to the tiers from the first until one takes it.
      *
      * @param key the page, as {@link #pageKey} or {@link #extentKey} makes it
      * @return the index of the tier that serves it, or {@code -1} if the origin is read
@@ -106,14 +111,33 @@ public final class CacheSimulation {
         if (key == null) {
             throw new IllegalArgumentException("page key: null (expected: a key from pageKey or extentKey)");
         }
-        for (int i = 0; i < tiers.size(); i++) {
-            if (tiers.get(i).get(key)) {
-                return i;
-            }
+        int served = lookup(key);
+        if (served >= 0) {
+            return served;
+        }
+        if (workload.driven()) {
+            promoting = false;
         }
         for (TierSimulation tier : tiers) {
             if (tier.put(key)) {
                 break;
+            }
+        }
+        return -1;
+    }
+
+    /** The tier that holds the page, or -1; a hit below the first tier is copied up as the cache copies it. */
+    private int lookup(PageKey key) {
+        for (int i = 0; i < tiers.size(); i++) {
+            if (tiers.get(i).get(key)) {
+                if (i > 0 && workload.driven() && promoting) {
+                    for (int j = 0; j < i; j++) {
+                        if (tiers.get(j).put(key)) {
+                            break;
+                        }
+                    }
+                }
+                return i;
             }
         }
         return -1;
@@ -141,22 +165,16 @@ public final class CacheSimulation {
                     + " (expected: a non-empty range within the object)");
         }
         PageKey unit = extentKey(object, offset, length);
-        for (int i = 0; i < tiers.size(); i++) {
-            if (tiers.get(i).get(unit)) {
-                return i;
-            }
+        int held = lookup(unit);
+        if (held >= 0) {
+            return held;
         }
         int slowest = -1;
         long first = offset / cache.pageSize();
         long last = (offset + length - 1) / cache.pageSize();
         for (long p = first; p <= last; p++) {
             PageKey page = pageKey(object, p);
-            int served = -1;
-            for (int i = 0; i < tiers.size() && served < 0; i++) {
-                if (tiers.get(i).get(page)) {
-                    served = i;
-                }
-            }
+            int served = lookup(page);
             if (served < 0) {
                 return read(unit);
             }

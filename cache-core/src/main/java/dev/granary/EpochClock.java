@@ -28,6 +28,11 @@ final class EpochClock {
     private boolean cacheClosed;
     /** Whether some driver is inside an epoch; read without the lock on every fill and lookup. */
     private volatile boolean driven;
+    /**
+     * Whether a hit below the first tier is copied up while driven (into free room or in place of a dead page, never
+     * in place of a live one): from each epoch start until a read misses every tier. See {@link #promoting()}.
+     */
+    private volatile boolean promoting;
 
     EpochClock(Tier[] tiers, URI originUri) {
         this.tiers = tiers;
@@ -37,6 +42,26 @@ final class EpochClock {
     /** {@return whether some driver is inside an epoch now} */
     boolean driven() {
         return driven;
+    }
+
+    /**
+     * {@return whether, while driven, a hit in a lower tier is copied into a tier above} True from an epoch's start
+     * until its first read that every tier misses. While every read of the epoch hits, the dataset is wholly in the
+     * tiers (a warm restart: a disk tier full, memory empty), so free room above holds copies at no cost and the next
+     * epoch reads them at memory speed. From the first miss on, room above is kept for the misses, which is what
+     * holds the tiers exclusive and the hit ratio at its ceiling {@code (C_mem + C_disk) / N}; the copies made before
+     * it cost at most the pages read before the first miss (about {@code D / (N - D)} for {@code D} of {@code N}
+     * pages resident). See docs/decisions/0017-copy-up-into-free-room.md.
+     */
+    boolean promoting() {
+        return promoting;
+    }
+
+    /** A read missed every tier: while driven, no more copies up until the next epoch starts. */
+    void missed() {
+        if (promoting && driven) {
+            promoting = false;
+        }
     }
 
     synchronized EpochDriver newDriver() {
@@ -61,6 +86,7 @@ final class EpochClock {
         driver.previousStart = staging ? clock : driver.currentStart;
         driver.currentStart = clock;
         driver.inEpoch = true;
+        promoting = !staging;
         publish();
     }
 
@@ -166,12 +192,12 @@ final class EpochClock {
             }
         }
         return new Snapshot(clock, new DriverState(mine.previousStart, mine.currentStart, mine.inEpoch),
-                List.copyOf(others), tierSimulations.get());
+                List.copyOf(others), tierSimulations.get(), promoting);
     }
 
     /** What {@link #snapshot} copied. */
     record Snapshot(long clock, DriverState mine, List<DriverState> others,
-            List<dev.granary.spi.TierSimulation> tiers) {}
+            List<dev.granary.spi.TierSimulation> tiers, boolean promoting) {}
 
     private void ensureOpen(EpochDriver driver) {
         if (driver.closed) {

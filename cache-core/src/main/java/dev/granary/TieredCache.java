@@ -894,6 +894,7 @@ public final class TieredCache implements AutoCloseable {
             pages[i] = lookup(key);
             if (pages[i] == null) {
                 dev.granary.internal.ReadAccount.missed();
+                epochs.missed();
                 flights[i] = fetcher.fetch(key, this::recheck, k -> fill(info, k));
             }
         }
@@ -960,6 +961,7 @@ public final class TieredCache implements AutoCloseable {
             return page;
         }
         dev.granary.internal.ReadAccount.missed();
+        epochs.missed();
         OriginFetcher.Flight flight = fetcher.fetch(key, this::recheck, filler);
         try {
             return OriginFetcher.await(flight, deadline(), describe(info, key.offset() / pageSize));
@@ -1003,16 +1005,26 @@ public final class TieredCache implements AutoCloseable {
     /**
      * Copies a page found in tier {@code i} into the tiers above (inclusive), or moves it into the first tier above
      * that takes it (exclusive; a {@linkplain Tier#shared() shared} tier keeps its copy for the other processes).
+     * While a loader drives, it is copied into the first tier above that takes it — which is only into free room or in
+     * place of a dead page, the tiers' rule then — and only while the epoch has not missed yet
+     * ({@link EpochClock#promoting()}); the copy below stays.
      *
      * @return the page; {@code null} if copying it faulted (its tier's file was damaged under it, {@link Tier#put}):
      *     that tier dropped it, and the page was released
      */
     private Page promote(Page page, int i) {
+        if (i == 0) {
+            return page;
+        }
         Tier[] tiers = this.tiers;
+        boolean driven = epochs.driven();
+        if (driven && !epochs.promoting()) {
+            return page;
+        }
         try {
-            for (int j = 0; j < i && !epochs.driven(); j++) {
-                if (tiers[j].put(page) && exclusive) {
-                    if (!tiers[i].shared()) {
+            for (int j = 0; j < i; j++) {
+                if (tiers[j].put(page) && (exclusive || driven)) {
+                    if (exclusive && !driven && !tiers[i].shared()) {
                         tiers[i].remove(page.key());
                     }
                     break;

@@ -178,6 +178,65 @@ class EpochDrivenTest {
     }
 
     @Test
+    void aWarmRestartOfADatasetTheDiskHoldsReadsFromMemoryFromTheSecondEpoch() throws IOException {
+        Path disk = root.resolve("disk");
+        List<String> small = keys.subList(0, 24); // 192 KiB: fits the 256 KiB memory tier, and the disk
+        try (TieredCache cache = cache(disk); EpochDriver driver = cache.loaderSupport().driver()) {
+            driver.startEpoch();
+            epoch(cache, 1, small);
+            driver.endEpoch();
+        }
+        // A new process: memory empty, the disk holds the dataset.
+        try (TieredCache cache = cache(disk); EpochDriver driver = cache.loaderSupport().driver()) {
+            driver.startEpoch();
+            assertEquals(small.size(), epoch(cache, 2, small), "the first epoch after the restart hits the disk");
+            driver.endEpoch();
+            CacheStats first = cache.stats();
+            assertEquals(small.size(), first.tiers().get(1).hits(), first.toString());
+            assertEquals(0, first.origin().reads(), first.toString());
+            // No read of that epoch missed: its disk hits were copied into memory's free room.
+            driver.startEpoch();
+            epoch(cache, 3, small);
+            driver.endEpoch();
+            CacheStats second = cache.stats().minus(first);
+            assertEquals(small.size(), second.tiers().get(0).hits(), "the second epoch reads memory: " + second);
+            assertEquals(0, second.tiers().get(1).hits(), second.toString());
+            assertEquals(0, second.tiers().get(0).evictions() + second.tiers().get(1).evictions(), second.toString());
+        }
+    }
+
+    @Test
+    void aRestartOfADatasetLargerThanTheTiersKeepsMemoryForTheMissesAndStaysAtTheCeiling() throws IOException {
+        Path disk = root.resolve("disk");
+        long[] before = new long[4];
+        try (TieredCache cache = cache(disk); EpochDriver driver = cache.loaderSupport().driver()) {
+            for (int e = 0; e < before.length; e++) {
+                driver.startEpoch();
+                before[e] = epoch(cache, e, keys);
+                driver.endEpoch();
+            }
+        }
+        long[] after = new long[4];
+        try (TieredCache cache = cache(disk); EpochDriver driver = cache.loaderSupport().driver()) {
+            for (int e = 0; e < after.length; e++) {
+                driver.startEpoch();
+                after[e] = epoch(cache, 10 + e, keys);
+                driver.endEpoch();
+            }
+            CacheStats stats = cache.stats();
+            assertEquals(0, stats.tiers().get(0).evictions() + stats.tiers().get(1).evictions(), stats.toString());
+        }
+        // Copies up stop at the epoch's first miss (after a handful of reads: most samples are not resident), so the
+        // memory tier's room goes to the misses, and the restarted job reaches the first job's steady state.
+        long ceiling = MEMORY / SAMPLE + DISK / SAMPLE;
+        for (int e = 2; e < after.length; e++) {
+            assertTrue(after[e] >= before[before.length - 1] - 4 && after[e] >= 0.9 * ceiling,
+                    "after the restart " + java.util.Arrays.toString(after) + ", before "
+                            + java.util.Arrays.toString(before) + ", ceiling " + ceiling);
+        }
+    }
+
+    @Test
     void driverMisuseIsRefusedWithClearMessages() throws IOException {
         try (TieredCache cache = cache(root.resolve("disk"))) {
             EpochDriver driver = cache.loaderSupport().driver();
