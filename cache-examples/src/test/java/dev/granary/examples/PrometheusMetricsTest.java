@@ -57,6 +57,7 @@ class PrometheusMetricsTest {
             server.stop(0);
         }
         String scraped = page.get();
+        System.out.println(scraped);   // in target/surefire-reports: what docs/cookbook.md quotes
         assertEquals(100.0, value(scraped, "granary_origin_requests_total{cache=\"train\"}"), scraped);
         assertEquals(100.0, value(scraped, "granary_cache_hits_total{cache=\"train\",tier=\"memory\"}"), scraped);
         assertEquals(8.0, value(scraped, "granary_loader_batches_total{loader=\"train\"}"), scraped);
