@@ -19,7 +19,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The README's "Loading batches" loop, as written there, over two real tar shards. */
+/**
+ * The "Loading batches" loop the README once showed, over two real tar shards. The README's examples now live in
+ * {@code cache-examples}, tested there; docs/cookbook.md shows the WebDataset loop.
+ */
 class LoaderReadmeExampleTest {
 
     @RegisterExtension
@@ -57,7 +60,7 @@ class LoaderReadmeExampleTest {
         int epochs = 2;
         try (TieredCache cache = leaks.watch(TieredCache.builder(PosixOrigin.of(root))
                 .tier(MemoryTier.builder().capacity(8L << 20).build()).build())) {
-            // --- as in README.md ---
+            // --- the loop ---
             Dataset shards  = WebDataset.of(cache, List.of("shards/000000.tar", "shards/000001.tar"));
 
             try (DataLoader<Example> loader = DataLoader.builder(shards, sample -> decode(sample.fields()))

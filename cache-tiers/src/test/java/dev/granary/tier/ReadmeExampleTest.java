@@ -15,7 +15,10 @@ import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The README's usage example, compiled and run, so it cannot rot. Keep the two in sync. */
+/**
+ * The usage example the README once showed (a memory and a disk tier over POSIX files; whole-object and range reads,
+ * stat, stats), compiled and run. The README's examples now live in {@code cache-examples}, tested there.
+ */
 class ReadmeExampleTest {
 
     @TempDir
@@ -29,7 +32,7 @@ class ReadmeExampleTest {
         Path datasetRoot = data.root();
         Path nvme = temp.resolve("nvme-granary");
 
-        // --- README example starts here (the README uses Path.of("/mnt/lustre/imagenet") and Path.of("/nvme/granary")) ---
+        // --- the example starts here ---
         try (TieredCache cache = TieredCache.builder(PosixOrigin.of(datasetRoot))
                 .tier(MemoryTier.builder().capacity(8L << 30).pinned(true).build())   // L1/L2: 8 GiB off-heap
                 .tier(DiskTier.builder().directory(nvme)                               // L3: local NVMe, kept across runs
@@ -50,6 +53,6 @@ class ReadmeExampleTest {
             System.out.printf("%s: %d bytes, hit ratio %.2f, origin reads %d%n",
                     info.key(), info.size(), stats.hitRatio(), stats.origin().reads());
         }
-        // --- README example ends here ---
+        // --- the example ends here ---
     }
 }
