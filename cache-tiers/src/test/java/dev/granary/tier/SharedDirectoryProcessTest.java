@@ -292,22 +292,55 @@ class SharedDirectoryProcessTest {
         assertEquals(4, other.exitCode(), other.output());
     }
 
-    /** Runs a main of the test classpath as another user, with only the project's own class directories. */
-    private static ChildJvm.Result asUser(int uid, int group, Class<?> main, String... args) throws Exception {
+    /**
+     * Runs a main of the test classpath as another user, with only the project's own class directories, copied into a
+     * directory that user can read: the checkout may live where other users cannot go (a clone in a home directory of
+     * mode 700, or a {@code mktemp -d} folder), and the local repository under the home directory is no more readable.
+     */
+    private ChildJvm.Result asUser(int uid, int group, Class<?> main, String... args) throws Exception {
         List<String> classpath = new ArrayList<>();
+        Path copies = Files.createDirectories(root.resolve("classpath"));
+        int n = 0;
         for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
-            if (!entry.startsWith(System.getProperty("user.home"))) {
-                classpath.add(entry); // the local repository under /root is not readable by other users
+            Path from = Path.of(entry);
+            boolean granarys = Files.isDirectory(from) || entry.contains("/dev/granary/") || !entry.startsWith(
+                    System.getProperty("user.home"));
+            if (!granarys) {
+                continue; // the child needs the project's classes only (directories, or Granary's jars in a build of
+                          // one module), never a dependency's jar
             }
+            Path to = copies.resolve(n++ + (Files.isDirectory(from) ? "" : ".jar"));
+            if (!Files.exists(to)) {
+                copyReadable(from, to);
+            }
+            classpath.add(to.toString());
         }
         List<String> command = new ArrayList<>(List.of("/usr/bin/setpriv", "--reuid=" + uid, "--regid=" + uid,
                 "--groups=" + group, Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx128m", "--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
                 "-cp", String.join(java.io.File.pathSeparator, classpath), main.getName()));
         command.addAll(List.of(args));
-        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        Process process = new ProcessBuilder(command).directory(copies.toFile()).redirectErrorStream(true).start();
         String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue(process.waitFor(60, TimeUnit.SECONDS), output);
         return new ChildJvm.Result(process.exitValue(), output);
+    }
+
+    /** Copies a class directory, every directory 0755 and file 0644, so that any user can read the copy. */
+    private static void copyReadable(Path from, Path to) throws IOException {
+        try (java.util.stream.Stream<Path> walk = Files.walk(from)) {
+            for (Path source : walk.toList()) {
+                Path target = to.resolve(from.relativize(source).toString());
+                if (Files.isDirectory(source)) {
+                    Files.createDirectories(target);
+                    Files.setPosixFilePermissions(target,
+                            java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+                } else {
+                    Files.copy(source, target);
+                    Files.setPosixFilePermissions(target,
+                            java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+                }
+            }
+        }
     }
 }
