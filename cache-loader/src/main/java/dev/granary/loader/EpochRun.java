@@ -108,11 +108,11 @@ final class EpochRun<T> {
 
     /** Plans the epoch's reads: a stream of shard parts if its order allows, else null (per-sample reads). */
     private ShardStream openStream(int from, int to) {
-        if (!settings.streamShards() || !(settings.dataset() instanceof WebDataset shards) || from == to) {
-            return null;
+        StreamPlan plan = StreamPlan.forEpoch(settings, order, from, to);
+        if (!plan.considered()) {
+            return null; // the loader or the dataset does not stream: nothing to tell
         }
-        int partSize = ShardParts.forEpoch(shards, settings.partSize());
-        StreamPlan plan = StreamPlan.decide(shards, order, from, to, partSize, settings.streamBudget());
+        WebDataset shards = (WebDataset) settings.dataset();
         if (!plan.streams()) {
             // Once per loader at INFO (the order is a configuration choice, the same every epoch), then DEBUG.
             System.Logger.Level level = counters.firstFallback() ? System.Logger.Level.INFO

@@ -74,6 +74,34 @@ final class StreamPlan {
     }
 
     /**
+     * The one decision of how a loader's epoch reads, for the epoch itself ({@link EpochRun}) and for its dry run
+     * ({@link ReadUnits}) alike: a refused plan when the loader does not stream shards ({@code streamShards(false)}),
+     * when the dataset has no shards, or when the epoch reads nothing; else {@link #decide} with the epoch's part size
+     * ({@link ShardParts#forEpoch}) and the loader's stream budget.
+     *
+     * @param settings the loader's settings
+     * @param order    the epoch's order for this rank
+     * @param from     the first position the epoch reads
+     * @param to       the position after the last it reads
+     * @return the plan; {@link #streams()} says whether the epoch reads its shards in parts
+     */
+    static StreamPlan forEpoch(LoaderSettings<?> settings, int[] order, int from, int to) {
+        if (!settings.streamShards()) {
+            return refused("the loader reads each sample as its own extent (streamShards(false))",
+                    settings.partSize(), from, to);
+        }
+        if (!(settings.dataset() instanceof WebDataset shards)) {
+            return refused("the dataset is not a WebDataset: each sample is an object, read whole",
+                    settings.partSize(), from, to);
+        }
+        if (from == to) {
+            return refused("the epoch reads no sample", settings.partSize(), from, to);
+        }
+        return decide(shards, order, from, to, ShardParts.forEpoch(shards, settings.partSize()),
+                settings.streamBudget());
+    }
+
+    /**
      * Decides how positions {@code [from, to)} of an epoch's order are read (see the class comment).
      *
      * @param dataset  the dataset the order indexes
@@ -262,6 +290,14 @@ final class StreamPlan {
     /** {@return whether the epoch reads its shards in parts} */
     boolean streams() {
         return streams;
+    }
+
+    /**
+     * {@return whether the epoch's order was weighed} True when the loader streams shards and the dataset has them,
+     * so that a refusal is the order's (worth telling the user once); false when streaming never applied.
+     */
+    boolean considered() {
+        return partBase != null;
     }
 
     /** {@return why it does or does not, for the log} */
