@@ -112,7 +112,7 @@ final class EpochRun<T> {
         if (!plan.considered()) {
             return null; // the loader or the dataset does not stream: nothing to tell
         }
-        WebDataset shards = (WebDataset) settings.dataset();
+        ShardedDataset shards = (ShardedDataset) settings.dataset();
         if (!plan.streams()) {
             // Once per loader at INFO (the order is a configuration choice, the same every epoch), then DEBUG.
             System.Logger.Level level = counters.firstFallback() ? System.Logger.Level.INFO

@@ -79,7 +79,7 @@ interface ReadUnits {
                 perSample.epoch(epoch, order, from, to, sim, sink);
                 return;
             }
-            WebDataset shards = (WebDataset) settings.dataset();
+            ShardedDataset shards = (ShardedDataset) settings.dataset();
             for (int i = 0; i < plan.partCount(); i++) {
                 ObjectInfo shard = shards.shardInfo(plan.shard(i));
                 int length = ShardParts.length(plan.number(i), shard.size(), plan.partSize());
@@ -91,7 +91,7 @@ interface ReadUnits {
     /** {@return the units of a dataset read sample by sample, as {@link Dataset#read} reads them} */
     static ReadUnits perSample(Dataset dataset) {
         return switch (dataset) {
-            case WebDataset shards -> (epoch, order, from, to, sim, sink) -> {
+            case ShardedDataset shards -> (epoch, order, from, to, sim, sink) -> {
                 for (int p = from; p < to; p++) {
                     int sample = order[p];
                     int length = shards.sampleLength(sample);

@@ -48,7 +48,7 @@ final class ShardParts {
      * (docs/decisions/0008-staged-pages-serve-extents.md) — else {@code configured}. Both the epoch
      * ({@link EpochRun}) and its dry run ({@link ReadUnits}) ask this, so they plan the same parts.
      */
-    static int forEpoch(WebDataset shards, int configured) {
+    static int forEpoch(ShardedDataset shards, int configured) {
         int page = shards.cache().pageSize();
         if (page == configured || page < MIN_PART_SIZE) {
             return configured;

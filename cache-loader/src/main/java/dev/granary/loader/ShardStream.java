@@ -55,7 +55,7 @@ final class ShardStream implements AutoCloseable {
     /** Released (every use given back), or never to be read (every position that uses it was given up). */
     private static final byte DONE = 4;
 
-    private final WebDataset dataset;
+    private final ShardedDataset dataset;
     private final StreamPlan plan;
     private final int[] order;
     private final LoaderSupport support;
@@ -91,7 +91,7 @@ final class ShardStream implements AutoCloseable {
      * @param name        names the threads: the epoch, for thread dumps
      * @param account     the loader's account, charged with the parts' reads; null for none
      */
-    ShardStream(WebDataset dataset, StreamPlan plan, int[] order, int parallelism, long budget, String name,
+    ShardStream(ShardedDataset dataset, StreamPlan plan, int[] order, int parallelism, long budget, String name,
             dev.granary.internal.ReadAccount account) {
         if (!plan.streams() || parallelism < 1 || budget < 1) {
             throw new IllegalStateException("shard stream: plan " + plan + ", parallelism " + parallelism

@@ -17,7 +17,7 @@ import java.util.Arrays;
  * blocks' shards for an order that shuffles within blocks of k shards, and the whole dataset for a global per-sample
  * shuffle. An epoch streams when:
  * <ol>
- *   <li>the dataset is a {@link WebDataset} (objects are read whole already);</li>
+ *   <li>the dataset is a {@link ShardedDataset} (objects are read whole already);</li>
  *   <li>the working set fits the budget (the loader's {@code maxBytesInFlight}: parts held are bytes read and not
  *       yet decoded), else the read-ahead could not hold what the order needs and parts would be read again;</li>
  *   <li>the epoch uses at least {@value #MIN_USED_FRACTION} of the sample bytes in the parts it would read, else
@@ -39,7 +39,7 @@ final class StreamPlan {
     private final int partSize;
     private final int from;
     private final int to;
-    /** Per shard, the global number of its part 0; one more entry for the total. Null without a WebDataset. */
+    /** Per shard, the global number of its part 0; one more entry for the total. Null without shards. */
     private final int[] partBase;
     /** Global part number → index in first-use order, or -1 if the epoch does not use the part. */
     private final int[] index;
@@ -90,8 +90,8 @@ final class StreamPlan {
             return refused("the loader reads each sample as its own extent (streamShards(false))",
                     settings.partSize(), from, to);
         }
-        if (!(settings.dataset() instanceof WebDataset shards)) {
-            return refused("the dataset is not a WebDataset: each sample is an object, read whole",
+        if (!(settings.dataset() instanceof ShardedDataset shards)) {
+            return refused("the dataset has no shards: each sample is an object, read whole",
                     settings.partSize(), from, to);
         }
         if (from == to) {
@@ -126,8 +126,8 @@ final class StreamPlan {
         if (budget < 1) {
             throw new IllegalArgumentException("budget: " + budget + " (expected: >= 1)");
         }
-        if (!(dataset instanceof WebDataset shards)) {
-            return refused("the dataset is not a WebDataset: each sample is an object, read whole", partSize, from,
+        if (!(dataset instanceof ShardedDataset shards)) {
+            return refused("the dataset has no shards: each sample is an object, read whole", partSize, from,
                     to);
         }
         int shardCount = shards.shardCount();
@@ -240,7 +240,7 @@ final class StreamPlan {
     }
 
     /** The largest total size of the parts live at one position: a sweep over first and last uses. */
-    private static long workingSet(WebDataset shards, int partSize, int[] shard, int[] number, int[] firstUse,
+    private static long workingSet(ShardedDataset shards, int partSize, int[] shard, int[] number, int[] firstUse,
             int[] lastUse) {
         int n = shard.length;
         long[] ends = new long[n]; // (last use, part) packed, sorted: the parts in order of their last use
@@ -263,7 +263,7 @@ final class StreamPlan {
     }
 
     /** The bytes of the samples that start in the parts the epoch reads, whether or not it uses them. */
-    private static long availableBytes(WebDataset shards, int partSize, int[] base, int[] index) {
+    private static long availableBytes(ShardedDataset shards, int partSize, int[] base, int[] index) {
         long bytes = 0;
         for (int s = 0; s < base.length - 1; s++) {
             boolean touched = false;

@@ -442,8 +442,8 @@ class WebDatasetTest {
             Files.write(root.resolve(empty.key), empty.finish());
             IllegalArgumentException none = assertThrows(IllegalArgumentException.class,
                     () -> WebDataset.of(cache, List.of(empty.key)));
-            assertTrue(none.getMessage().contains("no samples (expected: tar members named key.ext)"),
-                    none.getMessage());
+            assertTrue(none.getMessage().contains("no samples in format 'webdataset' (expected: shards that hold"
+                    + " samples)"), none.getMessage());
             assertEquals(0, cache.stats().openLeases());
         }
     }
