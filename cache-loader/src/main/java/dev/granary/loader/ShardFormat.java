@@ -90,6 +90,20 @@ public interface ShardFormat {
     Map<String, ByteBuffer> decode(ShardIndex index, int sample, ByteBuffer extent) throws IOException;
 
     /**
+     * {@return what {@link Sample#bytes()} gives for a sample that has a whole besides its fields}: a TFRecord's record
+     * (its features are the fields), a token window. Called after {@link #decode} succeeded on the same bytes. Default
+     * {@code null}: {@code bytes()} is then the sample's one field, and refused for a sample of several.
+     *
+     * @param index  the index of the sample's shard
+     * @param sample the sample's number in that shard
+     * @param extent the sample's bytes, as for {@link #decode}
+     * @throws IOException if it cannot be made
+     */
+    default ByteBuffer bytes(ShardIndex index, int sample, ByteBuffer extent) throws IOException {
+        return null;
+    }
+
+    /**
      * An index file that does not describe its shard's bytes (stale, or of a version this code does not read): not
      * damage, and not a failure — the shard is scanned instead. The message says which index, which shard and why,
      * for the warning the dataset logs.

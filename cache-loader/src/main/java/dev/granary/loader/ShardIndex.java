@@ -11,7 +11,7 @@ import java.util.Objects;
  *
  * <p>Formats keep whatever else they need to decode a sample (field layouts, checksums) in their own implementation,
  * and find it again in {@link ShardFormat#decode}, which is handed this object back. For formats whose samples are
- * plain extents, {@link #of(long[], int[])} is an implementation in two arrays (12 bytes a sample).
+ * plain extents, {@link #of(String, long[], int[])} is an implementation in two arrays (12 bytes a sample).
  *
  * <p>Implementations are immutable and thread-safe; they should be compact (a dataset holds millions of samples).
  */
@@ -48,11 +48,12 @@ public interface ShardIndex {
     /**
      * {@return an index of plain extents}: sample {@code i} is {@code [starts[i], starts[i] + lengths[i])}
      *
+     * @param shard   the shard's key, which the index keeps for its format's messages ({@link Extents#shard()})
      * @param starts  each sample's offset, {@code >= 0}
      * @param lengths each sample's length, {@code >= 0}; as many as {@code starts}
      * @throws IllegalArgumentException if the arrays differ in length, or an offset or length is negative
      */
-    static ShardIndex of(long[] starts, int[] lengths) {
+    static Extents of(String shard, long[] starts, int[] lengths) {
         if (starts == null || lengths == null || starts.length != lengths.length) {
             throw new IllegalArgumentException("shard index: " + (starts == null ? "null" : starts.length)
                     + " offsets and " + (lengths == null ? "null" : lengths.length) + " lengths (expected: one of"
@@ -64,17 +65,24 @@ public interface ShardIndex {
                         + lengths[i] + " bytes (expected: both >= 0)");
             }
         }
-        return new Extents(starts.clone(), lengths.clone());
+        return new Extents(shard, starts.clone(), lengths.clone());
     }
 
-    /** {@link #of}'s implementation: two arrays. */
+    /** {@link #of}'s implementation: two arrays, and the shard's key. */
     final class Extents implements ShardIndex {
+        private final String shard;
         private final long[] starts;
         private final int[] lengths;
 
-        private Extents(long[] starts, int[] lengths) {
+        private Extents(String shard, long[] starts, int[] lengths) {
+            this.shard = shard;
             this.starts = starts;
             this.lengths = lengths;
+        }
+
+        /** {@return the key of the shard this index describes} */
+        public String shard() {
+            return shard;
         }
 
         @Override
@@ -94,7 +102,7 @@ public interface ShardIndex {
 
         @Override
         public String toString() {
-            return "ShardIndex[" + starts.length + " samples" + (starts.length == 0 ? ""
+            return "ShardIndex[" + shard + ", " + starts.length + " samples" + (starts.length == 0 ? ""
                     : ", " + Arrays.stream(lengths).asLongStream().sum() + " bytes") + "]";
         }
     }

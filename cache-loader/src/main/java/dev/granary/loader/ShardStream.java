@@ -312,7 +312,8 @@ final class ShardStream implements AutoCloseable {
 
     private Sample sample(int sample, ByteBuffer extent, Runnable release) throws IOException {
         Map<String, ByteBuffer> fields = dataset.fieldsOf(sample, extent);
-        return new Sample(dataset.key(sample), sample, dataset.source(sample), fields, release);
+        return new Sample(dataset.key(sample), sample, dataset.source(sample), fields,
+                dataset.wholeOf(sample, extent), release);
     }
 
     private long partStart(int part) {

@@ -453,6 +453,12 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
         return format.decode(indexes[s], local, extent);
     }
 
+    /** {@return the sample's whole besides its fields ({@link ShardFormat#bytes}), or null}, after {@link #fieldsOf} */
+    ByteBuffer wholeOf(int sample, ByteBuffer extent) throws IOException {
+        int s = shardOf(sample);
+        return format.bytes(indexes[s], sample - firstSample[s], extent);
+    }
+
     /** Where a sample's bytes are, for messages: {@code shard@offset}. */
     @Override
     String source(int index) {
@@ -465,7 +471,9 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
         int local = index - firstSample[s];
         Lease lease = cache.loaderSupport().readExtent(versions[s], indexes[s].start(local), indexes[s].length(local));
         try {
-            return new Sample(key(index), index, source(index), fieldsOf(index, lease.bytes()), lease);
+            ByteBuffer extent = lease.bytes();
+            Map<String, ByteBuffer> fields = fieldsOf(index, extent);
+            return new Sample(key(index), index, source(index), fields, wholeOf(index, extent), lease);
         } catch (IOException | RuntimeException | Error e) {
             lease.close();
             throw e;
