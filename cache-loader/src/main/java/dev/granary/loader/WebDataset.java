@@ -9,6 +9,7 @@ import dev.granary.NoSuchObjectException;
 import dev.granary.ObjectInfo;
 import dev.granary.OriginStats;
 import dev.granary.TieredCache;
+import java.io.ByteArrayOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InterruptedIOException;
@@ -25,6 +26,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
@@ -345,7 +348,7 @@ public final class WebDataset extends Dataset {
             prefixes.merge(dir, shard, WebDataset::commonPrefix);
         }
         List<String> lists = List.copyOf(prefixes.values());
-        Map<String, ObjectInfo> found = new java.util.concurrent.ConcurrentHashMap<>();
+        Map<String, ObjectInfo> found = new ConcurrentHashMap<>();
         parallel(lists.size(), "listing " + lists.size() + " shard prefixes", i -> {
             try (Stream<ObjectInfo> listing = cache.list(lists.get(i))) {
                 listing.filter(o -> wanted.contains(o.key())).forEach(o -> found.put(o.key(), o));
@@ -574,10 +577,10 @@ public final class WebDataset extends Dataset {
             try {
                 return f.get();
             } catch (InterruptedException e) {
-                f.thenAccept(Lease::close);
+                var _ = f.thenAccept(Lease::close); // fire and forget: the lease, once read, is nobody's
                 Thread.currentThread().interrupt();
                 throw new InterruptedIOException("interrupted while reading a shard part");
-            } catch (java.util.concurrent.ExecutionException e) {
+            } catch (ExecutionException e) {
                 switch (e.getCause()) {
                     case IOException io -> throw io;
                     case RuntimeException re -> throw re;
@@ -656,7 +659,7 @@ public final class WebDataset extends Dataset {
             fieldOffset = new int[fields];
             fieldSize = new int[fields];
             Map<String, Integer> ids = new HashMap<>();
-            java.io.ByteArrayOutputStream keys = new java.io.ByteArrayOutputStream(count * 16);
+            ByteArrayOutputStream keys = new ByteArrayOutputStream(count * 16);
             int f = 0;
             for (int i = 0; i < count; i++) {
                 ShardSamples.Entry e = samples.get(i);

@@ -13,12 +13,14 @@ import dev.granary.spi.PageKey;
 import dev.granary.testkit.Bytes;
 import dev.granary.testkit.Dataset;
 import java.io.BufferedReader;
+import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -26,6 +28,7 @@ import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -264,11 +267,11 @@ class SharedDirectoryProcessTest {
 
     @Test
     void aDirectoryIsUsableByProcessesOfDifferentUsersInOneGroup() throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeTrue(ProcessHandle.current().info().user().orElse("").equals("root")
+        Assumptions.assumeTrue(ProcessHandle.current().info().user().orElse("").equals("root")
                 && Files.isExecutable(Path.of("/usr/bin/setpriv")), "needs root and setpriv to run children as"
                 + " other users");
         Path shared = Files.createDirectories(root.resolve("open"));
-        Files.setPosixFilePermissions(root, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        Files.setPosixFilePermissions(root, PosixFilePermissions.fromString("rwxr-xr-x"));
         NativeFiles.chmod(shared, 01777); // like /tmp: anyone may create, only the owner may delete
         Path dir = shared.resolve("disk");
         // daemon (uid 1) and bin (uid 2), both in group tape (26): one writes, the other reads and writes
@@ -295,7 +298,7 @@ class SharedDirectoryProcessTest {
     /** Runs a main of the test classpath as another user, with only the project's own class directories. */
     private static ChildJvm.Result asUser(int uid, int group, Class<?> main, String... args) throws Exception {
         List<String> classpath = new ArrayList<>();
-        for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
+        for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
             if (!entry.startsWith(System.getProperty("user.home"))) {
                 classpath.add(entry); // the local repository under /root is not readable by other users
             }
@@ -303,7 +306,7 @@ class SharedDirectoryProcessTest {
         List<String> command = new ArrayList<>(List.of("/usr/bin/setpriv", "--reuid=" + uid, "--regid=" + uid,
                 "--groups=" + group, Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx128m", "--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
-                "-cp", String.join(java.io.File.pathSeparator, classpath), main.getName()));
+                "-cp", String.join(File.pathSeparator, classpath), main.getName()));
         command.addAll(List.of(args));
         Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
         String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
