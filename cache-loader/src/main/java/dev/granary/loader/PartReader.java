@@ -114,7 +114,8 @@ final class PartReader implements ShardReader, AutoCloseable {
         try {
             return f.get();
         } catch (InterruptedException e) {
-            f.thenAccept(Lease::close);
+            // the part still arrives: release it then, whatever else happens to this reader
+            var unused = f.thenAccept(Lease::close);
             Thread.currentThread().interrupt();
             throw new InterruptedIOException("interrupted while reading a shard part");
         } catch (java.util.concurrent.ExecutionException e) {

@@ -4,6 +4,7 @@ package dev.granary.loader;
 import dev.granary.Lease;
 import dev.granary.LoaderSupport;
 import dev.granary.ObjectInfo;
+import dev.granary.internal.ReadAccount;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
@@ -60,7 +61,7 @@ final class ShardStream implements AutoCloseable {
     private final int[] order;
     private final LoaderSupport support;
     /** The loader's account, charged with the parts' reads (per-loader figures); null for none. */
-    private final dev.granary.internal.ReadAccount account;
+    private final ReadAccount account;
     private final int parallelism;
     private final long budget;
     private final Thread prefetcher;
@@ -92,7 +93,7 @@ final class ShardStream implements AutoCloseable {
      * @param account     the loader's account, charged with the parts' reads; null for none
      */
     ShardStream(ShardedDataset dataset, StreamPlan plan, int[] order, int parallelism, long budget, String name,
-            dev.granary.internal.ReadAccount account) {
+            ReadAccount account) {
         if (!plan.streams() || parallelism < 1 || budget < 1) {
             throw new IllegalStateException("shard stream: plan " + plan + ", parallelism " + parallelism
                     + ", budget " + budget + " (expected: a plan that streams, both >= 1)");
@@ -164,7 +165,7 @@ final class ShardStream implements AutoCloseable {
             Lease lease = null;
             IOException failure = null;
             try {
-                lease = dev.granary.internal.ReadAccount.call(account, () -> support.readExtent(shard, start,
+                lease = ReadAccount.call(account, () -> support.readExtent(shard, start,
                         (int) length));
             } catch (IOException e) {
                 failure = e; // as the origin said it (ObjectChangedException, …): it names the shard

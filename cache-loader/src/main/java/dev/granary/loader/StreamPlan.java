@@ -2,6 +2,7 @@
 package dev.granary.loader;
 
 import java.util.Arrays;
+import java.util.Locale;
 
 /**
  * Whether an epoch reads its shards in large parts ({@link ShardStream}) or each sample as its own extent, and if
@@ -283,7 +284,7 @@ final class StreamPlan {
     }
 
     private static String mib(long bytes) {
-        return bytes % (1 << 20) == 0 ? (bytes >> 20) + " MiB" : String.format(java.util.Locale.ROOT, "%.1f MiB",
+        return bytes % (1 << 20) == 0 ? (bytes >> 20) + " MiB" : String.format(Locale.ROOT, "%.1f MiB",
                 bytes / 1048576.0);
     }
 
