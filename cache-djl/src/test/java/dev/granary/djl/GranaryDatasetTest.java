@@ -119,7 +119,7 @@ class GranaryDatasetTest {
     void successiveGetDataCallsAreSuccessiveEpochsInSamplerOrder() throws IOException {
         try (TieredCache cache = DjlFixture.cache(leaks, root);
                 GranaryDataset dataset = DjlFixture.builder(Dataset.ofObjects(cache, "train/"))
-                        .batchSize(BATCH).shuffle(SEED).build()) {
+                        .loader(options -> options.batchSize(BATCH).shuffle(SEED)).build()) {
             Sampler sampler = Sampler.shuffled(N, SEED);
             for (int e = 0; e < 2; e++) {
                 List<Seen> seen = new ArrayList<>();
@@ -146,7 +146,7 @@ class GranaryDatasetTest {
         List<Batch> kept = new ArrayList<>();
         try (TieredCache cache = DjlFixture.cache(leaks, root)) {
             try (GranaryDataset dataset = DjlFixture.builder(Dataset.ofObjects(cache, "train/"))
-                    .batchSize(BATCH).shuffle(SEED).loader(options -> options.prefetch(1)).build()) {
+                    .loader(options -> options.batchSize(BATCH).shuffle(SEED).prefetch(1)).build()) {
                 // Hold every batch of two epochs: with prefetch 1 the loader has 3 staging buffers, so later batches
                 // are collated into the buffers of earlier ones while those are still held.
                 for (int e = 0; e < 2; e++) {
@@ -169,7 +169,8 @@ class GranaryDatasetTest {
         try (TieredCache cache = DjlFixture.cache(leaks, root)) {
             Dataset samples = Dataset.ofObjects(cache, "train/");
             Function<Long, int[]> firstEpoch = seed -> {
-                try (GranaryDataset dataset = DjlFixture.builder(samples).batchSize(BATCH).shuffle(seed).build()) {
+                try (GranaryDataset dataset = DjlFixture.builder(samples)
+                        .loader(options -> options.batchSize(BATCH).shuffle(seed)).build()) {
                     return epoch(dataset, manager);
                 }
             };
@@ -186,9 +187,10 @@ class GranaryDatasetTest {
         try (TieredCache cache = DjlFixture.cache(leaks, root)) {
             Dataset samples = Dataset.ofObjects(cache, "train/");
             Set<Integer> all = new HashSet<>();
-            for (int rank = 0; rank < worldSize; rank++) {
-                try (GranaryDataset dataset = DjlFixture.builder(samples).batchSize(4).shuffle(SEED)
-                        .shard(rank, worldSize).build()) {
+            for (int r = 0; r < worldSize; r++) {
+                int rank = r; // for the lambda
+                try (GranaryDataset dataset = DjlFixture.builder(samples)
+                        .loader(options -> options.batchSize(4).shuffle(SEED).shard(rank, worldSize)).build()) {
                     epoch(dataset, manager); // epoch 0
                     int[] part = epoch(dataset, manager); // epoch 1
                     assertArrayEquals(Sampler.shuffled(N, SEED).shard(rank, worldSize).epoch(1), part);
@@ -207,7 +209,8 @@ class GranaryDatasetTest {
         try (TieredCache cache = DjlFixture.cache(leaks, root)) {
             Dataset samples = Dataset.ofObjects(cache, "train/");
             List<int[]> reference = new ArrayList<>();
-            try (GranaryDataset dataset = DjlFixture.builder(samples).batchSize(BATCH).shuffle(SEED).build()) {
+            try (GranaryDataset dataset = DjlFixture.builder(samples)
+                    .loader(options -> options.batchSize(BATCH).shuffle(SEED)).build()) {
                 for (int e = 0; e < 2; e++) {
                     for (Batch batch : dataset.getData(manager)) {
                         reference.add(check(batch).indices());
@@ -215,7 +218,8 @@ class GranaryDatasetTest {
                 }
             }
             String checkpoint;
-            try (GranaryDataset dataset = DjlFixture.builder(samples).batchSize(BATCH).shuffle(SEED).build()) {
+            try (GranaryDataset dataset = DjlFixture.builder(samples)
+                    .loader(options -> options.batchSize(BATCH).shuffle(SEED)).build()) {
                 Iterator<Batch> it = dataset.getData(manager).iterator();
                 for (int b = 0; b < 3; b++) {
                     assertArrayEquals(reference.get(b), check(it.next()).indices());
@@ -224,7 +228,8 @@ class GranaryDatasetTest {
                 checkpoint = dataset.state().encode();
             }
             assertEquals(new LoaderState(0, 3, N, BATCH, false, true, SEED, 0, 1), LoaderState.decode(checkpoint));
-            try (GranaryDataset dataset = DjlFixture.builder(samples).batchSize(BATCH).shuffle(SEED).build()) {
+            try (GranaryDataset dataset = DjlFixture.builder(samples)
+                    .loader(options -> options.batchSize(BATCH).shuffle(SEED)).build()) {
                 dataset.resume(LoaderState.decode(checkpoint));
                 List<int[]> rest = new ArrayList<>();
                 for (int e = 0; e < 2; e++) {
@@ -238,7 +243,8 @@ class GranaryDatasetTest {
                 }
                 assertEquals(new LoaderState(2, 0, N, BATCH, false, true, SEED, 0, 1), dataset.state());
             }
-            try (GranaryDataset other = DjlFixture.builder(samples).batchSize(BATCH).shuffle(SEED + 1).build()) {
+            try (GranaryDataset other = DjlFixture.builder(samples)
+                    .loader(options -> options.batchSize(BATCH).shuffle(SEED + 1)).build()) {
                 IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                         () -> other.resume(LoaderState.decode(checkpoint)));
                 assertTrue(e.getMessage().contains("seed=7") && e.getMessage().contains("expected"), e.getMessage());
@@ -251,8 +257,8 @@ class GranaryDatasetTest {
         try (TieredCache cache = DjlFixture.cache(leaks, root)) {
             Dataset samples = Dataset.ofObjects(cache, "train/");
             List<int[]> reference = new ArrayList<>();
-            try (GranaryDataset dataset = DjlFixture.builder(samples).batchSize(BATCH)
-                    .shuffle(Shuffle.samples(SEED)).shard(1, 2, Partitioning.STABLE).build()) {
+            try (GranaryDataset dataset = DjlFixture.builder(samples).loader(options -> options.batchSize(BATCH)
+                    .shuffle(Shuffle.samples(SEED)).shard(1, 2, Partitioning.STABLE)).build()) {
                 for (int e = 0; e < 2; e++) {
                     for (Batch batch : dataset.getData(manager)) {
                         reference.add(check(batch).indices());
@@ -260,8 +266,8 @@ class GranaryDatasetTest {
                 }
             }
             String checkpoint;
-            try (GranaryDataset dataset = DjlFixture.builder(samples).batchSize(BATCH)
-                    .shuffle(Shuffle.samples(SEED)).shard(1, 2, Partitioning.STABLE).build()) {
+            try (GranaryDataset dataset = DjlFixture.builder(samples).loader(options -> options.batchSize(BATCH)
+                    .shuffle(Shuffle.samples(SEED)).shard(1, 2, Partitioning.STABLE)).build()) {
                 Iterator<Batch> it = dataset.getData(manager).iterator();
                 assertArrayEquals(reference.get(0), check(it.next()).indices());
                 assertTrue(it.hasNext()); // the loader's batch 1 is taken; the state must still say batch 1
@@ -271,8 +277,8 @@ class GranaryDatasetTest {
                 assertEquals(1, state.nextBatch());
                 checkpoint = state.encode();
             }
-            try (GranaryDataset dataset = DjlFixture.builder(samples).batchSize(BATCH)
-                    .shuffle(Shuffle.samples(SEED)).shard(1, 2, Partitioning.STABLE).build()) {
+            try (GranaryDataset dataset = DjlFixture.builder(samples).loader(options -> options.batchSize(BATCH)
+                    .shuffle(Shuffle.samples(SEED)).shard(1, 2, Partitioning.STABLE)).build()) {
                 dataset.resume(LoaderState.decode(checkpoint));
                 List<int[]> rest = new ArrayList<>();
                 for (int e = 0; e < 2; e++) {
@@ -285,8 +291,8 @@ class GranaryDatasetTest {
                     assertArrayEquals(reference.get(b + 1), rest.get(b), "batch " + (b + 1) + " of the reference");
                 }
             }
-            try (GranaryDataset perEpoch = DjlFixture.builder(samples).batchSize(BATCH)
-                    .shuffle(Shuffle.samples(SEED)).shard(1, 2).build()) {
+            try (GranaryDataset perEpoch = DjlFixture.builder(samples).loader(options -> options.batchSize(BATCH)
+                    .shuffle(Shuffle.samples(SEED)).shard(1, 2)).build()) {
                 assertThrows(IllegalArgumentException.class, () -> perEpoch.resume(LoaderState.decode(checkpoint)),
                         "a state of a STABLE partition does not resume a PER_EPOCH dataset");
             }
@@ -301,8 +307,9 @@ class GranaryDatasetTest {
             assertMessage(() -> GranaryDataset.builder(samples, null), "decoder: null (expected:");
             GranaryDataset.Builder<DjlFixture.Item> b = GranaryDataset.builder(samples, DjlFixture::decode);
             ArrayWriter<DjlFixture.Item> none = (item, slot) -> { };
-            assertMessage(() -> b.batchSize(0), "batch size: 0 (expected: >= 1)");
-            assertMessage(() -> b.shard(3, 3), "rank: 3 (expected: 0 <= rank < world size 3)");
+            assertMessage(() -> b.loader(options -> options.batchSize(0)), "batch size: 0 (expected: >= 1)");
+            assertMessage(() -> b.loader(options -> options.shard(3, 3)),
+                    "rank: 3 (expected: 0 <= rank < world size 3)");
             assertMessage(() -> b.data(null, DataType.FLOAT32, none), "data array 0 shape: null (expected:");
             assertMessage(() -> b.data(new Shape(3, 0), DataType.FLOAT32, none),
                     "data array 0 shape: (3, 0) (expected: every dimension >= 1");
@@ -316,13 +323,14 @@ class GranaryDatasetTest {
             assertMessage(() -> b.loader(null), "loader options: null (expected:");
             assertMessage(() -> b.loader(options -> options.prefetch(0)), "prefetch: 0 (expected: 1..1024");
             assertMessage(b::build, "data arrays: none (expected: at least one data(shape, type, writer))");
-            assertMessage(() -> GranaryDataset.builder(samples, DjlFixture::decode).batchSize(1 << 20)
+            assertMessage(() -> GranaryDataset.builder(samples, DjlFixture::decode)
+                    .loader(options -> options.batchSize(1 << 20))
                     .data(new Shape(1 << 10), DataType.FLOAT32, none).build(),
                     "data array 0: 4294967296 bytes per batch");
-            assertMessage(() -> DjlFixture.builder(samples).batchSize(8).loader(options -> options.batchSize(5))
-                    .build(), "batch size: 5, set through loader(...) (expected: 8,");
+            assertMessage(() -> b.loader(options -> options.staging(64, (items, staging) -> 0)),
+                    "staging: 64 bytes per batch, set through loader(...) (expected: no staging(...)");
 
-            GranaryDataset dataset = DjlFixture.builder(samples).batchSize(BATCH).build();
+            GranaryDataset dataset = DjlFixture.builder(samples).loader(options -> options.batchSize(BATCH)).build();
             assertMessage(() -> dataset.getData(null), "manager: null (expected:");
             assertMessage(() -> dataset.resume(null), "state: null (expected:");
             assertMessage(() -> dataset.resume(new LoaderState(0, 0, N + 1, BATCH, false, false, 0, 0, 1)),
@@ -347,8 +355,8 @@ class GranaryDatasetTest {
     @Test
     void closingMidEpochReleasesEveryLeaseAndStagingBuffer() throws IOException {
         try (TieredCache cache = DjlFixture.cache(leaks, root)) {
-            GranaryDataset dataset = DjlFixture.builder(Dataset.ofObjects(cache, "train/")).batchSize(4)
-                    .shuffle(SEED).loader(options -> options.prefetch(4).workers(2)).build();
+            GranaryDataset dataset = DjlFixture.builder(Dataset.ofObjects(cache, "train/"))
+                    .loader(options -> options.batchSize(4).shuffle(SEED).prefetch(4).workers(2)).build();
             Iterator<Batch> it = dataset.getData(manager).iterator();
             Batch first = it.next();
             assertTrue(it.hasNext()); // the loader is reading ahead now
@@ -373,7 +381,7 @@ class GranaryDatasetTest {
                         }
                         return DjlFixture.decode(sample);
                     })
-                    .batchSize(BATCH)
+                    .loader(options -> options.batchSize(BATCH))
                     .data(new Shape(), DataType.INT32,
                             (item, slot) -> slot.set(java.lang.foreign.ValueLayout.JAVA_INT, 0, item.index()))
                     .loader(options -> options.skipFailedSamples(true))
@@ -392,7 +400,8 @@ class GranaryDatasetTest {
                 assertEquals(IntStream.range(0, N).filter(i -> i < 8 || i >= 16).boxed().toList(), order);
                 assertEquals(8, dataset.stats().skipped());
             }
-            try (GranaryDataset dataset = GranaryDataset.builder(samples, DjlFixture::decode).batchSize(BATCH)
+            try (GranaryDataset dataset = GranaryDataset.builder(samples, DjlFixture::decode)
+                    .loader(options -> options.batchSize(BATCH))
                     .data(new Shape(2), DataType.FLOAT32, (item, slot) -> {
                         if (item.index() == 20) {
                             throw new IllegalStateException("no pixels for sample 20");

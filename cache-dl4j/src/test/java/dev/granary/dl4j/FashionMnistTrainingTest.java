@@ -89,7 +89,7 @@ class FashionMnistTrainingTest {
         try (GranaryDataSetIterator train = GranaryDataSetIterator
                 .builder(trainSet, FashionMnistTraining.ENCODER)
                 .features(FashionMnist.PIXELS).labels(10)
-                .batchSize(BATCH).shuffle(42L).workers(2).prefetch(4)
+                .loader(options -> options.batchSize(BATCH).shuffle(42L).workers(2).prefetch(4))
                 .preProcessor(new ImagePreProcessingScaler(0, 1))
                 .build()) {
             LoaderStats previous = null;
@@ -122,7 +122,7 @@ class FashionMnistTrainingTest {
         try (GranaryDataSetIterator test = GranaryDataSetIterator
                 .builder(WebDataset.of(cache, testShards), FashionMnistTraining.ENCODER)
                 .features(FashionMnist.PIXELS).labels(10)
-                .batchSize(500).workers(2)
+                .loader(options -> options.batchSize(500).workers(2))
                 .preProcessor(new ImagePreProcessingScaler(0, 1))
                 .build()) {
             evaluation = net.evaluate(test);

@@ -62,7 +62,8 @@ public final class IteratorOverheadMain {
                         }).batchSize(BATCH).shuffle(SEED).workers(WORKERS).prefetch(PREFETCH).build();
                         GranaryDataSetIterator iterator = GranaryDataSetIterator
                                 .builder(dataset, FashionMnistTraining.ENCODER).features(FashionMnist.PIXELS)
-                                .labels(10).batchSize(BATCH).shuffle(SEED).workers(WORKERS).prefetch(PREFETCH)
+                                .labels(10)
+                                .loader(o -> o.batchSize(BATCH).shuffle(SEED).workers(WORKERS).prefetch(PREFETCH))
                                 .build()) {
                     // Warm-up: epoch 0 through both fills the cache and compiles both paths.
                     try (Epoch<Rows> warm = loader.epoch(0)) {

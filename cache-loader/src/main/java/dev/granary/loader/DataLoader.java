@@ -115,6 +115,7 @@ public final class DataLoader<T> implements AutoCloseable {
     private static final Cleaner CLEANER = Cleaner.create();
 
     private final LoaderSettings<T> settings;
+    private final LoaderOptions options;
     private final LoaderCounters counters;
     private final Dataset dataset;
     private final Sampler sampler;
@@ -144,6 +145,7 @@ public final class DataLoader<T> implements AutoCloseable {
                 : defaultStreamBudget(b.dataset.cache().stats());
         this.settings = new LoaderSettings<>(b.dataset, b.decoder, b.batchSize, b.prefetch, readAhead,
                 maxBytesInFlight, streamBudget, b.skipFailed, b.collator, b.streamShards, b.partSize);
+        this.options = b.options();
         this.account = new dev.granary.internal.ReadAccount(dataset.cache().stats().tiers().size());
         this.counters = new LoaderCounters(b.prefetch, account, new StarvationAlarm(b.starvationThreshold,
                 b.starvationWindow, b.workers, "loader over " + b.dataset, b.starvationListener));
@@ -169,6 +171,14 @@ public final class DataLoader<T> implements AutoCloseable {
     /** {@return what epochs of this loader read with (tests: the resolved defaults)} */
     LoaderSettings<T> settings() {
         return settings;
+    }
+
+    /**
+     * {@return the options this loader was built with}, as its builder held them ({@link Builder#options()}): for
+     * code that wraps a loader, such as a framework adapter, and for checking a configuration
+     */
+    public LoaderOptions options() {
+        return options;
     }
 
     /**
@@ -960,6 +970,17 @@ public final class DataLoader<T> implements AutoCloseable {
         public Builder<T> starvationListener(java.util.function.Consumer<Starvation> listener) {
             this.starvationListener = listener;
             return this;
+        }
+
+        /**
+         * {@return the options set so far}: one component per setter of this builder, a snapshot that later calls do
+         * not change (see {@link LoaderOptions} for the defaults)
+         */
+        public LoaderOptions options() {
+            return new LoaderOptions(batchSize, shuffle, rank, worldSize, partitioning, ranksPerNode,
+                    canonicalPartitions, workers, prefetch, readAhead, maxBytesInFlight, streamShards, partSize,
+                    dropLast, skipFailed, stagingBytes, pinnedStaging, drive, starvationThreshold, starvationWindow,
+                    starvationListener);
         }
 
         /**
