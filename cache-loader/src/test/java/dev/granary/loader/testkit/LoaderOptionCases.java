@@ -234,7 +234,7 @@ public final class LoaderOptionCases {
         try {
             return c.getAccessor().invoke(options);
         } catch (IllegalAccessException | InvocationTargetException e) {
-            throw new AssertionError("LoaderOptions." + c.getName() + "()", e);
+            throw new LinkageError("LoaderOptions." + c.getName() + "()", e);
         }
     }
 
