@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.tier;
 
+import com.sun.management.OperatingSystemMXBean;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
@@ -93,7 +95,7 @@ public final class DiskRecoveryBenchmark {
         double[] cpu = new double[repeats];
         double[] own = new double[repeats];
         double[] gc = new double[repeats];
-        java.lang.management.ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
         DiskTier.Recovery last = null;
         for (int i = 0; i < repeats; i++) {
             long g0 = gcMillis();
@@ -154,7 +156,7 @@ public final class DiskRecoveryBenchmark {
 
     /** CPU time of the whole process so far (every thread, the GC's included). */
     private static long processCpuNanos() {
-        return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory
+        return ((OperatingSystemMXBean) ManagementFactory
                 .getOperatingSystemMXBean()).getProcessCpuTime();
     }
 

@@ -4,6 +4,7 @@ package dev.granary.tier;
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -65,7 +66,7 @@ public final class SegmentSizeBenchmark {
                         median(reopen[p][s]), min(reopen[p][s]), max(reopen[p][s]), (500L << 30) / SIZES[s]);
             }
         }
-        System.out.println("vm.max_map_count here: " + new String(Files.readAllBytes(Path.of("/proc/sys/vm/max_map_count"))).strip()
+        System.out.println("vm.max_map_count here: " + new String(Files.readAllBytes(Path.of("/proc/sys/vm/max_map_count")), StandardCharsets.UTF_8).strip()
                 + " (every segment is one mapping)");
     }
 

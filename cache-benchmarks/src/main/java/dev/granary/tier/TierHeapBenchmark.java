@@ -6,6 +6,7 @@ import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
 import java.util.Locale;
@@ -170,7 +171,7 @@ public final class TierHeapBenchmark {
             if (page == null) {
                 throw new IllegalStateException("memory tier refused page " + i + ": " + tier);
             }
-            page.writableSegment().set(java.lang.foreign.ValueLayout.JAVA_INT, 0, i);
+            page.writableSegment().set(ValueLayout.JAVA_INT, 0, i);
             page.seal();
             tier.put(page);
             page.release();

@@ -8,9 +8,13 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.GroupPrincipal;
+import java.nio.file.attribute.PosixFileAttributeView;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.nio.file.attribute.UserPrincipalNotFoundException;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Set;
 
 /**
  * The layout of a disk tier's directory: creating or checking it, its {@code FORMAT} file, and the names of segment
@@ -22,7 +26,7 @@ final class DiskDirectory {
 
     private static final String FORMAT_TITLE = "granary-disk-tier";
     /** The only names Granary puts in a tier's directory (FORMAT.tmp: a FORMAT being written when a process died). */
-    private static final java.util.Set<String> OWN = java.util.Set.of(DiskTier.FORMAT_FILE,
+    private static final Set<String> OWN = Set.of(DiskTier.FORMAT_FILE,
             DiskTier.FORMAT_FILE + ".tmp", DirectoryLock.FILE, DiskTier.SEGMENTS, SharedDirectory.FILE);
     private static final System.Logger LOG = System.getLogger(DiskTier.class.getName());
 
@@ -50,10 +54,10 @@ final class DiskDirectory {
             if (group == null) {
                 return;
             }
-            java.nio.file.attribute.GroupPrincipal principal = path.getFileSystem().getUserPrincipalLookupService()
+            GroupPrincipal principal = path.getFileSystem().getUserPrincipalLookupService()
                     .lookupPrincipalByGroupName(group);
-            java.nio.file.attribute.PosixFileAttributeView view = Files.getFileAttributeView(path,
-                    java.nio.file.attribute.PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS);
+            PosixFileAttributeView view = Files.getFileAttributeView(path,
+                    PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS);
             // Changed only where it differs: a member of the group who does not own the file may not change it.
             if (!view.readAttributes().group().equals(principal)) {
                 view.setGroup(principal);
@@ -80,7 +84,7 @@ final class DiskDirectory {
         if (access.group() != null) {
             try {
                 directory.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByGroupName(access.group());
-            } catch (java.nio.file.attribute.UserPrincipalNotFoundException e) {
+            } catch (UserPrincipalNotFoundException e) {
                 throw new IllegalArgumentException("disk tier group: '" + access.group() + "' (expected: a group that"
                         + " exists on this host, such as one listed by getent group)");
             }
@@ -242,13 +246,9 @@ final class DiskDirectory {
         return "seg-" + HexFormat.of().toHexDigits(id) + ".dat";
     }
 
-    /**
-     * Refuses a file in {@code segments/} that Granary did not name.
-     *
-     * @throws IllegalArgumentException naming the file
-     */
-    static void refuseSegmentEntry(Path segmentsDirectory, String fileName) {
-        throw new IllegalArgumentException("disk tier directory " + segmentsDirectory + " holds a file that is not"
+    /** {@return the refusal of a file in {@code segments/} that Granary did not name, for the caller to throw} */
+    static IllegalArgumentException segmentEntryRefused(Path segmentsDirectory, String fileName) {
+        return new IllegalArgumentException("disk tier directory " + segmentsDirectory + " holds a file that is not"
                 + " Granary's: " + fileName + " (expected: only segment files seg-<16 hex digits>.dat and .dat.tmp;"
                 + " Granary does not share a directory with other data: move the file away)");
     }

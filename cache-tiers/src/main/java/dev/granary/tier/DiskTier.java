@@ -2,32 +2,50 @@
 package dev.granary.tier;
 
 import dev.granary.TierStats;
+import dev.granary.internal.ByteSizes;
+import dev.granary.internal.FlightEvents;
 import dev.granary.internal.TierCounters;
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import dev.granary.spi.RegionPolicy;
 import dev.granary.spi.Tier;
-import dev.granary.internal.ByteSizes;
+import dev.granary.spi.TierSimulation;
 import dev.granary.spi.Workload;
+import java.io.EOFException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.channels.ClosedByInterruptException;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.FileAttribute;
+import java.nio.file.attribute.FileTime;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.function.BooleanSupplier;
+import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.Consumer;
 
 /**
  * The local-disk tier (L3): pages appended into memory-mapped segment files, kept across restarts and crashes, each
@@ -115,11 +133,11 @@ public final class DiskTier implements Tier {
     /** Payloads of at least this many bytes are written direct (decision 0015); {@code 0}: none. */
     private final int directMin;
     /** Payloads written with {@code O_DIRECT} so far. */
-    private final java.util.concurrent.atomic.LongAdder directWrites = new java.util.concurrent.atomic.LongAdder();
+    private final LongAdder directWrites = new LongAdder();
     /** Payloads written are handed to writeback every this many bytes of a segment (decision 0016); 0: never. */
     private final long writebackEvery;
     /** Ranges handed to writeback so far. */
-    private final java.util.concurrent.atomic.LongAdder writebacks = new java.util.concurrent.atomic.LongAdder();
+    private final LongAdder writebacks = new LongAdder();
     /**
      * A segment that just filled, with a reference for the put that found it full, which hands its rest to writeback
      * after its own write, outside the allocation lock; guarded by {@link #allocation}.
@@ -131,8 +149,8 @@ public final class DiskTier implements Tier {
     private final DiskIndex index = new DiskIndex();
     private final ReentrantLock allocation = new ReentrantLock();
     /** Writers copying into segments hold it shared; close takes it exclusively before it unlocks the directory. */
-    private final java.util.concurrent.locks.ReentrantReadWriteLock writers =
-            new java.util.concurrent.locks.ReentrantReadWriteLock();
+    private final ReentrantReadWriteLock writers =
+            new ReentrantReadWriteLock();
     /** Live segments, oldest first, including the active one; guarded by {@link #allocation}. */
     private final List<Segment> segments = new ArrayList<>();
     /** The segment appends go to; guarded by {@link #allocation}. */
@@ -145,12 +163,15 @@ public final class DiskTier implements Tier {
     private final AtomicBoolean oversizeLogged = new AtomicBoolean();
     private final AtomicBoolean corruptionLogged = new AtomicBoolean();
     private final Recovery recovery;
-    /** The coarse clock of {@link RegionPolicy.Region#lastAccess()}: advances with every new segment. */
+    /**
+     * The coarse clock of {@link RegionPolicy.Region#lastAccess()}: advances with every new segment. Written under
+     * {@link #allocation} only, read without it.
+     */
     private volatile long clock = 1;
     private volatile Workload workload = Workload.UNDRIVEN;
     /** While driven: segments found mostly dead at the latest workload change, dropped when no wholly dead one is. */
     private volatile List<Segment> sparse = List.of();
-    private volatile java.util.function.Consumer<Page> evictionListener;
+    private volatile Consumer<Page> evictionListener;
     private volatile String failure;
     private volatile long failedAt;
     private volatile boolean closed;
@@ -170,13 +191,13 @@ public final class DiskTier implements Tier {
     /** Shared mode: when the owners of followed segments were last checked (System.nanoTime). */
     private volatile long sweptAt;
     /** Shared mode: segment numbers whose header did not check out; the next opener deletes them. */
-    private final Set<Long> unreadable = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final Set<Long> unreadable = ConcurrentHashMap.newKeySet();
     /** Shared mode: the claim slot each of this tier's fills in progress holds. */
-    private final java.util.concurrent.ConcurrentHashMap<PageKey, Integer> claims =
-            new java.util.concurrent.ConcurrentHashMap<>();
+    private final ConcurrentHashMap<PageKey, Integer> claims =
+            new ConcurrentHashMap<>();
     private final long fillWaitNanos;
-    private final java.util.concurrent.atomic.LongAdder peerFills = new java.util.concurrent.atomic.LongAdder();
-    private final java.util.concurrent.atomic.LongAdder peerWaitTimeouts = new java.util.concurrent.atomic.LongAdder();
+    private final LongAdder peerFills = new LongAdder();
+    private final LongAdder peerWaitTimeouts = new LongAdder();
 
     private DiskTier(Builder b, long segmentSize) throws IOException {
         this.name = b.name;
@@ -194,7 +215,7 @@ public final class DiskTier implements Tier {
         this.deleteOnClose = b.deleteOnClose;
         this.access = new DiskDirectory.Access(b.group);
         this.fillWaitNanos = b.fillWait.toNanos();
-        this.createdDirectory = !Files.exists(directory, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        this.createdDirectory = !Files.exists(directory, LinkOption.NOFOLLOW_LINKS);
         DiskDirectory.prepare(directory, access);
         this.lock = DirectoryLock.acquire(directory, b.shared, access);
         SharedDirectory sharing = null;
@@ -217,7 +238,7 @@ public final class DiskTier implements Tier {
                     shared.unlock();
                 }
             }
-            dev.granary.internal.FlightEvents.diskRecovered(name, directory, recovery.segments(), recovery.pages(),
+            FlightEvents.diskRecovered(name, directory, recovery.segments(), recovery.pages(),
                     recovery.damagedSegments(), recovery.damagedTails(), recovery.took());
         } catch (IOException | RuntimeException | Error e) {
             closeSegmentsAfterFailedOpen();
@@ -310,7 +331,7 @@ public final class DiskTier implements Tier {
         if (now - segment.sharedTouchAt >= SHARED_TOUCH_MILLIS) {
             segment.sharedTouchAt = now;
             try {
-                Files.setLastModifiedTime(segment.file, java.nio.file.attribute.FileTime.fromMillis(now));
+                Files.setLastModifiedTime(segment.file, FileTime.fromMillis(now));
             } catch (IOException e) {
                 // evicted by another process meanwhile: nothing to order
             }
@@ -348,8 +369,8 @@ public final class DiskTier implements Tier {
      */
     private void relist(boolean directoryLocked) {
         long generation = shared.generation();
-        java.util.TreeMap<Long, Path> listed = new java.util.TreeMap<>();
-        try (java.nio.file.DirectoryStream<Path> entries = Files.newDirectoryStream(segmentsDirectory)) {
+        TreeMap<Long, Path> listed = new TreeMap<>();
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(segmentsDirectory)) {
             for (Path entry : entries) {
                 String fileName = entry.getFileName().toString();
                 long id = DiskDirectory.parseId(fileName);
@@ -366,7 +387,7 @@ public final class DiskTier implements Tier {
             failed("cannot list " + segmentsDirectory, e);
             return;
         }
-        java.util.Set<Long> known = new java.util.HashSet<>();
+        Set<Long> known = new HashSet<>();
         for (Segment segment : List.copyOf(segments)) {
             if (listed.containsKey(segment.id)) {
                 known.add(segment.id);
@@ -489,7 +510,7 @@ public final class DiskTier implements Tier {
         try {
             end = SegmentFormat.scan(segment.map, segment.id, segment.headerEnd(), segment.payloadStart(),
                     segment.generation, r -> index.add(segment, r.key(), r.payloadOffset(), r.payloadCrc(), false, 0,
-                            isClosed), position -> {});
+                            this::isClosed), position -> {});
         } catch (InternalError e) {
             discardLocked(segment);
             return;
@@ -531,13 +552,13 @@ public final class DiskTier implements Tier {
      * being so less than a second ago. A segment whose owner died gets one last scan. Under {@link #allocation}.
      */
     private void refollow(long now) {
-        java.util.Map<Long, Long> newest = new java.util.HashMap<>();
+        Map<Long, Long> newest = new HashMap<>();
         for (Segment segment : segments) {
             if (segment.owner != 0) {
                 newest.merge(segment.owner, segment.id, Math::max);
             }
         }
-        java.util.Map<Long, Boolean> alive = new java.util.HashMap<>();
+        Map<Long, Boolean> alive = new HashMap<>();
         List<Segment> watched = new ArrayList<>();
         for (Segment segment : segments) {
             if (segment.owner == 0 || segment.owner == shared.owner()) {
@@ -620,7 +641,7 @@ public final class DiskTier implements Tier {
                     peerWaitTimeouts.increment();
                     return null;
                 }
-                java.util.concurrent.locks.LockSupport.parkNanos(pause);
+                LockSupport.parkNanos(pause);
                 pause = Math.min(2 * pause, 2_000_000);
                 if (Thread.currentThread().isInterrupted()) {
                     return null;
@@ -706,7 +727,7 @@ public final class DiskTier implements Tier {
 
     /** Touching a page's first byte takes longer than this only if the kernel had to read it from the device. */
     private static final long COLD_NANOS = 20_000;
-    private static final java.lang.invoke.VarHandle BYTE = java.lang.foreign.ValueLayout.JAVA_BYTE.varHandle();
+    private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
 
     /**
      * Makes a cold page larger than one OS page come in with one large read rather than one 4 KiB read per fault.
@@ -747,7 +768,7 @@ public final class DiskTier implements Tier {
         int actual;
         try {
             actual = page.segment.crc(page.payloadOffset, page.length());
-        } catch (java.io.EOFException e) {
+        } catch (EOFException e) {
             discard(page.segment, e.getMessage());
             return false;
         } catch (IOException e) {
@@ -811,7 +832,7 @@ public final class DiskTier implements Tier {
     }
 
     @Override
-    public void evictionListener(java.util.function.Consumer<Page> listener) {
+    public void evictionListener(Consumer<Page> listener) {
         this.evictionListener = listener;
     }
 
@@ -834,7 +855,7 @@ public final class DiskTier implements Tier {
         if (page instanceof DiskPage own && own.tier == this) {
             // One of ours, perhaps moved out (exclusive tiering) and offered back: index it again if its segment
             // is still live; the caller's reference keeps the mapping meanwhile.
-            return index.republish(own.segment, own.record, key, isClosed);
+            return index.republish(own.segment, own.record, key, this::isClosed);
         }
         if (index.contains(key)) {
             return true;
@@ -973,14 +994,16 @@ public final class DiskTier implements Tier {
     /** Makes a written page visible, unless its segment was evicted meanwhile or an equal page won. */
     private boolean publish(Segment segment, PageKey key, long payload, int crc) {
         long stamp = workload.clock();
-        DiskIndex.Added added = index.add(segment, key, payload, crc, true, clampStamp(stamp), isClosed);
+        DiskIndex.Added added = index.add(segment, key, payload, crc, true, clampStamp(stamp), this::isClosed);
         if (added == DiskIndex.Added.STORED) {
             segment.stamp(stamp);
         }
         return added != DiskIndex.Added.REFUSED;
     }
 
-    private final BooleanSupplier isClosed = () -> closed;
+    private boolean isClosed() {
+        return closed;
+    }
 
     static int clampStamp(long clock) {
         return (int) Math.min(clock, Integer.MAX_VALUE);
@@ -1004,6 +1027,7 @@ public final class DiskTier implements Tier {
      * @return the segment, with its {@code lastHeader} and {@code reservedPayload} set; {@code null} if there is no
      *     room that can be made, or the medium failed
      */
+    @SuppressWarnings("NonAtomicVolatileUpdate") // clock: written under allocation only, so no update is lost
     private Segment reserve(int headerLength, int length) {
         if (!admitting()) {
             return null;
@@ -1065,7 +1089,7 @@ public final class DiskTier implements Tier {
         try {
             fresh = createSegment(nextId++);
         } catch (IOException | UncheckedIOException | InternalError e) {
-            if (closed || e instanceof java.nio.channels.ClosedByInterruptException) {
+            if (closed || e instanceof ClosedByInterruptException) {
                 // The tier is closing, or the filling thread was interrupted (its cache closed, its reader gave up):
                 // not a failure of the medium, so neither logged nor a reason to stop admitting pages.
                 return null;
@@ -1108,7 +1132,7 @@ public final class DiskTier implements Tier {
             shared.changed();
             seenGeneration = shared.generation();
         } catch (IOException | UncheckedIOException | InternalError e) {
-            if (closed || e instanceof java.nio.channels.ClosedByInterruptException) {
+            if (closed || e instanceof ClosedByInterruptException) {
                 return null;
             }
             failed("cannot create a segment file in " + segmentsDirectory, e);
@@ -1165,9 +1189,9 @@ public final class DiskTier implements Tier {
         if (segment == active) {
             active = null;
         }
-        java.util.function.Consumer<Page> listener = evictionListener;
+        Consumer<Page> listener = evictionListener;
         // Only verified pages are handed on (an unverified one may be damaged), and named in eviction events.
-        boolean events = dev.granary.internal.FlightEvents.evictionsRecorded();
+        boolean events = FlightEvents.evictionsRecorded();
         DiskIndex.Killed killed = index.kill(segment, true, listener != null || events);
         for (int i = 0; i < killed.pages(); i++) {
             counters.evicted();
@@ -1175,7 +1199,7 @@ public final class DiskTier implements Tier {
         for (Object[] handed : killed.verified()) {
             int record = (Integer) handed[0];
             PageKey key = (PageKey) handed[1];
-            dev.granary.internal.FlightEvents.evicted(name, key);
+            FlightEvents.evicted(name, key);
             if (listener == null) {
                 continue;
             }
@@ -1286,9 +1310,9 @@ public final class DiskTier implements Tier {
      * simulated as refusing every page.
      */
     @Override
-    public dev.granary.spi.TierSimulation simulation() {
+    public TierSimulation simulation() {
         DiskTierSimulation sim;
-        Map<Segment, DiskTierSimulation.Seg> copies = new java.util.LinkedHashMap<>();
+        Map<Segment, DiskTierSimulation.Seg> copies = new LinkedHashMap<>();
         allocation.lock();
         try {
             sim = new DiskTierSimulation(capacity, segmentSize, policy, admitting() && !closed, bytesOnDisk.get(),
@@ -1313,8 +1337,8 @@ public final class DiskTier implements Tier {
     }
 
     /** {@return why the tier stopped admitting pages, if it did and has not recovered} */
-    public java.util.Optional<String> failure() {
-        return java.util.Optional.ofNullable(failure);
+    public Optional<String> failure() {
+        return Optional.ofNullable(failure);
     }
 
     /** {@return what opening the directory found} */
@@ -1509,7 +1533,7 @@ public final class DiskTier implements Tier {
         }
         // The candidates and their files' modification times, read once however many segments go.
         List<Segment> candidates = new ArrayList<>();
-        java.util.Set<Segment> followed = java.util.Set.of(following);
+        Set<Segment> followed = Set.of(following);
         for (Segment segment : segments) {
             if (segment == active || (segment.followUntil == 0 && followed.contains(segment))) {
                 continue; // appended to by this or another live process (a live owner's newest segment)
