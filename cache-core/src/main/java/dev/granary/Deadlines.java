@@ -31,8 +31,10 @@ final class Deadlines {
             long remaining = deadlineNanos - System.nanoTime();
             return future.get(Math.max(0, remaining), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
-            throw new IOException("timed out waiting for " + what.get()
-                    + " from the origin (the cache's readTimeout elapsed; is the origin reachable?)", e);
+            throw new IOException(
+                    "timed out waiting for " + what.get()
+                            + " from the origin (the cache's readTimeout elapsed; is the origin reachable?)",
+                    e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new InterruptedIOException("interrupted waiting for " + what.get() + " from the origin");

@@ -25,6 +25,7 @@ final class FillThreads {
 
     /** The most platform threads one cache's fills use, whatever an origin's concurrency limit says. */
     static final int MAX_FILL_THREADS = 1024;
+
     private static final int IDLE_SECONDS = 30;
 
     /** A bounded platform-thread pool, or a virtual thread per fill ({@code granary.fillThreads}). */
@@ -37,11 +38,17 @@ final class FillThreads {
      */
     FillThreads(int maxConcurrency) {
         if ("virtual".equals(System.getProperty("granary.fillThreads"))) {
-            this.pool = Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("granary-origin-", 0).factory());
+            this.pool = Executors.newThreadPerTaskExecutor(
+                    Thread.ofVirtual().name("granary-origin-", 0).factory());
         } else {
             int threads = Math.max(1, Math.min(maxConcurrency, MAX_FILL_THREADS));
-            ThreadPoolExecutor executor = new ThreadPoolExecutor(threads, threads, IDLE_SECONDS, TimeUnit.SECONDS,
-                    new LinkedBlockingQueue<>(), Thread.ofPlatform().daemon().name("granary-fill-", 0).factory());
+            ThreadPoolExecutor executor = new ThreadPoolExecutor(
+                    threads,
+                    threads,
+                    IDLE_SECONDS,
+                    TimeUnit.SECONDS,
+                    new LinkedBlockingQueue<>(),
+                    Thread.ofPlatform().daemon().name("granary-fill-", 0).factory());
             executor.allowCoreThreadTimeOut(true);
             this.pool = executor;
         }

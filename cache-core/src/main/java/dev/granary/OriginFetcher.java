@@ -33,6 +33,7 @@ final class OriginFetcher implements AutoCloseable {
     private final URI originUri;
     /** Runs metadata requests: a virtual thread each. */
     private final ExecutorService executor;
+
     private final int maxConcurrency;
     private final Semaphore permits;
     private final LongAdder reads = new LongAdder();
@@ -43,7 +44,8 @@ final class OriginFetcher implements AutoCloseable {
     OriginFetcher(Origin origin) {
         this.origin = origin;
         this.originUri = origin.uri();
-        this.executor = Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("granary-origin-", 0).factory());
+        this.executor = Executors.newThreadPerTaskExecutor(
+                Thread.ofVirtual().name("granary-origin-", 0).factory());
         this.maxConcurrency = origin.maxConcurrency();
         this.permits = new Semaphore(maxConcurrency);
     }
@@ -66,7 +68,8 @@ final class OriginFetcher implements AutoCloseable {
         try {
             reads.increment();
             long start = System.nanoTime();
-            dev.granary.internal.FlightEvents.originRead(origin, info, page.key().offset(), page.writableSegment());
+            dev.granary.internal.FlightEvents.originRead(
+                    origin, info, page.key().offset(), page.writableSegment());
             bytes.add(page.length());
             dev.granary.internal.ReadAccount.originRead(page.length(), System.nanoTime() - start);
         } catch (IOException | RuntimeException e) {
@@ -110,7 +113,12 @@ final class OriginFetcher implements AutoCloseable {
     }
 
     OriginStats stats() {
-        return new OriginStats(reads.sum(), bytes.sum(), metadataRequests.sum(), errors.sum(), origin.retries(),
+        return new OriginStats(
+                reads.sum(),
+                bytes.sum(),
+                metadataRequests.sum(),
+                errors.sum(),
+                origin.retries(),
                 maxConcurrency - permits.availablePermits());
     }
 

@@ -43,11 +43,11 @@ class EveryLoaderOptionTest {
             List<LoaderOptionCases.Case> cases = LoaderOptionCases.all(samples);
             assertEquals(LoaderOptionCases.setters().size(), cases.size(), "one case per option");
             for (LoaderOptionCases.Case option : cases) {
-                GranaryDataset.Builder<DjlFixture.Item> builder = DjlFixture.builder(samples)
-                        .loader(LoaderOptionCases.BASE);
+                GranaryDataset.Builder<DjlFixture.Item> builder =
+                        DjlFixture.builder(samples).loader(LoaderOptionCases.BASE);
                 if (THE_DATASETS_OWN.contains(option.name())) {
-                    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                            () -> builder.loader(option::apply), option.toString());
+                    IllegalArgumentException e = assertThrows(
+                            IllegalArgumentException.class, () -> builder.loader(option::apply), option.toString());
                     assertTrue(e.getMessage().startsWith(option.name() + ": "), e.getMessage());
                     continue;
                 }

@@ -43,14 +43,17 @@ class EveryLoaderOptionTest {
             assertEquals(LoaderOptionCases.setters().size(), cases.size(), "one case per option");
             for (LoaderOptionCases.Case option : cases) {
                 GranaryDataSetIterator.Builder builder = GranaryDataSetIterator.builder(samples, Shards.ENCODER)
-                        .features(Shards.COLUMNS).labels(Shards.CLASSES).loader(LoaderOptionCases.BASE);
+                        .features(Shards.COLUMNS)
+                        .labels(Shards.CLASSES)
+                        .loader(LoaderOptionCases.BASE);
                 if (THE_ITERATORS_OWN.contains(option.name())) {
-                    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                            () -> builder.loader(option::apply), option.toString());
+                    IllegalArgumentException e = assertThrows(
+                            IllegalArgumentException.class, () -> builder.loader(option::apply), option.toString());
                     assertTrue(e.getMessage().startsWith(option.name() + ": "), e.getMessage());
                     continue;
                 }
-                try (GranaryDataSetIterator iterator = builder.loader(option::apply).build()) {
+                try (GranaryDataSetIterator iterator =
+                        builder.loader(option::apply).build()) {
                     option.assertReached(iterator.loader().options(), "a GranaryDataSetIterator");
                 }
             }

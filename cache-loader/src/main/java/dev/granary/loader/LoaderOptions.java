@@ -47,8 +47,25 @@ import java.util.function.Consumer;
  * @param starvationListener  the listener of the starvation alarm, or {@code null} for none
  *                            ({@link DataLoader.Builder#starvationListener(Consumer)})
  */
-public record LoaderOptions(int batchSize, Shuffle shuffle, int rank, int worldSize, Partitioning partitioning,
-        int ranksPerNode, int canonicalPartitions, int workers, int prefetch, int readAhead, long maxBytesInFlight,
-        boolean streamShards, int shardPartSize, boolean dropLast, boolean skipFailedSamples, long stagingBytes,
-        boolean pinnedStaging, boolean driveCache, double starvationThreshold, Duration starvationWindow,
+public record LoaderOptions(
+        int batchSize,
+        Shuffle shuffle,
+        int rank,
+        int worldSize,
+        Partitioning partitioning,
+        int ranksPerNode,
+        int canonicalPartitions,
+        int workers,
+        int prefetch,
+        int readAhead,
+        long maxBytesInFlight,
+        boolean streamShards,
+        int shardPartSize,
+        boolean dropLast,
+        boolean skipFailedSamples,
+        long stagingBytes,
+        boolean pinnedStaging,
+        boolean driveCache,
+        double starvationThreshold,
+        Duration starvationWindow,
         Consumer<Starvation> starvationListener) {}

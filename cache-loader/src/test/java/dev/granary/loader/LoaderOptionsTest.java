@@ -52,8 +52,12 @@ class LoaderOptionsTest {
     @Test
     void aLoaderHasItsBuildersOptionsAsASnapshot() throws IOException {
         try (TieredCache cache = LoaderFixture.cache(leaks, root)) {
-            DataLoader.Builder<Integer> builder = DataLoader.builder(samples(cache), Sample::index).batchSize(5)
-                    .shuffle(9L).shard(1, 2).workers(2).readAhead(7);
+            DataLoader.Builder<Integer> builder = DataLoader.builder(samples(cache), Sample::index)
+                    .batchSize(5)
+                    .shuffle(9L)
+                    .shard(1, 2)
+                    .workers(2)
+                    .readAhead(7);
             LoaderOptions set = builder.options();
             assertEquals(5, set.batchSize());
             assertEquals(Shuffle.samples(9L), set.shuffle());

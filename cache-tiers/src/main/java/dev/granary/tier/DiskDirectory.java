@@ -26,8 +26,13 @@ final class DiskDirectory {
 
     private static final String FORMAT_TITLE = "granary-disk-tier";
     /** The only names Granary puts in a tier's directory (FORMAT.tmp: a FORMAT being written when a process died). */
-    private static final Set<String> OWN = Set.of(DiskTier.FORMAT_FILE,
-            DiskTier.FORMAT_FILE + ".tmp", DirectoryLock.FILE, DiskTier.SEGMENTS, SharedDirectory.FILE);
+    private static final Set<String> OWN = Set.of(
+            DiskTier.FORMAT_FILE,
+            DiskTier.FORMAT_FILE + ".tmp",
+            DirectoryLock.FILE,
+            DiskTier.SEGMENTS,
+            SharedDirectory.FILE);
+
     private static final System.Logger LOG = System.getLogger(DiskTier.class.getName());
 
     private DiskDirectory() {}
@@ -54,10 +59,10 @@ final class DiskDirectory {
             if (group == null) {
                 return;
             }
-            GroupPrincipal principal = path.getFileSystem().getUserPrincipalLookupService()
-                    .lookupPrincipalByGroupName(group);
-            PosixFileAttributeView view = Files.getFileAttributeView(path,
-                    PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS);
+            GroupPrincipal principal =
+                    path.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByGroupName(group);
+            PosixFileAttributeView view =
+                    Files.getFileAttributeView(path, PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS);
             // Changed only where it differs: a member of the group who does not own the file may not change it.
             if (!view.readAttributes().group().equals(principal)) {
                 view.setGroup(principal);
@@ -114,8 +119,9 @@ final class DiskDirectory {
                             + " or one a DiskTier wrote; Granary does not share a directory with other data)");
                 }
                 throw new IllegalArgumentException("disk tier directory " + directory + " holds a file that is not"
-                        + " Granary's: " + name + " (expected: only " + String.join(", ", OWN.stream().sorted()
-                        .toList()) + "; Granary does not share a directory with other data: move the file away)");
+                        + " Granary's: " + name + " (expected: only "
+                        + String.join(", ", OWN.stream().sorted().toList())
+                        + "; Granary does not share a directory with other data: move the file away)");
             }
         }
         if (access.group() != null) {
@@ -163,12 +169,17 @@ final class DiskDirectory {
                 return;
             }
             if (found >= SegmentFormat.OLDEST_READABLE) {
-                LOG.log(System.Logger.Level.INFO, "disk tier '" + tierName + "': " + directory + " holds format "
-                        + found + "; upgrading it to format " + SegmentFormat.FORMAT + " in place (its segments are"
-                        + " kept and read as they are)");
+                LOG.log(
+                        System.Logger.Level.INFO,
+                        "disk tier '" + tierName + "': " + directory + " holds format "
+                                + found + "; upgrading it to format " + SegmentFormat.FORMAT
+                                + " in place (its segments are"
+                                + " kept and read as they are)");
             } else {
-                LOG.log(System.Logger.Level.INFO, "disk tier '" + tierName + "': " + directory + " holds format "
-                        + found + "; discarding its segments and starting over in format " + SegmentFormat.FORMAT);
+                LOG.log(
+                        System.Logger.Level.INFO,
+                        "disk tier '" + tierName + "': " + directory + " holds format " + found
+                                + "; discarding its segments and starting over in format " + SegmentFormat.FORMAT);
                 deleteSegments(segmentsDirectory);
             }
         }
@@ -184,7 +195,10 @@ final class DiskDirectory {
                 + (capacity > 0 ? CAPACITY_LINE + capacity + "\n" : "");
         Files.write(Files.createFile(temporary, DiskTier.FILE_PERMISSIONS), text.getBytes(StandardCharsets.UTF_8));
         access.apply(temporary, false);
-        Files.move(temporary, directory.resolve(DiskTier.FORMAT_FILE), StandardCopyOption.ATOMIC_MOVE,
+        Files.move(
+                temporary,
+                directory.resolve(DiskTier.FORMAT_FILE),
+                StandardCopyOption.ATOMIC_MOVE,
                 StandardCopyOption.REPLACE_EXISTING);
     }
 
@@ -198,7 +212,8 @@ final class DiskDirectory {
         try {
             List<String> lines = Files.readAllLines(formatFile, StandardCharsets.UTF_8);
             if (lines.size() >= 3 && lines.get(2).startsWith(CAPACITY_LINE)) {
-                return Long.parseLong(lines.get(2).substring(CAPACITY_LINE.length()).strip());
+                return Long.parseLong(
+                        lines.get(2).substring(CAPACITY_LINE.length()).strip());
             }
         } catch (IOException | NumberFormatException e) {
             // unknown
@@ -208,8 +223,8 @@ final class DiskDirectory {
 
     private static void makeSegmentsDirectory(Path segmentsDirectory, Access access) throws IOException {
         if (!Files.isDirectory(segmentsDirectory)) {
-            Files.createDirectories(segmentsDirectory,
-                    PosixFilePermissions.asFileAttribute(DiskTier.DIRECTORY_PERMISSIONS));
+            Files.createDirectories(
+                    segmentsDirectory, PosixFilePermissions.asFileAttribute(DiskTier.DIRECTORY_PERMISSIONS));
             access.apply(segmentsDirectory, true);
         } else if (access.group() != null) {
             access.apply(segmentsDirectory, true);
@@ -218,9 +233,12 @@ final class DiskDirectory {
 
     private static int parseFormat(Path directory, Path formatFile) throws IOException {
         List<String> lines = Files.readAllLines(formatFile, StandardCharsets.UTF_8);
-        if (lines.size() >= 2 && lines.get(0).equals(FORMAT_TITLE) && lines.get(1).startsWith("format ")) {
+        if (lines.size() >= 2
+                && lines.get(0).equals(FORMAT_TITLE)
+                && lines.get(1).startsWith("format ")) {
             try {
-                return Integer.parseInt(lines.get(1).substring("format ".length()).strip());
+                return Integer.parseInt(
+                        lines.get(1).substring("format ".length()).strip());
             } catch (NumberFormatException e) {
                 // reported below
             }

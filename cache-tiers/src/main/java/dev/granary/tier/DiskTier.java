@@ -143,20 +143,22 @@ public final class DiskTier implements Tier {
      * after its own write, outside the allocation lock; guarded by {@link #allocation}.
      */
     private Segment filled;
+
     private final long lengthCheckNanos;
     private final DirectoryLock lock;
     /** The pages on disk, in primitive arrays ({@link DiskIndex}); page objects exist only while leased. */
     private final DiskIndex index = new DiskIndex();
+
     private final ReentrantLock allocation = new ReentrantLock();
     /** Writers copying into segments hold it shared; close takes it exclusively before it unlocks the directory. */
-    private final ReentrantReadWriteLock writers =
-            new ReentrantReadWriteLock();
+    private final ReentrantReadWriteLock writers = new ReentrantReadWriteLock();
     /** Live segments, oldest first, including the active one; guarded by {@link #allocation}. */
     private final List<Segment> segments = new ArrayList<>();
     /** The segment appends go to; guarded by {@link #allocation}. */
     private Segment active;
     /** Guarded by {@link #allocation}. */
     private long nextId;
+
     private final AtomicLong bytesOnDisk = new AtomicLong();
     private final AtomicInteger mapped = new AtomicInteger();
     private final TierCounters counters = new TierCounters();
@@ -168,9 +170,11 @@ public final class DiskTier implements Tier {
      * {@link #allocation} only, read without it.
      */
     private volatile long clock = 1;
+
     private volatile Workload workload = Workload.UNDRIVEN;
     /** While driven: segments found mostly dead at the latest workload change, dropped when no wholly dead one is. */
     private volatile List<Segment> sparse = List.of();
+
     private volatile Consumer<Page> evictionListener;
     private volatile String failure;
     private volatile long failedAt;
@@ -179,6 +183,7 @@ public final class DiskTier implements Tier {
     private boolean closeDone;
     /** Scratch mode ({@link Builder#deleteOnClose}); and whether this tier made the directory (then it may remove it). */
     private final boolean deleteOnClose;
+
     private final boolean createdDirectory;
     /** Who may use the directory: the owner only, or a group ({@link Builder#group}). */
     private final DiskDirectory.Access access;
@@ -193,8 +198,8 @@ public final class DiskTier implements Tier {
     /** Shared mode: segment numbers whose header did not check out; the next opener deletes them. */
     private final Set<Long> unreadable = ConcurrentHashMap.newKeySet();
     /** Shared mode: the claim slot each of this tier's fills in progress holds. */
-    private final ConcurrentHashMap<PageKey, Integer> claims =
-            new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<PageKey, Integer> claims = new ConcurrentHashMap<>();
+
     private final long fillWaitNanos;
     private final LongAdder peerFills = new LongAdder();
     private final LongAdder peerWaitTimeouts = new LongAdder();
@@ -238,8 +243,14 @@ public final class DiskTier implements Tier {
                     shared.unlock();
                 }
             }
-            FlightEvents.diskRecovered(name, directory, recovery.segments(), recovery.pages(),
-                    recovery.damagedSegments(), recovery.damagedTails(), recovery.took());
+            FlightEvents.diskRecovered(
+                    name,
+                    directory,
+                    recovery.segments(),
+                    recovery.pages(),
+                    recovery.damagedSegments(),
+                    recovery.damagedTails(),
+                    recovery.took());
         } catch (IOException | RuntimeException | Error e) {
             closeSegmentsAfterFailedOpen();
             if (shared != null) {
@@ -319,6 +330,7 @@ public final class DiskTier implements Tier {
     /** How often the owners of followed segments are checked, and how long a segment is followed after its owner
      *  moved on to a new one (writes reserved in it before may still be landing). */
     private static final long FOLLOW_SWEEP_NANOS = 100_000_000L;
+
     private static final long FOLLOW_GRACE_NANOS = 1_000_000_000L;
 
     /**
@@ -508,9 +520,14 @@ public final class DiskTier implements Tier {
     private void tail(Segment segment, boolean last) {
         SegmentFormat.ScanEnd end;
         try {
-            end = SegmentFormat.scan(segment.map, segment.id, segment.headerEnd(), segment.payloadStart(),
-                    segment.generation, r -> index.add(segment, r.key(), r.payloadOffset(), r.payloadCrc(), false, 0,
-                            this::isClosed), position -> {});
+            end = SegmentFormat.scan(
+                    segment.map,
+                    segment.id,
+                    segment.headerEnd(),
+                    segment.payloadStart(),
+                    segment.generation,
+                    r -> index.add(segment, r.key(), r.payloadOffset(), r.payloadCrc(), false, 0, this::isClosed),
+                    position -> {});
         } catch (InternalError e) {
             discardLocked(segment);
             return;
@@ -697,8 +714,9 @@ public final class DiskTier implements Tier {
             }
             long now = System.nanoTime();
             if (!page.segment.intact(now, lengthCheckNanos)) {
-                discard(page.segment, "its file is shorter than the " + page.segment.size + " bytes mapped (it was"
-                        + " truncated)");
+                discard(
+                        page.segment,
+                        "its file is shorter than the " + page.segment.size + " bytes mapped (it was" + " truncated)");
                 return false;
             }
             if (page.length() > 4096) {
@@ -717,8 +735,9 @@ public final class DiskTier implements Tier {
      */
     void faulted(DiskPage page, Throwable e) {
         if (!page.segment.intactNow()) {
-            discard(page.segment, "its file is shorter than the " + page.segment.size + " bytes mapped (it was"
-                    + " truncated)");
+            discard(
+                    page.segment,
+                    "its file is shorter than the " + page.segment.size + " bytes mapped (it was" + " truncated)");
             return;
         }
         failed("cannot read page " + page.key() + " from " + page.segment.file, e);
@@ -727,6 +746,7 @@ public final class DiskTier implements Tier {
 
     /** Touching a page's first byte takes longer than this only if the kernel had to read it from the device. */
     private static final long COLD_NANOS = 20_000;
+
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
 
     /**
@@ -786,9 +806,12 @@ public final class DiskTier implements Tier {
         }
         counters.corrupted();
         if (corruptionLogged.compareAndSet(false, true)) {
-            LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': page " + page.key() + " in "
-                    + page.segment.file + " does not match its checksum; dropped and read again from below (further"
-                    + " damage is counted in stats().corruptions() without a log line)");
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "disk tier '" + name + "': page " + page.key() + " in "
+                            + page.segment.file
+                            + " does not match its checksum; dropped and read again from below (further"
+                            + " damage is counted in stats().corruptions() without a log line)");
         }
         drop(page);
         return false;
@@ -818,8 +841,10 @@ public final class DiskTier implements Tier {
         }
         if (live) {
             counters.corrupted();
-            LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': dropping segment " + segment.file + ": "
-                    + why + "; its pages are read again from below");
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "disk tier '" + name + "': dropping segment " + segment.file + ": " + why
+                            + "; its pages are read again from below");
             if (shared != null) {
                 shared.changed(); // the file is gone: the other processes drop it at their next lookup
             }
@@ -845,8 +870,8 @@ public final class DiskTier implements Tier {
     @Override
     public boolean put(Page page) {
         if (!page.isSealed()) {
-            throw new IllegalArgumentException("page " + page.key() + " is not sealed (expected: a filled, sealed"
-                    + " page)");
+            throw new IllegalArgumentException(
+                    "page " + page.key() + " is not sealed (expected: a filled, sealed" + " page)");
         }
         if (closed) {
             return false;
@@ -866,10 +891,13 @@ public final class DiskTier implements Tier {
         if (headerLength > SegmentFormat.MAX_RECORD_HEADER || !Segment.fits(segmentSize, headerLength, length)) {
             counters.rejected();
             if (oversizeLogged.compareAndSet(false, true)) {
-                LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': a page of " + length + " bytes ("
-                        + headerLength + " bytes of header) does not fit a segment of " + segmentSize + " bytes and"
-                        + " is not cached here; set DiskTier.builder().segmentSize(...) to a multiple of the page"
-                        + " size");
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        "disk tier '" + name + "': a page of " + length + " bytes ("
+                                + headerLength + " bytes of header) does not fit a segment of " + segmentSize
+                                + " bytes and"
+                                + " is not cached here; set DiskTier.builder().segmentSize(...) to a multiple of the page"
+                                + " size");
             }
             return false;
         }
@@ -934,8 +962,8 @@ public final class DiskTier implements Tier {
      * Writes a page into its reserved place with positional writes from the page's own memory (no mapping touched),
      * header last, and publishes it.
      */
-    private boolean write(Page page, PageKey key, SegmentFormat.Names names, Segment segment, long payload,
-            long header) {
+    private boolean write(
+            Page page, PageKey key, SegmentFormat.Names names, Segment segment, long payload, long header) {
         boolean written = false;
         boolean turn = false;
         boolean buffered = false;
@@ -949,8 +977,8 @@ public final class DiskTier implements Tier {
                 buffered = true;
             }
             int crc = SegmentFormat.crc(bytes);
-            byte[] record = SegmentFormat.recordHeader(names, segment.id, segment.generation, payload, key, crc,
-                    SegmentFormat.FLAG_PAGE);
+            byte[] record = SegmentFormat.recordHeader(
+                    names, segment.id, segment.generation, payload, key, crc, SegmentFormat.FLAG_PAGE);
             if (shared != null) {
                 segment.awaitTurn(header, TURN_NANOS);
                 turn = true;
@@ -1012,8 +1040,8 @@ public final class DiskTier implements Tier {
     /** Marks a reserved record that will not be written, so a scan passes over it. Best effort. */
     private void skip(Segment segment, SegmentFormat.Names names, long payload, long header, PageKey key) {
         try {
-            byte[] record = SegmentFormat.recordHeader(names, segment.id, segment.generation, payload, key, 0,
-                    SegmentFormat.FLAG_SKIP);
+            byte[] record = SegmentFormat.recordHeader(
+                    names, segment.id, segment.generation, payload, key, 0, SegmentFormat.FLAG_SKIP);
             segment.writeHeader(record, header);
         } catch (IOException | RuntimeException | InternalError e) {
             // the scan stops at this hole: later records of the segment are lost, never misread
@@ -1210,8 +1238,7 @@ public final class DiskTier implements Tier {
             try {
                 listener.accept(page);
             } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': eviction listener failed on " + key,
-                        e);
+                LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': eviction listener failed on " + key, e);
             }
             page.release();
         }
@@ -1233,8 +1260,10 @@ public final class DiskTier implements Tier {
             advise(segment); // before the first touch: without it, a fault reads a whole read-ahead window
             segment.enableDirectWrites(directMin);
             segment.enableWriteback(writebackEvery);
-            segment.write(MemorySegment.ofArray(SegmentFormat.segmentHeader(id, segmentSize,
-                    System.currentTimeMillis(), shared == null ? 0 : shared.owner())), 0);
+            segment.write(
+                    MemorySegment.ofArray(SegmentFormat.segmentHeader(
+                            id, segmentSize, System.currentTimeMillis(), shared == null ? 0 : shared.owner())),
+                    0);
             segment.populateHeaders();
             access.apply(temporary, false);
             Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE);
@@ -1278,9 +1307,12 @@ public final class DiskTier implements Tier {
         failedAt = System.nanoTime();
         String why = cause.getMessage() == null ? cause.toString() : cause.getMessage();
         if (failure == null) {
-            LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': " + what + ": " + why
-                    + "; the tier stops admitting pages for " + Duration.ofNanos(retryNanos) + " and keeps serving"
-                    + " the pages it holds (see DiskTier.failure())");
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "disk tier '" + name + "': " + what + ": " + why
+                            + "; the tier stops admitting pages for " + Duration.ofNanos(retryNanos)
+                            + " and keeps serving"
+                            + " the pages it holds (see DiskTier.failure())");
         }
         failure = what + ": " + why;
     }
@@ -1315,11 +1347,17 @@ public final class DiskTier implements Tier {
         Map<Segment, DiskTierSimulation.Seg> copies = new LinkedHashMap<>();
         allocation.lock();
         try {
-            sim = new DiskTierSimulation(capacity, segmentSize, policy, admitting() && !closed, bytesOnDisk.get(),
-                    workload);
+            sim = new DiskTierSimulation(
+                    capacity, segmentSize, policy, admitting() && !closed, bytesOnDisk.get(), workload);
             for (Segment segment : segments) {
-                copies.put(segment, sim.addSegment(segment.size, segment.headerEnd(), segment.payloadStart(),
-                        segment.stamp(), segment == active));
+                copies.put(
+                        segment,
+                        sim.addSegment(
+                                segment.size,
+                                segment.headerEnd(),
+                                segment.payloadStart(),
+                                segment.stamp(),
+                                segment == active));
             }
         } finally {
             allocation.unlock();
@@ -1393,11 +1431,15 @@ public final class DiskTier implements Tier {
         Segment s = found.segment();
         long payload = s.payload(found.record());
         long[] header = {-1};
-        SegmentFormat.scan(s.map, s.id, r -> {
-            if (r.payloadOffset() == payload) {
-                header[0] = r.headerOffset();
-            }
-        }, position -> {});
+        SegmentFormat.scan(
+                s.map,
+                s.id,
+                r -> {
+                    if (r.payloadOffset() == payload) {
+                        header[0] = r.headerOffset();
+                    }
+                },
+                position -> {});
         return new Location(s.file, header[0], payload, key.length());
     }
 
@@ -1427,7 +1469,8 @@ public final class DiskTier implements Tier {
                 allocation.unlock();
             }
             // Scratch mode: Granary's files go while the directory is still locked, the directory itself after.
-            boolean emptied = deleteOnClose && ScratchDirectory.deleteContents(directory, name).isEmpty();
+            boolean emptied = deleteOnClose
+                    && ScratchDirectory.deleteContents(directory, name).isEmpty();
             lock.close();
             if (emptied && createdDirectory) {
                 ScratchDirectory.deleteDirectory(directory, name);
@@ -1449,16 +1492,24 @@ public final class DiskTier implements Tier {
     private Recovery recover() throws IOException {
         long start = System.nanoTime();
         long[] pages = {0};
-        SegmentRecovery.Result found = new SegmentRecovery(segmentsDirectory, name, this::freed, segment -> {
-            mapped.incrementAndGet();
-            bytesOnDisk.addAndGet(segment.size);
-        }, this::advise, counters::corrupted, this::appendedByAnother).scan(recovered -> {
-            Segment s = recovered.segment();
-            segments.add(s); // at once: if the scan fails further on, closing after the failed open releases it
-            index.register(s);
-            s.resize(recovered.records().size);
-            pages[0] += index.addRecovered(s, recovered.records(), recovered.expectedMore());
-        });
+        SegmentRecovery.Result found = new SegmentRecovery(
+                        segmentsDirectory,
+                        name,
+                        this::freed,
+                        segment -> {
+                            mapped.incrementAndGet();
+                            bytesOnDisk.addAndGet(segment.size);
+                        },
+                        this::advise,
+                        counters::corrupted,
+                        this::appendedByAnother)
+                .scan(recovered -> {
+                    Segment s = recovered.segment();
+                    segments.add(s); // at once: if the scan fails further on, closing after the failed open releases it
+                    index.register(s);
+                    s.resize(recovered.records().size);
+                    pages[0] += index.addRecovered(s, recovered.records(), recovered.expectedMore());
+                });
         nextId = Math.max(nextId, found.nextId());
         if (shared != null) {
             allocation.lock();
@@ -1479,8 +1530,13 @@ public final class DiskTier implements Tier {
                 allocation.unlock();
             }
         }
-        return new Recovery(found.files(), pages[0], found.damagedSegments(), found.damagedTails(),
-                Duration.ofNanos(System.nanoTime() - start), found.dropped());
+        return new Recovery(
+                found.files(),
+                pages[0],
+                found.damagedSegments(),
+                found.damagedTails(),
+                Duration.ofNanos(System.nanoTime() - start),
+                found.dropped());
     }
 
     /** Shared mode: whether a live process other than this one may append to the segment (its creator is open). */
@@ -1619,8 +1675,8 @@ public final class DiskTier implements Tier {
      * @param dropped         what damage made the scan drop: each segment file deleted for a damaged header, and each
      *                        segment whose scan ended on a record that is not valid
      */
-    public record Recovery(int segments, long pages, int damagedSegments, int damagedTails, Duration took,
-            List<Dropped> dropped) {
+    public record Recovery(
+            int segments, long pages, int damagedSegments, int damagedTails, Duration took, List<Dropped> dropped) {
 
         /** Copies the list. */
         public Recovery {
@@ -1658,6 +1714,7 @@ public final class DiskTier implements Tier {
         final Segment segment;
         /** The page's record number in its segment's rows. */
         final int record;
+
         final long payloadOffset;
         final int crc;
 
@@ -1715,6 +1772,7 @@ public final class DiskTier implements Tier {
         private long capacity = -1;
         /** -1 until set: then chosen from the capacity at {@link #build}. */
         private long segmentSize = -1;
+
         private RegionPolicy policy = new SegmentLruPolicy();
         private String name = "disk";
         private Duration retryAfter = Duration.ofSeconds(30);
@@ -1725,6 +1783,7 @@ public final class DiskTier implements Tier {
         private SegmentFiles files = NativeFiles::allocateSparse;
         /** How often a segment's file length is re-checked on the hit path (see {@code ready}). */
         static final Duration LENGTH_CHECK = Duration.ofMillis(10);
+
         private Duration lengthCheck = LENGTH_CHECK;
         private boolean deleteOnClose;
         private boolean shared;
@@ -1818,8 +1877,8 @@ public final class DiskTier implements Tier {
          */
         public Builder directory(Path directory) {
             if (directory == null) {
-                throw new IllegalArgumentException("disk tier directory: null (expected: a path such as"
-                        + " Path.of(\"/nvme/granary\"))");
+                throw new IllegalArgumentException(
+                        "disk tier directory: null (expected: a path such as" + " Path.of(\"/nvme/granary\"))");
             }
             this.directory = directory;
             return this;
@@ -1868,8 +1927,8 @@ public final class DiskTier implements Tier {
          */
         public Builder policy(RegionPolicy policy) {
             if (policy == null) {
-                throw new IllegalArgumentException("region policy: null (expected: a policy such as new"
-                        + " SegmentLruPolicy())");
+                throw new IllegalArgumentException(
+                        "region policy: null (expected: a policy such as new" + " SegmentLruPolicy())");
             }
             this.policy = policy;
             return this;
@@ -1884,8 +1943,8 @@ public final class DiskTier implements Tier {
          */
         public Builder name(String name) {
             if (name == null || name.isBlank()) {
-                throw new IllegalArgumentException("tier name: " + (name == null ? "null" : "'" + name + "'")
-                        + " (expected: a non-blank name)");
+                throw new IllegalArgumentException(
+                        "tier name: " + (name == null ? "null" : "'" + name + "'") + " (expected: a non-blank name)");
             }
             this.name = name;
             return this;
@@ -1976,6 +2035,7 @@ public final class DiskTier implements Tier {
 
         /** The default of {@link #writebackEvery}. */
         static final long WRITEBACK_EVERY = 8L << 20;
+
         private static final long MIN_WRITEBACK = 64 << 10;
 
         /** For tests: the smallest page written direct (default {@link #DIRECT_MIN}), so small pages can take it. */
@@ -2037,12 +2097,12 @@ public final class DiskTier implements Tier {
          */
         public DiskTier build() {
             if (directory == null) {
-                throw new IllegalStateException("disk tier directory not set (expected: directory(path) before"
-                        + " build())");
+                throw new IllegalStateException(
+                        "disk tier directory not set (expected: directory(path) before" + " build())");
             }
             if (capacity < 0) {
-                throw new IllegalStateException("disk tier capacity not set (expected: capacity(bytes) before"
-                        + " build())");
+                throw new IllegalStateException(
+                        "disk tier capacity not set (expected: capacity(bytes) before" + " build())");
             }
             if (shared && deleteOnClose) {
                 throw new IllegalStateException("disk tier " + directory + ": shared(true) with deleteOnClose(true)"

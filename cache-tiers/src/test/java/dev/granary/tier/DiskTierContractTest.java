@@ -13,12 +13,16 @@ class DiskTierContractTest extends TierContractTest {
 
     @TempDir
     Path root;
+
     private final AtomicInteger directories = new AtomicInteger();
 
     @Override
     protected Tier createTier(long capacity) {
-        return DiskTier.builder().directory(root.resolve("d" + directories.incrementAndGet())).capacity(capacity)
-                .segmentSize(128 << 10).build();
+        return DiskTier.builder()
+                .directory(root.resolve("d" + directories.incrementAndGet()))
+                .capacity(capacity)
+                .segmentSize(128 << 10)
+                .build();
     }
 
     @Override
@@ -35,8 +39,11 @@ class DiskTierContractTest extends TierContractTest {
 
         @Override
         protected Tier createTier(long capacity) {
-            return DiskTier.builder().directory(root.resolve("d" + directories.incrementAndGet())).capacity(capacity)
-                    .segmentSize(72 << 10).build();
+            return DiskTier.builder()
+                    .directory(root.resolve("d" + directories.incrementAndGet()))
+                    .capacity(capacity)
+                    .segmentSize(72 << 10)
+                    .build();
         }
 
         @Override

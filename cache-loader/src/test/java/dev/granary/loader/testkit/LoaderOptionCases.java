@@ -42,7 +42,8 @@ public final class LoaderOptionCases {
      * depend on others ({@code ranksPerNode} must divide the world size) and a batch size small enough for a few
      * batches per rank of a small dataset.
      */
-    public static final Consumer<DataLoader.Builder<?>> BASE = options -> options.batchSize(4).shard(0, 2);
+    public static final Consumer<DataLoader.Builder<?>> BASE =
+            options -> options.batchSize(4).shard(0, 2);
 
     /** A starvation listener that does nothing, as a value for {@code starvationListener}. */
     private record Listener() implements Consumer<Starvation> {
@@ -135,7 +136,8 @@ public final class LoaderOptionCases {
      */
     public static List<Method> setters() {
         return Arrays.stream(DataLoader.Builder.class.getMethods())
-                .filter(m -> !Modifier.isStatic(m.getModifiers()) && m.getParameterCount() > 0
+                .filter(m -> !Modifier.isStatic(m.getModifiers())
+                        && m.getParameterCount() > 0
                         && m.getReturnType() == DataLoader.Builder.class)
                 .sorted(Comparator.comparing(LoaderOptionCases::signature))
                 .toList();
@@ -179,7 +181,8 @@ public final class LoaderOptionCases {
                 return null; // out of range, or refused by build() with the base's other options: try the next
             }
             List<RecordComponent> changed = Arrays.stream(LoaderOptions.class.getRecordComponents())
-                    .filter(c -> !Objects.equals(component(c, base), component(c, options))).toList();
+                    .filter(c -> !Objects.equals(component(c, base), component(c, options)))
+                    .toList();
             return changed.isEmpty() ? null : new Case(setter, arguments, options, changed);
         }
         for (Object candidate : candidates(setter, setter.getParameterTypes()[at])) {
@@ -239,7 +242,9 @@ public final class LoaderOptionCases {
     }
 
     private static String signature(Method m) {
-        return m.getName() + Arrays.stream(m.getParameterTypes()).map(Class::getSimpleName)
-                .collect(Collectors.joining(", ", "(", ")"));
+        return m.getName()
+                + Arrays.stream(m.getParameterTypes())
+                        .map(Class::getSimpleName)
+                        .collect(Collectors.joining(", ", "(", ")"));
     }
 }
