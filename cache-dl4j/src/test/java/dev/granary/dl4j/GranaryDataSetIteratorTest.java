@@ -79,9 +79,7 @@ class GranaryDataSetIteratorTest {
         return GranaryDataSetIterator.builder(dataset, Shards.ENCODER)
                 .features(Shards.COLUMNS)
                 .labels(Shards.CLASSES)
-                .batchSize(BATCH)
-                .workers(2)
-                .prefetch(2);
+                .loader(o -> o.batchSize(BATCH).workers(2).prefetch(2));
     }
 
     /** The dataset index of every row of the iterator's current epoch, checking each row against what was written. */
@@ -118,7 +116,7 @@ class GranaryDataSetIteratorTest {
     @Test
     void twoEpochsThroughResetYieldWhatWasWrittenInSamplerOrder() {
         Sampler sampler = Sampler.shuffled(N, 7);
-        try (GranaryDataSetIterator it = builder().shuffle(7).build()) {
+        try (GranaryDataSetIterator it = builder().loader(o -> o.shuffle(7)).build()) {
             assertEquals(7, it.batchesPerEpoch());
             for (int e = 0; e < 2; e++) {
                 assertEquals(e, it.epoch());
@@ -151,7 +149,7 @@ class GranaryDataSetIteratorTest {
 
     @Test
     void resetOnAnEpochThatHandedNothingOutStaysAtItsStart() {
-        try (GranaryDataSetIterator it = builder().shuffle(3).build()) {
+        try (GranaryDataSetIterator it = builder().loader(o -> o.shuffle(3)).build()) {
             it.reset();
             it.reset();
             assertEquals(0, it.epoch());
@@ -171,10 +169,11 @@ class GranaryDataSetIteratorTest {
         List<Integer> first;
         List<Integer> second;
         List<Integer> other;
-        try (GranaryDataSetIterator a = builder().shuffle(11).build();
-                GranaryDataSetIterator b =
-                        builder().shuffle(11).workers(1).prefetch(5).build();
-                GranaryDataSetIterator c = builder().shuffle(12).build()) {
+        try (GranaryDataSetIterator a = builder().loader(o -> o.shuffle(11)).build();
+                GranaryDataSetIterator b = builder()
+                        .loader(o -> o.shuffle(11).workers(1).prefetch(5))
+                        .build();
+                GranaryDataSetIterator c = builder().loader(o -> o.shuffle(12)).build()) {
             first = drainEpoch(a);
             second = drainEpoch(b);
             other = drainEpoch(c);
@@ -190,9 +189,10 @@ class GranaryDataSetIteratorTest {
         for (int e = 0; e < 2; e++) {
             Set<Integer> seen = new HashSet<>();
             int total = 0;
-            for (int rank = 0; rank < world; rank++) {
+            for (int r = 0; r < world; r++) {
+                int rank = r; // for the lambda
                 try (GranaryDataSetIterator it =
-                        builder().shuffle(9).shard(rank, world).build()) {
+                        builder().loader(o -> o.shuffle(9).shard(rank, world)).build()) {
                     assertEquals(2, it.batchesPerEpoch()); // 10 samples: 8 + 2
                     if (e == 1) {
                         drainEpoch(it);
@@ -215,10 +215,10 @@ class GranaryDataSetIteratorTest {
         int world = 2;
         Shuffle blocks = Shuffle.shardBlocks(9, 2);
         Set<Integer> seen = new HashSet<>();
-        for (int rank = 0; rank < world; rank++) {
+        for (int r = 0; r < world; r++) {
+            int rank = r; // for the lambda
             try (GranaryDataSetIterator it = builder()
-                    .shuffle(blocks)
-                    .shard(rank, world, Partitioning.STABLE)
+                    .loader(o -> o.shuffle(blocks).shard(rank, world, Partitioning.STABLE))
                     .build()) {
                 List<Integer> first = drainEpoch(it);
                 it.reset();
@@ -238,7 +238,7 @@ class GranaryDataSetIteratorTest {
     @Test
     void aStateTakenMidEpochResumesExactlyInANewIterator() {
         List<List<Integer>> reference = new ArrayList<>();
-        try (GranaryDataSetIterator it = builder().shuffle(5).build()) {
+        try (GranaryDataSetIterator it = builder().loader(o -> o.shuffle(5)).build()) {
             for (int e = 0; e < 2; e++) {
                 while (it.hasNext()) {
                     reference.add(check(it.next()));
@@ -247,7 +247,7 @@ class GranaryDataSetIteratorTest {
             }
         }
         String checkpoint;
-        try (GranaryDataSetIterator it = builder().shuffle(5).build()) {
+        try (GranaryDataSetIterator it = builder().loader(o -> o.shuffle(5)).build()) {
             for (int b = 0; b < 3; b++) {
                 assertEquals(reference.get(b), check(it.next()));
             }
@@ -257,7 +257,8 @@ class GranaryDataSetIteratorTest {
         assertEquals(0, state.epoch());
         assertEquals(3, state.nextBatch());
         List<List<Integer>> resumed = new ArrayList<>();
-        try (GranaryDataSetIterator it = builder().shuffle(5).resume(state).build()) {
+        try (GranaryDataSetIterator it =
+                builder().loader(o -> o.shuffle(5)).resume(state).build()) {
             it.reset(); // nothing handed out since the resume: stays (DL4J's fit may call it)
             for (int e = 0; e < 2; e++) {
                 while (it.hasNext()) {
@@ -271,13 +272,14 @@ class GranaryDataSetIteratorTest {
 
     @Test
     void resumeOnALiveIteratorReplaysFromTheStateAndARefusedStateChangesNothing() {
-        try (GranaryDataSetIterator it = builder().shuffle(4).build()) {
+        try (GranaryDataSetIterator it = builder().loader(o -> o.shuffle(4)).build()) {
             it.next();
             LoaderState afterOne = it.state();
             List<Integer> second = check(it.next());
             List<Integer> third = check(it.next());
             LoaderState foreign;
-            try (GranaryDataSetIterator other = builder().shuffle(99).build()) {
+            try (GranaryDataSetIterator other =
+                    builder().loader(o -> o.shuffle(99)).build()) {
                 foreign = other.state();
             }
             IllegalArgumentException refused = assertThrows(IllegalArgumentException.class, () -> it.resume(foreign));
@@ -295,13 +297,13 @@ class GranaryDataSetIteratorTest {
 
     @Test
     void theStateAtAnEpochsEndIsTheNextEpochsStart() {
-        try (GranaryDataSetIterator it = builder().shuffle(8).build()) {
+        try (GranaryDataSetIterator it = builder().loader(o -> o.shuffle(8)).build()) {
             drainEpoch(it);
             LoaderState end = it.state();
             assertEquals(1, end.epoch());
             assertEquals(0, end.nextBatch());
             try (GranaryDataSetIterator resumed =
-                    builder().shuffle(8).resume(end).build()) {
+                    builder().loader(o -> o.shuffle(8)).resume(end).build()) {
                 assertEquals(1, resumed.epoch());
                 assertEquals(boxed(Sampler.shuffled(N, 8).epoch(1)), drainEpoch(resumed));
             }
@@ -369,7 +371,7 @@ class GranaryDataSetIteratorTest {
                         .build())
                 .build());
         net.init();
-        try (GranaryDataSetIterator it = builder().shuffle(2).build()) {
+        try (GranaryDataSetIterator it = builder().loader(o -> o.shuffle(2)).build()) {
             it.setPreProcessor(data -> threads.add(Thread.currentThread()));
             assertFalse(it.asyncSupported());
             net.fit(it, 2); // DL4J resets the exhausted iterator before the second epoch
@@ -415,7 +417,7 @@ class GranaryDataSetIteratorTest {
 
     @Test
     void dropLastDropsTheShortBatch() {
-        try (GranaryDataSetIterator it = builder().dropLast(true).build()) {
+        try (GranaryDataSetIterator it = builder().loader(o -> o.dropLast(true)).build()) {
             assertEquals(6, it.batchesPerEpoch());
             assertEquals(48, drainEpoch(it).size());
         }
@@ -432,8 +434,7 @@ class GranaryDataSetIteratorTest {
         try (GranaryDataSetIterator it = GranaryDataSetIterator.builder(dataset, failing)
                 .features(Shards.COLUMNS)
                 .labels(Shards.CLASSES)
-                .batchSize(BATCH)
-                .workers(2)
+                .loader(o -> o.batchSize(BATCH).workers(2))
                 .build()) {
             check(it.next());
             SampleException e = assertThrows(SampleException.class, it::next);
@@ -446,7 +447,8 @@ class GranaryDataSetIteratorTest {
 
     @Test
     void closingStopsTheLoaderAndReleasesEveryLease() {
-        GranaryDataSetIterator it = builder().shuffle(1).prefetch(4).build();
+        GranaryDataSetIterator it =
+                builder().loader(o -> o.shuffle(1).prefetch(4)).build();
         it.next(); // the loader is reading ahead now
         it.close();
         assertEquals(0, cache.stats().openLeases(), "close() waits for reads in flight and releases them");
@@ -477,8 +479,8 @@ class GranaryDataSetIteratorTest {
                 .loader(o -> o.readAhead(3)
                         .maxBytesInFlight(1 << 20)
                         .skipFailedSamples(true)
-                        .driveCache(false))
-                .shuffle(6)
+                        .driveCache(false)
+                        .shuffle(6))
                 .build()) {
             assertEquals(N, drainEpoch(it).size(), "the iterator runs with the loader's own options");
         }
@@ -486,9 +488,11 @@ class GranaryDataSetIteratorTest {
         GranaryDataSetIterator.Builder b = builder();
         assertMessage("read-ahead: 0 (expected: 1..65536 samples)", () -> b.loader(o -> o.readAhead(0)));
         assertMessage("loader options: null", () -> b.loader(null));
-        b.loader(o -> o.batchSize(3)); // the staging buffers are sized by the iterator's own batch size
-        assertMessage("batch size: 3, set through loader(...) (expected: " + BATCH, b::build);
-        assertEquals(0, cache.stats().openLeases(), "a refused build leaves nothing open");
+        b.loader(o -> o.batchSize(3)); // the staging buffers are sized by the loader's batch size
+        try (GranaryDataSetIterator it = b.build()) {
+            assertEquals(3, it.batch());
+            assertEquals(3, check(it.next()).size());
+        }
     }
 
     @Test
@@ -504,11 +508,11 @@ class GranaryDataSetIteratorTest {
                 () -> b.featureShape(65536, 65536));
         assertMessage("labels: -1 (expected: >= 1 columns)", () -> b.labels(-1));
         assertMessage("label names: null", () -> b.labelNames(null));
-        assertMessage("batch size: 0 (expected: >= 1)", () -> b.batchSize(0));
-        assertMessage("world size: 0 (expected: >= 1)", () -> b.shard(0, 0));
-        assertMessage("rank: 3 (expected: 0 <= rank < world size 3)", () -> b.shard(3, 3));
-        assertMessage("workers: 0 (expected: 1..1024 threads)", () -> b.workers(0));
-        assertMessage("prefetch: 2000 (expected: 1..1024 batches)", () -> b.prefetch(2000));
+        assertMessage("batch size: 0 (expected: >= 1)", () -> b.loader(o -> o.batchSize(0)));
+        assertMessage("world size: 0 (expected: >= 1)", () -> b.loader(o -> o.shard(0, 0)));
+        assertMessage("rank: 3 (expected: 0 <= rank < world size 3)", () -> b.loader(o -> o.shard(3, 3)));
+        assertMessage("workers: 0 (expected: 1..1024 threads)", () -> b.loader(o -> o.workers(0)));
+        assertMessage("prefetch: 2000 (expected: 1..1024 batches)", () -> b.loader(o -> o.prefetch(2000)));
         assertMessage("resume state: null", () -> b.resume(null));
 
         IllegalStateException noFeatures = assertThrows(IllegalStateException.class, b::build);
@@ -520,12 +524,12 @@ class GranaryDataSetIteratorTest {
         b.labelNames(List.of("only one"));
         assertMessage("label names: 1 names (expected: 4, one per label column)", b::build);
         b.labelNames(List.of("a", "b", "c", "d"));
-        b.batchSize(64).dropLast(true);
+        b.loader(o -> o.batchSize(64).dropLast(true));
         assertMessage(
                 "batch size: 64 with dropLast for 50 samples over 1 rank(s) (expected: at least one full"
                         + " batch per epoch)",
                 b::build);
-        b.batchSize(BATCH).dropLast(false).resume(new LoaderState(0, 0, N, 16, false, false, 0, 0, 1));
+        b.loader(o -> o.batchSize(BATCH).dropLast(false)).resume(new LoaderState(0, 0, N, 16, false, false, 0, 0, 1));
         assertMessage("state: ", b::build);
         assertEquals(0, cache.stats().openLeases(), "refused builds leave nothing open");
     }
