@@ -101,7 +101,7 @@ final class DirectoryLock implements AutoCloseable {
             boolean locked;
             FileLock fallback = null;
             channel = FileChannel.open(file, EnumSet.of(StandardOpenOption.CREATE, StandardOpenOption.READ,
-                    StandardOpenOption.WRITE), DiskTier.FILE_PERMISSIONS);
+                    StandardOpenOption.WRITE), DiskDirectory.FILE_PERMISSIONS);
             access.apply(file, false);
             if (fd >= 0) {
                 locked = NativeFiles.flock(fd, (shared ? NativeFiles.LOCK_SH : NativeFiles.LOCK_EX)

@@ -87,7 +87,7 @@ final class SharedDirectory implements AutoCloseable {
         Path file = directory.resolve(FILE);
         if (!Files.exists(file)) {
             try {
-                Files.createFile(file, DiskTier.FILE_PERMISSIONS);
+                Files.createFile(file, DiskDirectory.FILE_PERMISSIONS);
                 NativeFiles.chmod(file, mode);
             } catch (java.nio.file.FileAlreadyExistsException raced) {
                 // another process made it first: it is initialised under the lock below

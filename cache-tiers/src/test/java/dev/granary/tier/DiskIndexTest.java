@@ -151,7 +151,7 @@ class DiskIndexTest {
             }
             assertEquals(0, tier.stats().evictions(), "no evictions: every record put is on disk");
         }
-        try (var files = java.nio.file.Files.list(directory.resolve(DiskTier.SEGMENTS))) {
+        try (var files = java.nio.file.Files.list(directory.resolve(DiskDirectory.SEGMENTS))) {
             assertTrue(files.count() > 4, "several segments written");
         }
         try (DiskTier reopened = DiskTier.builder().directory(directory).capacity(64 * SEGMENT)

@@ -268,7 +268,7 @@ class DiskTierDirectWriteTest {
         try {
             assertArrayEquals(expected, found.segment().toArray(ValueLayout.JAVA_BYTE), key.key() + " " + when
                     + ", through the tier");
-            DiskTier.DiskPage disk = (DiskTier.DiskPage) found;
+            DiskPage disk = (DiskPage) found;
             if (Files.exists(disk.segment.file)) {
                 MemorySegment mapping = other.computeIfAbsent(disk.segment.file, f -> map(f, mappings));
                 assertArrayEquals(expected, mapping.asSlice(disk.payloadOffset, expected.length)
@@ -280,7 +280,7 @@ class DiskTierDirectWriteTest {
     }
 
     private static Path newestSegment(Path tierDir) throws IOException {
-        Path segments = tierDir.resolve(DiskTier.SEGMENTS);
+        Path segments = tierDir.resolve(DiskDirectory.SEGMENTS);
         if (!Files.isDirectory(segments)) {
             return null;
         }

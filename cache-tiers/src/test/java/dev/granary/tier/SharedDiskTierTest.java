@@ -122,7 +122,7 @@ class SharedDiskTierTest {
     @Test
     void aDirectoryAnotherProcessIsOpeningRightNowIsGranarysNotForeign() throws Exception {
         String[][] moments = {{SharedDirectory.FILE}, {DirectoryLock.FILE, SharedDirectory.FILE},
-            {DirectoryLock.FILE, SharedDirectory.FILE, DiskTier.FORMAT_FILE + ".tmp"}};
+            {DirectoryLock.FILE, SharedDirectory.FILE, DiskDirectory.FORMAT_FILE + ".tmp"}};
         for (String[] present : moments) {
             Path dir = root.resolve("disk-" + present.length);
             Files.createDirectories(dir);
@@ -209,7 +209,7 @@ class SharedDiskTierTest {
             put(a, key("first", 0, 20_000));
             // What a process killed inside createSegment leaves (it held the directory lock, which its death
             // released): a full-size file under the temporary name, which no live tier counts.
-            Path leftover = dir.resolve(DiskTier.SEGMENTS).resolve(DiskDirectory.fileName(0x7fff) + ".tmp");
+            Path leftover = dir.resolve(DiskDirectory.SEGMENTS).resolve(DiskDirectory.fileName(0x7fff) + ".tmp");
             try (var file = new java.io.RandomAccessFile(leftover.toFile(), "rw")) {
                 file.setLength(segment);
             }
