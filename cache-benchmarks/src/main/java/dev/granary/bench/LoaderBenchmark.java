@@ -320,8 +320,8 @@ public final class LoaderBenchmark {
                     // disk tier's segments resident, then paged out with the tier open (verified with mincore).
                     for (boolean resident : new boolean[] {true, false}) {
                         String state = resident ? String.format(Locale.ROOT, "disk resident %.1f %%",
-                                100 * dev.granary.tier.DiskResidency.warm(diskDir))
-                                : dev.granary.tier.DiskResidency.pageOut(diskDir);
+                                100 * dev.granary.bench.disk.DiskResidency.warm(diskDir))
+                                : dev.granary.bench.disk.DiskResidency.pageOut(diskDir);
                         long hit0 = hitBytes(cache);
                         LoaderStats before = loader.stats();
                         long start = System.nanoTime();

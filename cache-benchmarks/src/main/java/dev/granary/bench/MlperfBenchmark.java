@@ -13,7 +13,7 @@ import dev.granary.loader.Epoch;
 import dev.granary.origin.s3.S3Origin;
 import dev.granary.origin.s3.testkit.FaultProxy;
 import dev.granary.origin.s3.testkit.S3ProxyServer;
-import dev.granary.tier.DiskResidency;
+import dev.granary.bench.disk.DiskResidency;
 import dev.granary.tier.DiskTier;
 import dev.granary.tier.MemoryTier;
 import java.io.IOException;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.tier;
+package dev.granary.bench.disk;
 
+import dev.granary.tier.DiskTier;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
