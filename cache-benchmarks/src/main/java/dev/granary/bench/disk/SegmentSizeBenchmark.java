@@ -5,6 +5,7 @@ import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import dev.granary.tier.DiskTier;
 import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -66,8 +67,8 @@ public final class SegmentSizeBenchmark {
                         median(reopen[p][s]), min(reopen[p][s]), max(reopen[p][s]), (500L << 30) / SIZES[s]);
             }
         }
-        System.out.println("vm.max_map_count here: " + new String(Files.readAllBytes(Path.of("/proc/sys/vm/max_map_count"))).strip()
-                + " (every segment is one mapping)");
+        String maxMapCount = Files.readString(Path.of("/proc/sys/vm/max_map_count"), StandardCharsets.US_ASCII);
+        System.out.println("vm.max_map_count here: " + maxMapCount.strip() + " (every segment is one mapping)");
     }
 
     /** {@return fill MB/s and reopen milliseconds} */
