@@ -2,6 +2,10 @@
 /**
  * Granary's S3 origin: {@link dev.granary.origin.s3.S3Origin}, over the AWS SDK for Java v2.
  */
+// "module": the name ends in the digit of S3's own name (dev.granary.origin.s3), the published one, kept.
+// requires-transitive-automatic: the AWS SDK's types are part of this module's API (S3Client, credentials
+// providers), and its jars are automatic modules; users get them from their own AWS SDK dependency.
+@SuppressWarnings({"module", "requires-transitive-automatic"})
 module dev.granary.origin.s3 {
     requires transitive dev.granary.core;
     requires transitive software.amazon.awssdk.auth;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary;
 
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -55,7 +56,7 @@ public record CacheStats(
             throw new IllegalArgumentException("earlier snapshot has " + earlier.tiers.size() + " tiers (expected: "
                     + tiers.size() + ", the same cache)");
         }
-        List<TierStats> delta = new java.util.ArrayList<>(tiers.size());
+        List<TierStats> delta = new ArrayList<>(tiers.size());
         for (int i = 0; i < tiers.size(); i++) {
             TierStats now = tiers.get(i);
             TierStats then = earlier.tiers.get(i);

@@ -2,10 +2,12 @@
 package dev.granary;
 
 import dev.granary.spi.Tier;
+import dev.granary.spi.TierSimulation;
 import dev.granary.spi.Workload;
 import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Supplier;
 
 /**
  * A cache's epoch bookkeeping: the {@link EpochDriver}s loaders hold, the epoch clock, and the {@link Workload} the
@@ -177,7 +179,7 @@ final class EpochClock {
      * @param mine the loader's own driver
      * @throws IllegalStateException if {@code mine} or the cache is closed
      */
-    synchronized Snapshot snapshot(EpochDriver mine, java.util.function.Supplier<List<dev.granary.spi.TierSimulation>>
+    synchronized Snapshot snapshot(EpochDriver mine, Supplier<List<TierSimulation>>
             tierSimulations) {
         ensureOpen(mine);
         ensureCacheOpen();
@@ -197,7 +199,7 @@ final class EpochClock {
 
     /** What {@link #snapshot} copied. */
     record Snapshot(long clock, DriverState mine, List<DriverState> others,
-            List<dev.granary.spi.TierSimulation> tiers, boolean promoting) {}
+            List<TierSimulation> tiers, boolean promoting) {}
 
     private void ensureOpen(EpochDriver driver) {
         if (driver.closed) {

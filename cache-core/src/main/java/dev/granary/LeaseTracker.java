@@ -5,6 +5,7 @@ import dev.granary.spi.Page;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.ref.Cleaner;
+import java.net.URI;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,6 +22,7 @@ import java.util.concurrent.atomic.LongAdder;
  * <p>Thread safety: all methods are safe from any thread. A tracked lease's release runs exactly once, either from
  * {@link Lease#close()} or from the cleaner thread.
  */
+@SuppressWarnings("restricted") // MemorySegment.reinterpret: a lease's own scope (runs with --enable-native-access)
 final class LeaseTracker {
 
     private static final System.Logger LOG = System.getLogger(LeaseTracker.class.getName());
@@ -96,7 +98,7 @@ final class LeaseTracker {
      * Logs one warning if leases are still open when the cache closes, naming the tracked ones (every one under
      * {@link LeakDetection#PARANOID}). Their memory stays valid until each is closed.
      */
-    void warnIfOpen(java.net.URI origin) {
+    void warnIfOpen(URI origin) {
         long open = open();
         if (open <= 0) {
             return;

@@ -3,6 +3,7 @@ package dev.granary;
 
 import java.io.EOFException;
 import java.io.IOException;
+import java.util.stream.Stream;
 
 /**
  * The controls a data loader needs beyond {@link TieredCache}'s small facade: reads of byte extents cached as units of
@@ -144,7 +145,7 @@ public final class LoaderSupport {
      *                                  {@link java.io.UncheckedIOException} from the stream
      * @throws IllegalStateException    if the cache is closed
      */
-    public java.util.stream.Stream<ObjectInfo> list(String prefix) throws IOException {
+    public Stream<ObjectInfo> list(String prefix) throws IOException {
         return cache.list(prefix, false);
     }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary;
 
+import dev.granary.internal.FlightEvents;
+import dev.granary.internal.ReadAccount;
 import dev.granary.spi.Origin;
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
@@ -17,8 +19,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Semaphore;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
@@ -97,7 +99,7 @@ final class OriginFetcher implements AutoCloseable {
     static final class Flight extends CompletableFuture<Page> {
         private final AtomicInteger joiners = new AtomicInteger(1);
         /** Who the fill's origin read is charged to: the reader that started it. */
-        private final dev.granary.internal.ReadAccount account = dev.granary.internal.ReadAccount.current();
+        private final ReadAccount account = ReadAccount.current();
     }
 
     /** What fills a page once the origin was asked: allocates, reads, seals and offers it to the tiers. */
@@ -123,7 +125,7 @@ final class OriginFetcher implements AutoCloseable {
             return current;
         });
         if (flight != mine) {
-            dev.granary.internal.FlightEvents.coalescedMiss(originUri.toString(), key);
+            FlightEvents.coalescedMiss(originUri.toString(), key);
             return flight;
         }
         try {
@@ -159,7 +161,7 @@ final class OriginFetcher implements AutoCloseable {
             try {
                 page = recheck.apply(key);
                 if (page == null) {
-                    page = dev.granary.internal.ReadAccount.call(flight.account, () -> filler.fill(key));
+                    page = ReadAccount.call(flight.account, () -> filler.fill(key));
                 }
             } catch (Throwable t) {
                 flights.remove(key, flight);
@@ -184,7 +186,7 @@ final class OriginFetcher implements AutoCloseable {
      * Reads bytes of one object version from the origin into {@code page}'s writable memory, metered and bounded by
      * the concurrency limit. Runs on the fill's thread.
      */
-    void readInto(dev.granary.ObjectInfo info, Page page) throws IOException {
+    void readInto(ObjectInfo info, Page page) throws IOException {
         try {
             permits.acquire();
         } catch (InterruptedException e) {
@@ -194,9 +196,9 @@ final class OriginFetcher implements AutoCloseable {
         try {
             reads.increment();
             long start = System.nanoTime();
-            dev.granary.internal.FlightEvents.originRead(origin, info, page.key().offset(), page.writableSegment());
+            FlightEvents.originRead(origin, info, page.key().offset(), page.writableSegment());
             bytes.add(page.length());
-            dev.granary.internal.ReadAccount.originRead(page.length(), System.nanoTime() - start);
+            ReadAccount.originRead(page.length(), System.nanoTime() - start);
         } catch (IOException | RuntimeException e) {
             errors.increment();
             throw e;
@@ -206,8 +208,8 @@ final class OriginFetcher implements AutoCloseable {
     }
 
     /** Asks the origin for an object's metadata on a virtual thread, waiting until the deadline. */
-    dev.granary.ObjectInfo stat(String key, long deadlineNanos) throws IOException {
-        CompletableFuture<dev.granary.ObjectInfo> result = new CompletableFuture<>();
+    ObjectInfo stat(String key, long deadlineNanos) throws IOException {
+        CompletableFuture<ObjectInfo> result = new CompletableFuture<>();
         try {
             executor.execute(() -> {
                 metadataRequests.increment();
@@ -227,7 +229,7 @@ final class OriginFetcher implements AutoCloseable {
     }
 
     /** Lists through the origin, counting the request. */
-    Stream<dev.granary.ObjectInfo> list(String prefix) throws IOException {
+    Stream<ObjectInfo> list(String prefix) throws IOException {
         metadataRequests.increment();
         try {
             return origin.list(prefix);
@@ -239,7 +241,7 @@ final class OriginFetcher implements AutoCloseable {
 
     /** Gives up on a flight: its page, if it ever arrives, is released rather than used. */
     static void abandon(Flight flight) {
-        flight.thenAccept(Page::release);
+        var _ = flight.thenAccept(Page::release); // fire and forget: nobody waits for an abandoned flight
     }
 
     /**

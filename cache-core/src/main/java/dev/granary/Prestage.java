@@ -10,12 +10,14 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -371,7 +373,7 @@ final class Prestage {
     /** Stages one object's pages and waits for them; accounts the object unless cancelled half-way. */
     private void stage(ObjectInfo info) {
         long pages = (info.size() + cache.pageSize() - 1) / cache.pageSize();
-        ObjectTask task = new ObjectTask(info);
+        ObjectTask task = new ObjectTask();
         boolean issuedAll = true;
         for (long i = 0; i < pages; i++) {
             if (cancel.get() || task.error != null) {
@@ -410,12 +412,13 @@ final class Prestage {
                 task.pageDone(key, e);
                 break;
             }
-            flight.whenComplete((page, error) -> {
+            // Both continuations are fire and forget: the second reports to the task, which this worker waits for.
+            var _ = flight.whenComplete((page, error) -> {
                 if (page != null) {
                     page.release(); // our reference as one of the flight's joiners
                 }
             });
-            flight.copy().orTimeout(timeoutNanos, TimeUnit.NANOSECONDS).whenComplete((page, error) -> {
+            var _ = flight.copy().orTimeout(timeoutNanos, TimeUnit.NANOSECONDS).whenComplete((page, error) -> {
                 inFlight.release();
                 if (error == null && !cache.staged(key, from)) {
                     if (cache.stagingCounts(from).failures() == failuresAtStart
@@ -478,10 +481,10 @@ final class Prestage {
 
     static String oneLine(Throwable e) {
         Throwable t = e;
-        if (t instanceof java.util.concurrent.CompletionException && t.getCause() != null) {
+        if (t instanceof CompletionException && t.getCause() != null) {
             t = t.getCause();
         }
-        if (t instanceof java.util.concurrent.TimeoutException) {
+        if (t instanceof TimeoutException) {
             return "timed out waiting for the origin (the cache's readTimeout elapsed)";
         }
         String message = t.getMessage();
@@ -491,7 +494,6 @@ final class Prestage {
 
     /** One object's pages in flight: completes {@link #done} once every page started has finished. */
     private final class ObjectTask {
-        final ObjectInfo info;
         /** Pages in flight, plus one until every page was started. */
         final AtomicInteger pending = new AtomicInteger(1);
         /** What this object added to {@link #bytesDone}, taken back if it fails or is cancelled. */
@@ -502,10 +504,6 @@ final class Prestage {
         volatile boolean noRoom;
         volatile Throwable error;
         volatile PageKey errorKey;
-
-        ObjectTask(ObjectInfo info) {
-            this.info = info;
-        }
 
         void pageDone(PageKey key, Throwable failure) {
             if (failure != null) {

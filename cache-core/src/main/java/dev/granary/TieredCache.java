@@ -1,20 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary;
 
+import dev.granary.internal.ByteSizes;
+import dev.granary.internal.ReadAccount;
 import dev.granary.spi.Origin;
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import dev.granary.spi.Tier;
+import dev.granary.spi.TierSimulation;
 import java.io.EOFException;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
+import java.util.function.Consumer;
 import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+import java.util.stream.Stream;
 
 /**
  * A read-through cache of an origin's objects, in pages held by a stack of tiers (off-heap memory, local disk).
@@ -319,7 +327,7 @@ public final class TieredCache implements AutoCloseable {
             names.add(tier.name());
         }
         EpochClock.Snapshot snapshot = epochs.snapshot(driver, () -> {
-            List<dev.granary.spi.TierSimulation> sims = new ArrayList<>(tiers.length);
+            List<TierSimulation> sims = new ArrayList<>(tiers.length);
             for (Tier tier : tiers) {
                 sims.add(tier.simulation());
             }
@@ -425,12 +433,12 @@ public final class TieredCache implements AutoCloseable {
      *                                  {@link java.io.UncheckedIOException} from the stream
      * @throws IllegalStateException    if the cache is closed
      */
-    public java.util.stream.Stream<ObjectInfo> list(String prefix) throws IOException {
+    public Stream<ObjectInfo> list(String prefix) throws IOException {
         return list(prefix, true);
     }
 
     /** {@link #list(String)}, remembering the versions listed or not ({@link LoaderSupport#list(String)}). */
-    java.util.stream.Stream<ObjectInfo> list(String prefix, boolean remember) throws IOException {
+    Stream<ObjectInfo> list(String prefix, boolean remember) throws IOException {
         ensureOpen();
         if (prefix == null) {
             throw new IllegalArgumentException("prefix: null (expected: a key prefix, possibly empty)");
@@ -438,7 +446,7 @@ public final class TieredCache implements AutoCloseable {
         if (!prefix.isEmpty()) {
             Checks.key(prefix);
         }
-        java.util.stream.Stream<ObjectInfo> listed = fetcher.list(prefix);
+        Stream<ObjectInfo> listed = fetcher.list(prefix);
         return remember ? listed.peek(metadata::observe) : listed;
     }
 
@@ -488,7 +496,7 @@ public final class TieredCache implements AutoCloseable {
      * @throws IllegalStateException    if the cache is closed
      * @throws RuntimeException         what the listener threw (the prestage is cancelled first)
      */
-    public PrestageResult prestage(String prefix, java.util.function.Consumer<Progress> listener) throws IOException {
+    public PrestageResult prestage(String prefix, Consumer<Progress> listener) throws IOException {
         ensureOpen();
         if (prefix == null) {
             throw new IllegalArgumentException("prefix: null (expected: a key prefix, possibly empty)");
@@ -497,8 +505,8 @@ public final class TieredCache implements AutoCloseable {
             Checks.key(prefix);
         }
         checkListener(listener);
-        java.util.stream.Stream<ObjectInfo> listing = fetcher.list(prefix);
-        java.util.stream.Stream<ObjectInfo> counting;
+        Stream<ObjectInfo> listing = fetcher.list(prefix);
+        Stream<ObjectInfo> counting;
         try {
             counting = fetcher.list(prefix);
         } catch (IOException | RuntimeException e) {
@@ -506,7 +514,7 @@ public final class TieredCache implements AutoCloseable {
             throw e;
         }
         try (listing) {
-            java.util.Iterator<ObjectInfo> items = listing.iterator();
+            Iterator<ObjectInfo> items = listing.iterator();
             if (!items.hasNext()) { // the first page of the listing: a typo in a prefix is not "0 objects staged"
                 counting.close();
                 throw new IllegalArgumentException("prefix '" + prefix + "': no object under it at " + originUri
@@ -530,7 +538,7 @@ public final class TieredCache implements AutoCloseable {
      * @throws IllegalStateException    if the cache is closed
      * @throws RuntimeException         what the listener threw (the prestage is cancelled first)
      */
-    public PrestageResult prestage(List<String> keys, java.util.function.Consumer<Progress> listener) {
+    public PrestageResult prestage(List<String> keys, Consumer<Progress> listener) {
         ensureOpen();
         if (keys == null || keys.isEmpty()) {
             throw new IllegalArgumentException("keys: " + (keys == null ? "null" : "empty")
@@ -545,7 +553,7 @@ public final class TieredCache implements AutoCloseable {
                 prestageConcurrency(), readTimeoutNanos).run(null);
     }
 
-    private static void checkListener(java.util.function.Consumer<Progress> listener) {
+    private static void checkListener(Consumer<Progress> listener) {
         if (listener == null) {
             throw new IllegalArgumentException("progress listener: null (expected: a Consumer<Progress>, p -> {} for"
                     + " none)");
@@ -893,7 +901,7 @@ public final class TieredCache implements AutoCloseable {
             PageKey key = pageKey(info, first + i);
             pages[i] = lookup(key);
             if (pages[i] == null) {
-                dev.granary.internal.ReadAccount.missed();
+                ReadAccount.missed();
                 epochs.missed();
                 flights[i] = fetcher.fetch(key, this::recheck, k -> fill(info, k));
             }
@@ -933,7 +941,7 @@ public final class TieredCache implements AutoCloseable {
         if (hint != null) {
             Page page = tiers[0].touch(hint);
             if (page != null) {
-                dev.granary.internal.ReadAccount.hit(0);
+                ReadAccount.hit(0);
                 return page;
             }
         }
@@ -941,7 +949,7 @@ public final class TieredCache implements AutoCloseable {
         if (tiers.length > 0) {
             Page page = tiers[0].get(key);
             if (page != null) {
-                dev.granary.internal.ReadAccount.hit(0);
+                ReadAccount.hit(0);
                 known.hint = tiers[0].hint(page);
                 return page;
             }
@@ -960,7 +968,7 @@ public final class TieredCache implements AutoCloseable {
         if (page != null) {
             return page;
         }
-        dev.granary.internal.ReadAccount.missed();
+        ReadAccount.missed();
         epochs.missed();
         OriginFetcher.Flight flight = fetcher.fetch(key, this::recheck, filler);
         try {
@@ -994,7 +1002,7 @@ public final class TieredCache implements AutoCloseable {
                     continue; // copying it up faulted: look further down, as for a miss
                 }
                 if (!quietly) {
-                    dev.granary.internal.ReadAccount.hit(i);
+                    ReadAccount.hit(i);
                 }
                 return page;
             }
@@ -1030,7 +1038,7 @@ public final class TieredCache implements AutoCloseable {
                     break;
                 }
             }
-        } catch (java.io.UncheckedIOException e) {
+        } catch (UncheckedIOException e) {
             page.release();
             return null;
         }
@@ -1123,7 +1131,7 @@ public final class TieredCache implements AutoCloseable {
         return new PageKey(originId, info.key(), info.version(), offset, length);
     }
 
-    private java.util.function.Supplier<String> describe(ObjectInfo info, long index) {
+    private Supplier<String> describe(ObjectInfo info, long index) {
         return () -> "page " + index + " of '" + info.key() + "' (version " + info.version() + ", " + originUri + ")";
     }
 
@@ -1240,7 +1248,7 @@ public final class TieredCache implements AutoCloseable {
         public Builder pageSize(int bytes) {
             if (bytes < 16 || bytes > (1 << 30)) {
                 throw new IllegalArgumentException("page size: " + bytes + " bytes (expected: "
-                        + dev.granary.internal.ByteSizes.range(16, 1 << 30) + ")");
+                        + ByteSizes.range(16, 1 << 30) + ")");
             }
             this.pageSize = bytes;
             return this;

@@ -22,6 +22,7 @@ import java.lang.management.MemoryType;
 import java.lang.management.MemoryUsage;
 import java.lang.ref.Reference;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -31,6 +32,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
+import javax.management.Notification;
 import javax.management.NotificationEmitter;
 import javax.management.NotificationListener;
 import javax.management.openmbean.CompositeData;
@@ -149,11 +151,14 @@ public final class DatasetHeapBenchmark {
             if (origin instanceof TarShardOrigin tars) {
                 tars.forget(); // the generated shards are the origin's, not the dataset's
             }
-            long after = usedAfterGc();
-            check(dataset, origin, samples);
-            Reference.reachabilityFence(dataset);
-            return new double[] {(after - base) / (double) samples, Math.max(0, peak - base) / (double) samples,
-                    seconds};
+            try {
+                long after = usedAfterGc();
+                check(dataset, origin, samples);
+                return new double[] {(after - base) / (double) samples,
+                        Math.max(0, peak - base) / (double) samples, seconds};
+            } finally {
+                Reference.reachabilityFence(dataset);
+            }
         }
     }
 
@@ -224,7 +229,7 @@ public final class DatasetHeapBenchmark {
         }
 
         @Override
-        public void handleNotification(javax.management.Notification n, Object handback) {
+        public void handleNotification(Notification n, Object handback) {
             if (!n.getType().equals(GarbageCollectionNotificationInfo.GARBAGE_COLLECTION_NOTIFICATION)) {
                 return;
             }
@@ -268,7 +273,7 @@ public final class DatasetHeapBenchmark {
         }
 
         long size(int i) {
-            return 40_000 + Math.floorMod(SyntheticOrigin.word(i, 1), 160_000);
+            return 40_000L + Math.floorMod(SyntheticOrigin.word(i, 1), 160_000);
         }
 
         String version(int i) {
@@ -369,7 +374,7 @@ public final class DatasetHeapBenchmark {
                 byte[] jpg = new byte[64];
                 MemorySegment.ofArray(jpg).fill((byte) i);
                 tar.add(sampleKey(i) + ".jpg", jpg);
-                tar.add(sampleKey(i) + ".cls", Integer.toString(i % 1000).getBytes());
+                tar.add(sampleKey(i) + ".cls", Integer.toString(i % 1000).getBytes(StandardCharsets.UTF_8));
             }
             bytes = tar.finish();
             if (recent.size() > 256) {

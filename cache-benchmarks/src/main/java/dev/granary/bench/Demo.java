@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.bench;
 
+import com.sun.management.OperatingSystemMXBean;
 import dev.granary.CacheStats;
 import dev.granary.TieredCache;
 import dev.granary.loader.Batch;
@@ -12,6 +13,7 @@ import dev.granary.loader.WebDataset;
 import dev.granary.tier.DiskTier;
 import dev.granary.tier.MemoryTier;
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -172,7 +174,7 @@ public final class Demo {
         long cpu0 = processCpuNanos();
         long start = System.nanoTime();
         try (Epoch<Integer> batches = loader.epoch(epoch)) {
-            for (Batch<Integer> batch : batches) {
+            for (Batch<Integer> _ : batches) {
                 if (computeNanos > 0) {
                     model(computeNanos);
                 }
@@ -188,7 +190,7 @@ public final class Demo {
 
     /** CPU time of this process (the cache, the loader, the proxy in front of S3; not the S3 server's own JVM). */
     private static long processCpuNanos() {
-        return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory
+        return ((OperatingSystemMXBean) ManagementFactory
                 .getOperatingSystemMXBean()).getProcessCpuTime();
     }
 

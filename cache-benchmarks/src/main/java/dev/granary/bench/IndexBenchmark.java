@@ -19,6 +19,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -123,7 +124,7 @@ public final class IndexBenchmark {
             System.exit(MISMATCHES.get() == 0 ? 0 : 1);
         } finally {
             try (var paths = Files.walk(dir)) {
-                for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
                     Files.deleteIfExists(p);
                 }
             }
@@ -168,7 +169,7 @@ public final class IndexBenchmark {
                         return sample.index();
                     }).batchSize(o.get("batch").intValue()).shuffle(42).workers(o.get("workers").intValue())
                     .prefetch(8).build(); Epoch<Integer> epoch = loader.epoch(0)) {
-                for (Batch<Integer> batch : epoch) {
+                for (Batch<Integer> _ : epoch) {
                     // no model: the loader's own speed
                 }
             }

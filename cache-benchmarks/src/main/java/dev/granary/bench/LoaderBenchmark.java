@@ -9,8 +9,14 @@ import dev.granary.loader.DataLoader;
 import dev.granary.loader.Dataset;
 import dev.granary.loader.Epoch;
 import dev.granary.loader.LoaderStats;
+import dev.granary.micrometer.DataLoaderMetrics;
+import dev.granary.micrometer.TieredCacheMetrics;
+import dev.granary.tier.DiskResidency;
 import dev.granary.tier.DiskTier;
 import dev.granary.tier.MemoryTier;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -18,6 +24,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -25,6 +32,8 @@ import java.util.Random;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
+import jdk.jfr.Recording;
+import jdk.jfr.consumer.RecordingFile;
 import software.amazon.awssdk.core.sync.ResponseTransformer;
 import software.amazon.awssdk.services.s3.S3Client;
 
@@ -124,7 +133,7 @@ public final class LoaderBenchmark {
             }
         } finally {
             try (var paths = Files.walk(dir)) {
-                for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
                     Files.deleteIfExists(p);
                 }
             }
@@ -375,7 +384,7 @@ public final class LoaderBenchmark {
                     long start = System.nanoTime();
                     long first = 0;
                     try (Epoch<Integer> epoch = loader.epoch(e)) {
-                        for (Batch<Integer> b : epoch) {
+                        for (Batch<Integer> _ : epoch) {
                             if (first == 0) {
                                 first = System.nanoTime() - start;
                             }
@@ -441,11 +450,11 @@ public final class LoaderBenchmark {
             throws Exception {
         int k = o.get("concurrency").intValue();
         Path jfr = dir.resolve("observe.jfr");
-        io.micrometer.prometheusmetrics.PrometheusMeterRegistry registry =
-                new io.micrometer.prometheusmetrics.PrometheusMeterRegistry(
-                        io.micrometer.prometheusmetrics.PrometheusConfig.DEFAULT);
+        PrometheusMeterRegistry registry =
+                new PrometheusMeterRegistry(
+                        PrometheusConfig.DEFAULT);
         try (TieredCache cache = granaryCache(world, k);
-             jdk.jfr.Recording recording = new jdk.jfr.Recording()) {
+             Recording recording = new Recording()) {
             Dataset dataset = Dataset.ofObjects(cache, "files/");
             AtomicLong bad = new AtomicLong();
             AtomicLong scrapes = new AtomicLong();
@@ -459,9 +468,9 @@ public final class LoaderBenchmark {
                             / o.get("batch").intValue())).build()) {
                 Thread scraper = null;
                 if (observe) {
-                    new dev.granary.micrometer.TieredCacheMetrics(cache, "bench", io.micrometer.core.instrument.Tags
+                    new TieredCacheMetrics(cache, "bench", Tags
                             .empty()).bindTo(registry);
-                    new dev.granary.micrometer.DataLoaderMetrics(loader, "bench", io.micrometer.core.instrument.Tags
+                    new DataLoaderMetrics(loader, "bench", Tags
                             .empty()).bindTo(registry);
                     for (String event : List.of("OriginRead", "CoalescedMiss", "Eviction", "DiskRecovery",
                             "BatchWait")) {
@@ -507,7 +516,7 @@ public final class LoaderBenchmark {
                 }
                 if (observe) {
                     recording.stop();
-                    result[2] = jdk.jfr.consumer.RecordingFile.readAllEvents(jfr).stream()
+                    result[2] = RecordingFile.readAllEvents(jfr).stream()
                             .filter(ev -> ev.getEventType().getName().startsWith("dev.granary.")).count();
                     result[3] = scrapes.get();
                     if (result[2] < dataset.size()) {

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.bench;
 
+import dev.granary.TieredCache;
 import dev.granary.loader.Sample;
 import dev.granary.loader.TarWriter;
+import dev.granary.loader.WebDataset;
 import dev.granary.origin.s3.S3Origin;
 import dev.granary.origin.s3.testkit.FaultProxy;
 import dev.granary.origin.s3.testkit.S3ProxyServer;
+import dev.granary.tier.MemoryTier;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -97,11 +100,11 @@ final class LoaderWorld implements AutoCloseable {
     void writeIndexes() throws IOException {
         S3Origin direct = S3Origin.builder().bucket(BUCKET).endpoint(server.endpoint()).pathStyle(true)
                 .credentials(S3ProxyServer.credentials()).build();
-        try (dev.granary.TieredCache cache = dev.granary.TieredCache.builder(direct)
-                .tier(dev.granary.tier.MemoryTier.builder().capacity(64L << 20).slabSize(16L << 20).build())
+        try (TieredCache cache = TieredCache.builder(direct)
+                .tier(MemoryTier.builder().capacity(64L << 20).slabSize(16L << 20).build())
                 .build()) {
             for (String shard : shards) {
-                dev.granary.loader.WebDataset.writeIndex(cache, shard);
+                WebDataset.writeIndex(cache, shard);
             }
         }
     }

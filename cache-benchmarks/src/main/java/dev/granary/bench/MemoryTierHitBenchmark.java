@@ -15,7 +15,10 @@ import dev.granary.tier.WindowTinyLfuPolicy;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
@@ -288,6 +291,6 @@ public class MemoryTierHitBenchmark {
         return (long) LONGS.get(scratch, 0) ^ (long) LONGS.get(scratch, n - 8);
     }
 
-    private static final java.lang.invoke.VarHandle LONGS =
-            java.lang.invoke.MethodHandles.byteArrayViewVarHandle(long[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
+    private static final VarHandle LONGS =
+            MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 }

@@ -41,13 +41,15 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.IntStream;
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
-import software.amazon.awssdk.core.sync.RequestBody;
-import software.amazon.awssdk.core.sync.ResponseTransformer;
 import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
 import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
+import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.core.sync.ResponseTransformer;
 import software.amazon.awssdk.http.apache.ApacheHttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
@@ -252,6 +254,7 @@ public final class MlperfBenchmark {
      * The one client both subjects use, built as {@code S3Origin} builds its own: Apache HTTP, checksums only when
      * required, no SDK retries (the origin retries by itself; the plain loop does not, as in the S3 benchmark).
      */
+    @SuppressWarnings("deprecation") // ApacheHttpClient: S3Origin's own client (decision 0004), compared like for like
     private static S3Client client(URI endpoint, String region, AwsCredentialsProvider credentials, int connections) {
         var builder = S3Client.builder().region(Region.of(region)).credentialsProvider(credentials)
                 .forcePathStyle(endpoint != null)
@@ -481,16 +484,16 @@ public final class MlperfBenchmark {
             List<Utilisation.BatchSource> sources = new ArrayList<>();
             for (int r = 0; r < n; r++) {
                 DataLoader<Boolean> loader = loaders.get(r);
-                Iterator<Batch<Boolean>>[] it = new Iterator[1];
+                AtomicReference<Iterator<Batch<Boolean>>> it = new AtomicReference<>();
                 sources.add(() -> {
-                    if (it[0] == null) {
+                    if (it.get() == null) {
                         Epoch<Boolean> e = loader.epoch(epochNumber);
                         synchronized (epochs) {
                             epochs.add(e);
                         }
-                        it[0] = e.iterator();
+                        it.set(e.iterator());
                     }
-                    return it[0].hasNext() ? it[0].next().size() : -1;
+                    return it.get().hasNext() ? it.get().next().size() : -1;
                 });
             }
             Measurement m = accelerators(sources, steps, note);
@@ -530,7 +533,7 @@ public final class MlperfBenchmark {
         for (int r = 0; r < n; r++) {
             int rank = r;
             // This rank's samples: every n-th of the permutation, as DistributedSampler deals them.
-            int[] mine = java.util.stream.IntStream.range(0, order.length / n).map(i -> order[i * n + rank]).toArray();
+            int[] mine = IntStream.range(0, order.length / n).map(i -> order[i * n + rank]).toArray();
             BlockingQueue<List<Future<Boolean>>> inFlight = new ArrayBlockingQueue<>(prefetch + 1);
             int[] next = {0};
             sources.add(() -> {

@@ -6,6 +6,7 @@ import dev.granary.origin.posix.PosixOrigin;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -93,9 +94,9 @@ public class PosixOriginReadBenchmark {
         dst = arena.allocate(size, 4096);
         for (int i = 0; i < FILES; i++) {
             origin.read(objects[i], 0, dst);
-            if (dst.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0) != (byte) i) {
+            if (dst.get(ValueLayout.JAVA_BYTE, 0) != (byte) i) {
                 throw new IllegalStateException("object " + i + ": first byte " + dst.get(
-                        java.lang.foreign.ValueLayout.JAVA_BYTE, 0) + " (expected: " + (byte) i + ")");
+                        ValueLayout.JAVA_BYTE, 0) + " (expected: " + (byte) i + ")");
             }
         }
     }
@@ -129,6 +130,6 @@ public class PosixOriginReadBenchmark {
                 }
             }
         }
-        return dst.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0);
+        return dst.get(ValueLayout.JAVA_BYTE, 0);
     }
 }

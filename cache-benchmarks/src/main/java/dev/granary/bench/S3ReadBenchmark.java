@@ -17,27 +17,34 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+import java.util.function.ToDoubleFunction;
+import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
 import software.amazon.awssdk.core.async.AsyncResponseTransformer;
 import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
 import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
 import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.core.sync.ResponseTransformer;
-import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
 import software.amazon.awssdk.http.apache.ApacheHttpClient;
 import software.amazon.awssdk.http.nio.netty.NettyNioAsyncHttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3AsyncClient;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.S3ClientBuilder;
+import software.amazon.awssdk.services.s3.model.S3Exception;
 
 /**
  * Reads of a data set from a real S3 server behind injected latency and a per-connection bandwidth cap: Granary cold
@@ -174,7 +181,7 @@ public final class S3ReadBenchmark {
         try (S3Client client = server.client(); ExecutorService pool = Executors.newFixedThreadPool(8)) {
             try {
                 client.createBucket(b -> b.bucket(bucket));
-            } catch (software.amazon.awssdk.services.s3.model.S3Exception e) {
+            } catch (S3Exception e) {
                 if (e.statusCode() != 409) {
                     throw e;
                 }
@@ -251,7 +258,7 @@ public final class S3ReadBenchmark {
         System.out.printf(Locale.ROOT, "model min(K*S/(L+S/B), link) = %.0f MB/s%n", model);
     }
 
-    static void report(String what, List<double[]> rows, java.util.function.ToDoubleFunction<double[]> f) {
+    static void report(String what, List<double[]> rows, ToDoubleFunction<double[]> f) {
         double[] ratios = rows.stream().mapToDouble(f).sorted().toArray();
         System.out.printf(Locale.ROOT, "%-28s %6.2f   (%.2f-%.2f)%n", what, ratios[ratios.length / 2], ratios[0],
                 ratios[ratios.length - 1]);
@@ -371,7 +378,7 @@ public final class S3ReadBenchmark {
     static void parallel(int k, List<String> order, Read read, int size) throws Exception {
         AtomicInteger next = new AtomicInteger();
         try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
-            List<java.util.concurrent.Future<?>> workers = new ArrayList<>();
+            List<Future<?>> workers = new ArrayList<>();
             for (int t = 0; t < k; t++) {
                 workers.add(threads.submit(() -> {
                     byte[] scratch = new byte[size];
@@ -401,7 +408,7 @@ public final class S3ReadBenchmark {
             }
             case "sync-apache-pinned" -> { // diagnostic: the origin's request shape (Range + If-Match), no cache
                 try (S3Client client = plainClient(c, endpoint)) {
-                    java.util.Map<String, String> etags = new java.util.HashMap<>();
+                    Map<String, String> etags = new HashMap<>();
                     client.listObjectsV2Paginator(b -> b.bucket(BUCKET)).contents()
                             .forEach(o -> etags.put(o.key(), o.eTag()));
                     long start = System.nanoTime(); // the read phase, as for granary: the listing is not timed
@@ -425,10 +432,7 @@ public final class S3ReadBenchmark {
                 }
             }
             case "crt" -> {
-                try (S3AsyncClient client = S3AsyncClient.crtBuilder().endpointOverride(endpoint).forcePathStyle(true)
-                        .region(Region.US_EAST_1).credentialsProvider(S3ProxyServer.credentials())
-                        .maxConcurrency(c.concurrency).checksumValidationEnabled(false)
-                        .build()) {
+                try (S3AsyncClient client = crtClient(c, endpoint)) {
                     yield asyncPass(c, order, key -> client.getObject(b -> b.bucket(BUCKET).key(key).range(range),
                             AsyncResponseTransformer.toBytes()));
                 }
@@ -438,12 +442,25 @@ public final class S3ReadBenchmark {
         };
     }
 
+    /** The CRT subject's client: K concurrent requests, no checksums. */
+    // checksumValidationEnabled(false): the CRT subject as measured for decision 0004; its successors
+    // (requestChecksumCalculation, responseChecksumValidation) are not known to set the CRT's native checksum
+    // switch the same way, and a changed subject would not compare with the recorded figures.
+    @SuppressWarnings("deprecation")
+    private static S3AsyncClient crtClient(Config c, URI endpoint) {
+        return S3AsyncClient.crtBuilder().endpointOverride(endpoint).forcePathStyle(true)
+                .region(Region.US_EAST_1).credentialsProvider(S3ProxyServer.credentials())
+                .maxConcurrency(c.concurrency).checksumValidationEnabled(false)
+                .build();
+    }
+
     /** The plain synchronous client: Apache, K connections, no retries, no checksums beyond what S3 requires. */
     private static S3Client plainClient(Config c, URI endpoint) {
         return plainClient(c.concurrency, endpoint);
     }
 
     /** The plain peer's client: sync Apache with {@code concurrency} connections, no retries, no checksums. */
+    @SuppressWarnings("deprecation") // ApacheHttpClient: S3Origin's own client (decision 0004), compared like for like
     static S3Client plainClient(int concurrency, URI endpoint) {
         return clientBuilder(ApacheHttpClient.builder().maxConnections(concurrency), endpoint)
                 .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry()))
@@ -455,6 +472,7 @@ public final class S3ReadBenchmark {
      * credentials, checksums only where S3 requires them (as {@link S3Origin} configures its own). Shared by the
      * plain loops of the S3 benchmarks; retries are the caller's choice.
      */
+    @SuppressWarnings("deprecation") // ApacheHttpClient: S3Origin's own client (decision 0004), compared like for like
     static S3ClientBuilder clientBuilder(ApacheHttpClient.Builder http, URI endpoint) {
         return S3Client.builder().endpointOverride(endpoint).forcePathStyle(true)
                 .region(Region.US_EAST_1).credentialsProvider(S3ProxyServer.credentials())
@@ -465,7 +483,7 @@ public final class S3ReadBenchmark {
 
     /** K requests in flight, started as earlier ones complete. */
     private static long asyncPass(Config c, List<String> order,
-            java.util.function.Function<String, CompletableFuture<?>> get) throws Exception {
+            Function<String, CompletableFuture<?>> get) throws Exception {
         Semaphore inFlight = new Semaphore(c.concurrency);
         AtomicLong failures = new AtomicLong();
         List<CompletableFuture<?>> all = new ArrayList<>(order.size());
@@ -506,7 +524,7 @@ public final class S3ReadBenchmark {
     private static void shuffle(List<String> list, long seed) {
         SplittableRandom random = new SplittableRandom(seed);
         for (int i = list.size() - 1; i > 0; i--) {
-            java.util.Collections.swap(list, i, random.nextInt(i + 1));
+            Collections.swap(list, i, random.nextInt(i + 1));
         }
     }
 }

@@ -17,6 +17,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -102,7 +103,7 @@ public final class ShardStreamBenchmark {
             }
         } finally {
             try (var paths = Files.walk(dir)) {
-                for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
                     Files.deleteIfExists(p);
                 }
             }

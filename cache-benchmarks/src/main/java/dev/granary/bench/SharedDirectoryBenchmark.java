@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.bench;
 
+import com.sun.management.OperatingSystemMXBean;
 import dev.granary.Lease;
 import dev.granary.TieredCache;
 import dev.granary.origin.s3.S3Origin;
@@ -21,16 +22,19 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.S3Exception;
 
 /**
  * Several JVMs on one node reading the same dataset through one disk-tier directory (issue 15): origin bytes over the
@@ -281,7 +285,7 @@ public final class SharedDirectoryBenchmark {
                 try (S3Client client = s3.client(); ExecutorService pool = Executors.newFixedThreadPool(8)) {
                     try {
                         client.createBucket(b -> b.bucket(BUCKET));
-                    } catch (software.amazon.awssdk.services.s3.model.S3Exception e) {
+                    } catch (S3Exception e) {
                         if (e.statusCode() != 409) {
                             throw e;
                         }
@@ -371,7 +375,7 @@ public final class SharedDirectoryBenchmark {
     private static void pass(TieredCache cache, List<Integer> order, int size, int threads) throws Exception {
         AtomicInteger next = new AtomicInteger();
         try (ExecutorService pool = Executors.newFixedThreadPool(threads)) {
-            List<java.util.concurrent.Future<?>> done = new ArrayList<>();
+            List<Future<?>> done = new ArrayList<>();
             for (int t = 0; t < threads; t++) {
                 done.add(pool.submit(() -> {
                     byte[] scratch = new byte[size];
@@ -388,14 +392,14 @@ public final class SharedDirectoryBenchmark {
                     return null;
                 }));
             }
-            for (java.util.concurrent.Future<?> f : done) {
+            for (Future<?> f : done) {
                 f.get();
             }
         }
     }
 
     private static long cpuNanos() {
-        return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
+        return ((OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
                 .getProcessCpuTime();
     }
 
@@ -404,7 +408,7 @@ public final class SharedDirectoryBenchmark {
             return;
         }
         try (var paths = Files.walk(root)) {
-            for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+            for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
                 Files.deleteIfExists(p);
             }
         }

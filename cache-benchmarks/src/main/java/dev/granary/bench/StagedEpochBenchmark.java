@@ -21,6 +21,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -115,7 +116,7 @@ public final class StagedEpochBenchmark {
             System.out.printf(Locale.ROOT, "load at end %.2f%n", OS.getSystemLoadAverage());
         } finally {
             try (var paths = Files.walk(dir)) {
-                for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
                     Files.deleteIfExists(p);
                 }
             }

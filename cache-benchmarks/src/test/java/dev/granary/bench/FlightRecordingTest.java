@@ -11,9 +11,11 @@ import dev.granary.loader.Epoch;
 import dev.granary.origin.posix.PosixOrigin;
 import dev.granary.tier.DiskTier;
 import dev.granary.tier.MemoryTier;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -49,7 +51,7 @@ class FlightRecordingTest {
         Set<String> keys = new TreeSet<>();
         for (int i = 0; i < OBJECTS; i++) {
             byte[] bytes = new byte[SIZE];
-            java.util.Arrays.fill(bytes, (byte) i);
+            Arrays.fill(bytes, (byte) i);
             String key = String.format("%03d.bin", i);
             Files.write(data.resolve(key), bytes);
             keys.add(key);
@@ -57,7 +59,6 @@ class FlightRecordingTest {
         Path disk = dir.resolve("disk");
         Path file = dir.resolve("rec.jfr");
         long evictions;
-        long recovered;
         try (Recording recording = new Recording()) {
             for (String name : List.of("OriginRead", "BatchWait", "Eviction", "DiskRecovery", "CoalescedMiss")) {
                 recording.enable("dev.granary." + name).withoutThreshold();
@@ -140,7 +141,7 @@ class FlightRecordingTest {
                 .pageSize(64 << 10).build();
     }
 
-    private static DataLoader<Integer> loader(TieredCache cache) throws java.io.IOException {
+    private static DataLoader<Integer> loader(TieredCache cache) throws IOException {
         // Not driven: the memory tier's own policy evicts as the epoch streams through it.
         return DataLoader.<Integer>builder(Dataset.ofObjects(cache, ""), s -> s.bytes().get(0) & 0xff)
                 .batchSize(BATCH).workers(2).prefetch(2).driveCache(false).build();

@@ -13,6 +13,8 @@ import dev.granary.origin.support.RetryLoop;
 import dev.granary.spi.Origin;
 import dev.granary.tier.MemoryTier;
 import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
 import java.nio.ByteBuffer;
@@ -20,6 +22,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -74,7 +77,7 @@ class OriginEventsTest {
             try {
                 gate.await();
             } catch (InterruptedException e) {
-                throw new java.io.InterruptedIOException("interrupted at the gate");
+                throw new InterruptedIOException("interrupted at the gate");
             }
             RetryLoop loop = policy.start("read", object.key(), uri(), retries);
             while (true) {
@@ -125,7 +128,7 @@ class OriginEventsTest {
     void aSecondMissOnTheSamePageJoinsTheReadInFlight() throws Exception {
         Path data = Files.createDirectories(dir.resolve("data"));
         byte[] bytes = new byte[10_000];
-        new java.util.Random(1).nextBytes(bytes);
+        new Random(1).nextBytes(bytes);
         Files.write(data.resolve("a.bin"), bytes);
         CountDownLatch gate = new CountDownLatch(1);
         List<RecordedEvent> events = record(() -> {
@@ -191,7 +194,7 @@ class OriginEventsTest {
             try {
                 return readNow(cache, info);
             } catch (IOException e) {
-                throw new java.io.UncheckedIOException(e);
+                throw new UncheckedIOException(e);
             }
         });
     }

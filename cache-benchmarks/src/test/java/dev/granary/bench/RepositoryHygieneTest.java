@@ -45,7 +45,7 @@ class RepositoryHygieneTest {
             public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes attributes) {
                 String name = dir.getFileName().toString();
                 boolean skipped = !dir.equals(ROOT)
-                        && (name.equals("target") || name.startsWith(".") && !name.equals(".ci"));
+                        && (name.equals("target") || (name.startsWith(".") && !name.equals(".ci")));
                 return skipped ? FileVisitResult.SKIP_SUBTREE : FileVisitResult.CONTINUE;
             }
 

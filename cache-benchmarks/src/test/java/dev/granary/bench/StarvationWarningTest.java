@@ -78,7 +78,7 @@ class StarvationWarningTest {
             assertEquals(Starvation.Cause.DECODE, first.cause(), first.describe());
             assertTrue(first.dataWaitRatio() >= 0.2, first.describe());
             assertTrue(first.decodeBusy() >= 0.8, first.describe());
-            List<String> warnings = records.stream().filter(r -> r.getLevel() == Level.WARNING)
+            List<String> warnings = records.stream().filter(r -> Level.WARNING.equals(r.getLevel()))
                     .map(LogRecord::getMessage).toList();
             assertEquals(raised.size(), warnings.size(), "one warning per rise, no more: " + warnings);
             String line = warnings.getFirst();

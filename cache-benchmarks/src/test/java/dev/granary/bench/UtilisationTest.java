@@ -54,7 +54,7 @@ class UtilisationTest {
         // 8 x 150 528 B at 20 MB/s: 1.204224 MB / 20 MB/s = 60.2112 ms
         assertEquals(60_211_200, Utilisation.computeNanos(8, 150_528, 20));
         // MLPerf's ResNet-50 on an H100: 400 x 114 660 B per 0.224 s is ~204.75 MB/s
-        assertEquals(224_000_000, Utilisation.computeNanos(400, 114_660, 400 * 114_660 / 0.224 / 1e6), 1);
+        assertEquals(224_000_000.0, (double) Utilisation.computeNanos(400, 114_660, 400 * 114_660 / 0.224 / 1e6), 1.0);
     }
 
     @Test

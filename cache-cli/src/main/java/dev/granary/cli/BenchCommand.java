@@ -12,10 +12,15 @@ import dev.granary.spi.Origin;
 import dev.granary.tier.MemoryTier;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.LocalDate;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
@@ -27,6 +32,7 @@ import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
@@ -97,7 +103,7 @@ final class BenchCommand implements Callable<Integer> {
     int repeat;
 
     @Spec
-    picocli.CommandLine.Model.CommandSpec spec;
+    CommandSpec spec;
 
     @Override
     public Integer call() throws IOException {
@@ -195,7 +201,7 @@ final class BenchCommand implements Callable<Integer> {
     record Spread(double median, double min, double max) {
         static Spread of(double[] values) {
             double[] v = values.clone();
-            java.util.Arrays.sort(v);
+            Arrays.sort(v);
             double median = v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
             return new Spread(median, v[0], v[v.length - 1]);
         }
@@ -206,9 +212,9 @@ final class BenchCommand implements Callable<Integer> {
         AnnotationTextPanel panel = new AnnotationTextPanel(String.join("\n", List.of(what,
                 String.format(Locale.ROOT, "%d samples of %s, %d CRC32C decode passes, %d runs per point (median,"
                         + " min, max)", samples, Sizes.format(sampleSize), decodePasses, repeat),
-                String.format(Locale.ROOT, "%s, %d CPUs, Java %s, load %.2f at the end", java.time.LocalDate.now(),
+                String.format(Locale.ROOT, "%s, %d CPUs, Java %s, load %.2f at the end", LocalDate.now(ZoneOffset.UTC),
                         Runtime.getRuntime().availableProcessors(), Runtime.version().feature(),
-                        java.lang.management.ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage()))),
+                        ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage()))),
                 10, 10, true);
         chart.addAnnotation(panel);
     }
@@ -326,7 +332,7 @@ final class BenchCommand implements Callable<Integer> {
 
     private static void deleteTree(Path dir) throws IOException {
         try (var walk = Files.walk(dir)) {
-            for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+            for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
                 Files.deleteIfExists(p);
             }
         }

@@ -3,9 +3,12 @@ package dev.granary.cli;
 
 import dev.granary.tier.DiskTierInspection;
 import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
@@ -26,11 +29,11 @@ final class ClearCommand implements Callable<Integer> {
     Path directory;
 
     @Spec
-    picocli.CommandLine.Model.CommandSpec spec;
+    CommandSpec spec;
 
     @Override
     public Integer call() throws IOException {
-        if (!java.nio.file.Files.exists(directory, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+        if (!Files.exists(directory, LinkOption.NOFOLLOW_LINKS)) {
             spec.commandLine().getOut().println("nothing to clear: " + directory + " does not exist");
             spec.commandLine().getOut().flush();
             return ExitCodes.OK; // as rm -rf: the end state asked for holds

@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
+import java.time.Duration;
 import java.util.stream.Stream;
 
 /**
@@ -38,7 +39,7 @@ final class DelayedOrigin implements Origin {
     public void read(ObjectInfo object, long position, MemorySegment dst) throws IOException {
         if (delayNanos > 0) {
             try {
-                Thread.sleep(java.time.Duration.ofNanos(delayNanos));
+                Thread.sleep(Duration.ofNanos(delayNanos));
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new InterruptedIOException("interrupted in the injected latency of " + object.key());

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.cli;
 
+import dev.granary.Granary;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
@@ -117,7 +118,7 @@ final class GranaryCommand implements Runnable {
     static final class Version implements CommandLine.IVersionProvider {
         @Override
         public String[] getVersion() {
-            return new String[] {"granary " + dev.granary.Granary.version() + " (Java " + Runtime.version() + ")"};
+            return new String[] {"granary " + Granary.version() + " (Java " + Runtime.version() + ")"};
         }
     }
 }

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
@@ -37,7 +38,7 @@ final class IndexCommand implements Callable<Integer> {
     Origins origins;
 
     @Spec
-    picocli.CommandLine.Model.CommandSpec spec;
+    CommandSpec spec;
 
     @Override
     public Integer call() throws IOException {

@@ -2,6 +2,7 @@
 package dev.granary.cli;
 
 import java.io.PrintWriter;
+import java.text.MessageFormat;
 import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.LogManager;
@@ -57,7 +58,7 @@ final class OneLineLog extends Handler implements AutoCloseable {
         }
         String message = record.getMessage();
         if (record.getParameters() != null && record.getParameters().length > 0 && message != null) {
-            message = java.text.MessageFormat.format(message, record.getParameters());
+            message = MessageFormat.format(message, record.getParameters());
         }
         if (message == null || message.isBlank()) {
             message = record.getThrown() == null ? "(no message)" : record.getThrown().toString();

@@ -3,8 +3,10 @@ package dev.granary.cli;
 
 import dev.granary.loader.ShardWriter;
 import java.awt.image.BufferedImage;
+import java.io.BufferedInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
+import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintWriter;
@@ -23,6 +25,7 @@ import java.util.stream.Stream;
 import java.util.zip.GZIPInputStream;
 import javax.imageio.ImageIO;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
@@ -67,7 +70,7 @@ final class PackCommand implements Callable<Integer> {
     String pattern;
 
     @Spec
-    picocli.CommandLine.Model.CommandSpec spec;
+    CommandSpec spec;
 
     private long samples;
     private long bytes;
@@ -168,7 +171,7 @@ final class PackCommand implements Callable<Integer> {
     private static InputStream open(Path file) throws IOException {
         InputStream in = Files.newInputStream(file);
         return file.getFileName().toString().endsWith(".gz") ? new GZIPInputStream(in, 1 << 16)
-                : new java.io.BufferedInputStream(in, 1 << 16);
+                : new BufferedInputStream(in, 1 << 16);
     }
 
     private void packFiles(ShardWriter writer) throws IOException {
@@ -176,7 +179,7 @@ final class PackCommand implements Callable<Integer> {
         TreeMap<String, Path> files = new TreeMap<>();
         try (Stream<Path> walk = Files.walk(source)) {
             walk.filter(p -> Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)).forEach(p -> {
-                String rel = source.relativize(p).toString().replace(java.io.File.separatorChar, '/');
+                String rel = source.relativize(p).toString().replace(File.separatorChar, '/');
                 files.put(rel, p);
             });
         }

@@ -8,6 +8,7 @@ import dev.granary.loader.DataLoader;
 import dev.granary.loader.Dataset;
 import dev.granary.loader.EpochPlan;
 import dev.granary.loader.LoaderPlan;
+import dev.granary.loader.Sample;
 import dev.granary.loader.Shuffle;
 import dev.granary.loader.WebDataset;
 import dev.granary.spi.Origin;
@@ -15,6 +16,9 @@ import dev.granary.tier.DiskTier;
 import dev.granary.tier.MemoryTier;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.math.BigDecimal;
+import java.math.MathContext;
+import java.math.RoundingMode;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
@@ -22,6 +26,7 @@ import java.util.concurrent.Callable;
 import java.util.stream.Stream;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
@@ -91,7 +96,7 @@ final class PlanCommand implements Callable<Integer> {
     Origins origins;
 
     @Spec
-    picocli.CommandLine.Model.CommandSpec spec;
+    CommandSpec spec;
 
     @Override
     public Integer call() throws IOException {
@@ -120,10 +125,10 @@ final class PlanCommand implements Callable<Integer> {
                             + " holds no .tar shard (expected: WebDataset shards, with --webdataset)");
                 }
                 dataset = WebDataset.of(cache, shards);
-                loader = DataLoader.builder(dataset, dev.granary.loader.Sample::key).shuffle(Shuffle.shardBlocks(seed, 8));
+                loader = DataLoader.builder(dataset, Sample::key).shuffle(Shuffle.shardBlocks(seed, 8));
             } else {
                 dataset = Dataset.ofObjects(cache, prefix);
-                loader = DataLoader.builder(dataset, dev.granary.loader.Sample::key).shuffle(seed);
+                loader = DataLoader.builder(dataset, Sample::key).shuffle(seed);
             }
             if (dataset.size() == 0) {
                 throw new IllegalArgumentException("prefix: '" + prefix + "' of " + cache.originUri()
@@ -159,11 +164,11 @@ final class PlanCommand implements Callable<Integer> {
 
     /** Dollars as people write them: {@code $0.0004}, {@code $12.35}, never {@code 4.0E-4}; at least 2 decimals. */
     static String money(double dollars) {
-        java.math.BigDecimal d = java.math.BigDecimal.valueOf(dollars);
+        BigDecimal d = BigDecimal.valueOf(dollars);
         if (dollars != 0 && Math.abs(dollars) < 0.01) {
-            d = d.round(new java.math.MathContext(2)); // two significant digits of a small amount
+            d = d.round(new MathContext(2)); // two significant digits of a small amount
         } else {
-            d = d.setScale(2, java.math.RoundingMode.HALF_UP);
+            d = d.setScale(2, RoundingMode.HALF_UP);
         }
         String text = d.stripTrailingZeros().toPlainString();
         int dot = text.indexOf('.');

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.cli;
 
+import dev.granary.NoSuchObjectException;
+import dev.granary.ObjectInfo;
 import dev.granary.PrestageResult;
 import dev.granary.Progress;
 import dev.granary.TieredCache;
@@ -13,18 +15,23 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
+import java.util.stream.Stream;
 import me.tongfei.progressbar.ProgressBar;
 import me.tongfei.progressbar.ProgressBarBuilder;
 import me.tongfei.progressbar.ProgressBarStyle;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
@@ -93,7 +100,7 @@ final class PrestageCommand implements Callable<Integer> {
     Origins origins;
 
     @Spec
-    picocli.CommandLine.Model.CommandSpec spec;
+    CommandSpec spec;
 
     @Override
     public Integer call() throws IOException {
@@ -219,7 +226,7 @@ final class PrestageCommand implements Callable<Integer> {
 
     /** Refuses a prefix that lists nothing, naming it: one listing request. */
     private static void requireObjects(Origin source, String prefix) throws IOException {
-        try (java.util.stream.Stream<dev.granary.ObjectInfo> listed = source.list(prefix)) {
+        try (Stream<ObjectInfo> listed = source.list(prefix)) {
             if (listed.findAny().isEmpty()) {
                 throw new IllegalArgumentException("--prefix '" + prefix + "': no object under it at " + source.uri()
                         + " (expected: a prefix that lists at least one object; nothing was created)");
@@ -234,8 +241,8 @@ final class PrestageCommand implements Callable<Integer> {
      * shard; a shard without an index is staged alone (the job then indexes it by scanning its staged parts).
      */
     static List<String> withIndexes(TieredCache cache, List<String> keys) throws IOException {
-        java.util.Set<String> listed = new java.util.HashSet<>(keys);
-        List<String> all = new java.util.ArrayList<>(keys);
+        Set<String> listed = new HashSet<>(keys);
+        List<String> all = new ArrayList<>(keys);
         for (String key : keys) {
             String index = key + INDEX_SUFFIX;
             if (!key.endsWith(".tar") || listed.contains(index)) {
@@ -245,7 +252,7 @@ final class PrestageCommand implements Callable<Integer> {
                 cache.stat(index);
                 all.add(index);
                 listed.add(index);
-            } catch (dev.granary.NoSuchObjectException e) {
+            } catch (NoSuchObjectException e) {
                 // no index beside this shard
             } catch (IllegalArgumentException e) {
                 // the shard's own key is invalid: prestage names it as a failure
@@ -263,6 +270,9 @@ final class PrestageCommand implements Callable<Integer> {
     }
 
     private Display display(String mode, PrintWriter err) {
+        // JDK 22+: System.console() is non-null even off a terminal, so isTerminal() is what tells; the null check
+        // stays because null is still possible (no console at all, e.g. -Djdk.console=java.base off a terminal).
+        @SuppressWarnings("SystemConsoleNull")
         boolean terminal = System.console() != null && System.console().isTerminal();
         return switch (mode) {
             case "none" -> p -> {};

@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
@@ -38,7 +39,7 @@ final class VerifyCommand implements Callable<Integer> {
     Path directory;
 
     @Spec
-    picocli.CommandLine.Model.CommandSpec spec;
+    CommandSpec spec;
 
     @Override
     public Integer call() throws IOException {

@@ -3,6 +3,7 @@ package dev.granary.cli;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import picocli.CommandLine;
 
 /** Runs the granary command in this JVM, as {@code java -jar granary.jar} would, capturing its output. */
 final class Cli {
@@ -19,7 +20,7 @@ final class Cli {
     static Result run(String... args) {
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
-        picocli.CommandLine cl = GranaryCommand.commandLine();
+        CommandLine cl = GranaryCommand.commandLine();
         cl.setOut(new PrintWriter(out, true));
         cl.setErr(new PrintWriter(err, true));
         int exit = cl.execute(args);

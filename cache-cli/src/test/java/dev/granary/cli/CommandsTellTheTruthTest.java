@@ -7,9 +7,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.granary.tier.DiskTier;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -176,7 +178,8 @@ class CommandsTellTheTruthTest {
             assertTrue(inspect.out().contains("objects    " + OBJECTS + "\n"), inspect.out());
             assertTrue(inspect.out().contains("capacity   64.0 MiB, "), inspect.out());
         }
-        assertEquals(new String(format), new String(Files.readAllBytes(disk.resolve("FORMAT"))),
+        assertEquals(new String(format, StandardCharsets.UTF_8),
+                new String(Files.readAllBytes(disk.resolve("FORMAT")), StandardCharsets.UTF_8),
                 "inspect wrote nothing");
         Cli.Result idle = Cli.run("inspect", disk.toString());
         assertTrue(idle.out().contains("in use     no\n"), idle.out());
@@ -218,7 +221,7 @@ class CommandsTellTheTruthTest {
             }
             return n;
         } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
+            throw new UncheckedIOException(e);
         }
     }
 

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.granary.Lease;
 import dev.granary.TieredCache;
 import dev.granary.loader.Batch;
 import dev.granary.loader.DataLoader;
@@ -26,6 +27,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -161,11 +163,11 @@ class GranaryCommandTest {
             assertTrue(staged.out().startsWith("prestaged " + OBJECTS + " of " + OBJECTS + " objects"), staged.out());
             // the running job sees the staged pages at once
             long pages = objects.values().stream().mapToLong(b -> (b.length + (64 << 10) - 1) / (64 << 10)).sum();
-            try (dev.granary.TieredCache cache = dev.granary.TieredCache.builder(
-                    dev.granary.origin.posix.PosixOrigin.of(data)).tier(job).pageSize(64 << 10).build()) {
+            try (TieredCache cache = TieredCache.builder(
+                    PosixOrigin.of(data)).tier(job).pageSize(64 << 10).build()) {
                 for (var e : objects.entrySet()) {
-                    try (dev.granary.Lease lease = cache.read(e.getKey())) {
-                        assertEquals(java.nio.ByteBuffer.wrap(e.getValue()), lease.bytes(), e.getKey());
+                    try (Lease lease = cache.read(e.getKey())) {
+                        assertEquals(ByteBuffer.wrap(e.getValue()), lease.bytes(), e.getKey());
                     }
                 }
                 assertEquals(0, cache.stats().origin().reads(), "all " + pages + " pages came from the prestage");
@@ -175,12 +177,12 @@ class GranaryCommandTest {
 
     /** Flips a byte in the middle of the first place {@code bytes}' first 64 bytes occur in a segment file. */
     private static void damage(Path disk, byte[] bytes) throws IOException {
-        byte[] needle = java.util.Arrays.copyOf(bytes, 64);
+        byte[] needle = Arrays.copyOf(bytes, 64);
         try (Stream<Path> files = Files.list(disk.resolve("segments"))) {
             for (Path file : files.toList()) {
                 byte[] all = Files.readAllBytes(file);
                 for (int i = 0; i + needle.length <= all.length; i++) {
-                    if (all[i] == needle[0] && java.util.Arrays.equals(all, i, i + 64, needle, 0, 64)) {
+                    if (all[i] == needle[0] && Arrays.equals(all, i, i + 64, needle, 0, 64)) {
                         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
                             ch.write(ByteBuffer.wrap(new byte[] {(byte) ~all[i + 10]}), i + 10);
                         }
@@ -412,7 +414,7 @@ class GranaryCommandTest {
         assertEquals(3, workers.size(), workers.toString());
         assertTrue(workers.get(1).startsWith("1.00000,") && workers.get(2).startsWith("2.00000,"), workers.toString());
         for (String row : workers.subList(1, 3)) {
-            double[] v = java.util.Arrays.stream(row.split(",")).mapToDouble(Double::parseDouble).toArray();
+            double[] v = Arrays.stream(row.split(",")).mapToDouble(Double::parseDouble).toArray();
             assertTrue(v[3] <= v[1] && v[1] <= v[4] && v[5] == 2, "min <= median <= max, 2 runs: " + row);
         }
         List<String> latency = Files.readAllLines(out.resolve("datawait-vs-latency.csv"));
@@ -420,13 +422,13 @@ class GranaryCommandTest {
                 + "gpu_utilisation_max,repeats", latency.get(0));
         assertEquals(3, latency.size(), latency.toString());
         for (String row : latency.subList(1, 3)) {
-            double[] v = java.util.Arrays.stream(row.split(",")).mapToDouble(Double::parseDouble).toArray();
+            double[] v = Arrays.stream(row.split(",")).mapToDouble(Double::parseDouble).toArray();
             assertTrue(v[3] >= 0 && v[3] <= 1 && v[4] <= v[3] && v[3] <= v[5], row);
         }
         assertTrue(r.out().contains("over 2 runs"), r.out());
         for (String png : List.of("throughput-vs-workers.png", "datawait-vs-latency.png")) {
             byte[] bytes = Files.readAllBytes(out.resolve(png));
-            assertArrayEquals(new byte[] {(byte) 0x89, 'P', 'N', 'G'}, java.util.Arrays.copyOf(bytes, 4), png);
+            assertArrayEquals(new byte[] {(byte) 0x89, 'P', 'N', 'G'}, Arrays.copyOf(bytes, 4), png);
             assertTrue(ImageIO.read(out.resolve(png).toFile()).getWidth() == 800, png);
         }
         assertTrue(r.out().contains("GPU utilisation"), r.out());

@@ -43,8 +43,8 @@ class OperationsDocsTest {
         return docs;
     }
 
-    @SuppressWarnings("unchecked")
-    private static <T> T at(Object node, String... path) {
+    @SuppressWarnings("unchecked") // a YAML mapping is a Map<String, Object>
+    private static Object at(Object node, String... path) {
         Object n = node;
         for (String p : path) {
             if (n instanceof List<?> list) {
@@ -56,7 +56,17 @@ class OperationsDocsTest {
                 throw new AssertionError("no " + String.join(".", path) + " (missing at " + p + ")");
             }
         }
-        return (T) n;
+        return n;
+    }
+
+    /** {@return the string at {@code path}} */
+    private static String text(Object node, String... path) {
+        return (String) at(node, path);
+    }
+
+    /** {@return the list of strings at {@code path}} */
+    private static List<String> texts(Object node, String... path) {
+        return ((List<?>) at(node, path)).stream().map(String.class::cast).toList();
     }
 
     @Test
@@ -66,16 +76,16 @@ class OperationsDocsTest {
         Object job = docs.getFirst();
         assertEquals("Job", at(job, "kind"));
         Object pod = at(job, "spec", "template", "spec");
-        List<String> command = at(pod, "initContainers", "0", "command");
+        List<String> command = texts(pod, "initContainers", "0", "command");
         assertEquals(List.of("granary", "prestage"), command.subList(0, 2));
         assertParses(command.subList(1, command.size()));
         assertTrue(command.contains("--disk=/cache/granary"), command.toString());
         assertEquals("/cache", at(pod, "initContainers", "0", "volumeMounts", "0", "mountPath"));
         assertEquals("/cache", at(pod, "containers", "0", "volumeMounts", "0", "mountPath"));
         assertEquals(List.of("IPC_LOCK"), at(pod, "containers", "0", "securityContext", "capabilities", "add"));
-        String limit = at(pod, "containers", "0", "resources", "limits", "memory");
+        String limit = text(pod, "containers", "0", "resources", "limits", "memory");
         assertEquals("26Gi", limit, "heap 8 GiB + memory tier 16 GiB + 2 GiB overhead");
-        String args = at(pod, "containers", "0", "args", "0");
+        String args = text(pod, "containers", "0", "args", "0");
         assertTrue(args.contains("-Xmx8g") && args.contains("--memory-tier 16g"), args);
         assertTrue(args.contains("granary clear /cache/granary"), args);
         assertParses(List.of("clear", "/cache/granary"));
@@ -86,14 +96,14 @@ class OperationsDocsTest {
     void theLocalVolumeIsBoundToItsNode() throws IOException {
         List<Object> docs = yaml(OPS.resolve("k8s/local-pv.yaml"));
         assertEquals(List.of("StorageClass", "PersistentVolume", "PersistentVolumeClaim"),
-                docs.stream().map(d -> (String) at(d, "kind")).toList());
+                docs.stream().map(d -> text(d, "kind")).toList());
         assertEquals("WaitForFirstConsumer", at(docs.get(0), "volumeBindingMode"));
         assertEquals("kubernetes.io/no-provisioner", at(docs.get(0), "provisioner"));
         assertEquals("/mnt/nvme0", at(docs.get(1), "spec", "local", "path"));
         assertEquals("kubernetes.io/hostname", at(docs.get(1), "spec", "nodeAffinity", "required",
                 "nodeSelectorTerms", "0", "matchExpressions", "0", "key"));
-        String storageClass = at(docs.get(0), "metadata", "name");
-        String claimed = at(docs.get(2), "spec", "storageClassName");
+        String storageClass = text(docs.get(0), "metadata", "name");
+        String claimed = text(docs.get(2), "spec", "storageClassName");
         assertEquals(storageClass, claimed);
     }
 

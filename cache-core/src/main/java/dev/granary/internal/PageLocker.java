@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.internal;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemoryLayout;
@@ -20,6 +21,7 @@ import java.lang.invoke.VarHandle;
  * stateless. Needs {@code --enable-native-access=ALL-UNNAMED} (or {@code dev.granary.core} on the module path) to
  * run without a warning.
  */
+@SuppressWarnings("restricted") // FFM downcall to mlock (runs with --enable-native-access)
 public final class PageLocker {
 
     /**
@@ -75,7 +77,7 @@ public final class PageLocker {
         if (MLOCK == null) {
             return new Outcome(false, -1, UNAVAILABLE);
         }
-        try (var arena = java.lang.foreign.Arena.ofConfined()) {
+        try (var arena = Arena.ofConfined()) {
             MemorySegment state = arena.allocate(CAPTURE);
             int rc = (int) MLOCK.invokeExact(state, segment, segment.byteSize());
             if (rc == 0) {

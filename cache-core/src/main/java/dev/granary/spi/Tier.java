@@ -2,6 +2,7 @@
 package dev.granary.spi;
 
 import dev.granary.TierStats;
+import java.util.function.Consumer;
 
 /**
  * One level of the cache: off-heap memory, a local disk, or anything else that keeps pages closer than the origin.
@@ -122,7 +123,7 @@ public interface Tier extends AutoCloseable {
      *
      * @param listener the callback, or {@code null} to remove it
      */
-    default void evictionListener(java.util.function.Consumer<Page> listener) {}
+    default void evictionListener(Consumer<Page> listener) {}
 
     /**
      * Tells the tier what a loader is doing (see {@link Workload}): from now on, stamp pages inserted or read with
@@ -164,7 +165,7 @@ public interface Tier extends AutoCloseable {
      *
      * @param action called once per page, on the calling thread
      */
-    default void forEachPage(java.util.function.Consumer<Page> action) {}
+    default void forEachPage(Consumer<Page> action) {}
 
     /**
      * {@return whether other processes see the pages put into this tier (a disk tier whose directory several processes

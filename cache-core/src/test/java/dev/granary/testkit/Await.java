@@ -18,6 +18,9 @@ public final class Await {
         until(condition, Duration.ofSeconds(30), description);
     }
 
+    // Thread.yield on purpose (no sleep of a guessed time): it hands the core to the thread being waited for on a
+    // 2-core machine; nothing relies on the scheduler for correctness, and the deadline bounds the wait.
+    @SuppressWarnings("ThreadPriorityCheck")
     public static void until(BooleanSupplier condition, Duration timeout, Supplier<String> description) {
         long deadline = System.nanoTime() + timeout.toNanos();
         int spins = 0;

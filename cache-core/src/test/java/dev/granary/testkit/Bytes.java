@@ -2,6 +2,7 @@
 package dev.granary.testkit;
 
 import java.nio.ByteBuffer;
+import java.util.Arrays;
 
 /** Byte comparisons with messages that say where bytes differ. */
 public final class Bytes {
@@ -23,7 +24,7 @@ public final class Bytes {
         if (expected.length != actual.length) {
             throw new AssertionError(what + ": " + actual.length + " bytes (expected " + expected.length + ")");
         }
-        int mismatch = java.util.Arrays.mismatch(expected, actual);
+        int mismatch = Arrays.mismatch(expected, actual);
         if (mismatch >= 0) {
             throw new AssertionError(what + ": bytes differ at index " + mismatch + " (expected " + expected[mismatch]
                     + ", got " + actual[mismatch] + ")");

@@ -4,6 +4,7 @@ package dev.granary.testkit;
 import dev.granary.ObjectInfo;
 import dev.granary.spi.Origin;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -104,7 +105,7 @@ public final class FaultyOrigin implements Origin {
                 hook.beforeRead(object, position, dst.byteSize());
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new java.io.InterruptedIOException("interrupted in read hook");
+                throw new InterruptedIOException("interrupted in read hook");
             }
         }
         delegate.read(object, position, dst);
@@ -139,7 +140,7 @@ public final class FaultyOrigin implements Origin {
             gate.pass();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new java.io.InterruptedIOException("interrupted at a test gate");
+            throw new InterruptedIOException("interrupted at a test gate");
         }
     }
 }

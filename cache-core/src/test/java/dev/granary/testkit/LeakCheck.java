@@ -2,6 +2,7 @@
 package dev.granary.testkit;
 
 import dev.granary.TieredCache;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.BooleanSupplier;
@@ -19,17 +20,17 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  */
 public final class LeakCheck implements AfterEachCallback {
 
-    private final java.time.Duration releaseWait;
+    private final Duration releaseWait;
     private final List<TieredCache> caches = new ArrayList<>();
     private final List<String> names = new ArrayList<>();
     private final List<BooleanSupplier> conditions = new ArrayList<>();
 
     /** Waits up to 10 s for resources to be released after close (origin reads interrupted by close finish first). */
     public LeakCheck() {
-        this(java.time.Duration.ofSeconds(10));
+        this(Duration.ofSeconds(10));
     }
 
-    public LeakCheck(java.time.Duration releaseWait) {
+    public LeakCheck(Duration releaseWait) {
         this.releaseWait = releaseWait;
     }
 

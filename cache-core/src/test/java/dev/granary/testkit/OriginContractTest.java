@@ -15,7 +15,9 @@ import dev.granary.spi.Origin;
 import java.io.EOFException;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.stream.Stream;
@@ -75,8 +77,8 @@ public abstract class OriginContractTest {
     }
 
     private static int compareUtf8(String a, String b) {
-        return java.util.Arrays.compareUnsigned(a.getBytes(java.nio.charset.StandardCharsets.UTF_8),
-                b.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        return Arrays.compareUnsigned(a.getBytes(StandardCharsets.UTF_8),
+                b.getBytes(StandardCharsets.UTF_8));
     }
 
     protected Fixture fixture;
@@ -178,7 +180,7 @@ public abstract class OriginContractTest {
         for (int i = 0; i < 20; i++) {
             int position = random.nextInt(bytes.length);
             int length = random.nextInt(bytes.length - position + 1);
-            byte[] expected = java.util.Arrays.copyOfRange(bytes, position, position + length);
+            byte[] expected = Arrays.copyOfRange(bytes, position, position + length);
             assertArrayEquals(expected, read(info, position, length), "range " + position + "+" + length);
         }
         assertArrayEquals(new byte[0], read(info, bytes.length, 0), "an empty read at the end");
@@ -265,7 +267,7 @@ public abstract class OriginContractTest {
                 byte[] bytes = contents.get(o);
                 int position = r.nextInt(bytes.length);
                 int length = r.nextInt(bytes.length - position + 1);
-                assertArrayEquals(java.util.Arrays.copyOfRange(bytes, position, position + length),
+                assertArrayEquals(Arrays.copyOfRange(bytes, position, position + length),
                         read(infos.get(o), position, length));
             }
         });

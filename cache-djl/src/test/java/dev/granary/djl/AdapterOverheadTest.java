@@ -4,6 +4,7 @@ package dev.granary.djl;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.ndarray.BaseNDManager;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
@@ -98,7 +99,7 @@ class AdapterOverheadTest {
                     median(direct), median(ratios), measured.hitRatio(0), measured.originReads());
             assertEquals(0, measured.originReads(), "the measured epochs ran on a warm cache");
             assertEquals(2L * ROUNDS * 60_000, measured.samples());
-            assertTrue(((ai.djl.ndarray.BaseNDManager) manager).getManagedArrays().isEmpty());
+            assertTrue(((BaseNDManager) manager).getManagedArrays().isEmpty());
         }
     }
 

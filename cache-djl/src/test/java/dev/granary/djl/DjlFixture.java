@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.djl;
 
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 import dev.granary.LeakDetection;
 import dev.granary.TieredCache;
+import dev.granary.loader.Dataset;
+import dev.granary.loader.Sample;
 import dev.granary.origin.posix.PosixOrigin;
 import dev.granary.spi.Origin;
 import dev.granary.testkit.LeakCheck;
 import dev.granary.tier.MemoryTier;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -52,7 +57,7 @@ final class DjlFixture {
         return cache(leaks, PosixOrigin.of(root));
     }
 
-    static Item decode(dev.granary.loader.Sample sample) {
+    static Item decode(Sample sample) {
         ByteBuffer b = sample.bytes();
         byte[] bytes = new byte[b.remaining()];
         b.get(bytes);
@@ -63,15 +68,15 @@ final class DjlFixture {
      * A dataset of three arrays per item: data {@code [index / 2, byte 1]} as float32, data the three raw bytes as
      * uint8, label {@code index % 7} as int64.
      */
-    static GranaryDataset.Builder<Item> builder(dev.granary.loader.Dataset samples) {
+    static GranaryDataset.Builder<Item> builder(Dataset samples) {
         return GranaryDataset.builder(samples, DjlFixture::decode)
-                .data(new ai.djl.ndarray.types.Shape(2), ai.djl.ndarray.types.DataType.FLOAT32, (item, slot) -> {
+                .data(new Shape(2), DataType.FLOAT32, (item, slot) -> {
                     slot.setAtIndex(ValueLayout.JAVA_FLOAT, 0, item.index() * 0.5f);
                     slot.setAtIndex(ValueLayout.JAVA_FLOAT, 1, item.bytes()[1] & 0xff);
                 })
-                .data(new ai.djl.ndarray.types.Shape(3), ai.djl.ndarray.types.DataType.UINT8,
-                        (item, slot) -> slot.copyFrom(java.lang.foreign.MemorySegment.ofArray(item.bytes())))
-                .label(new ai.djl.ndarray.types.Shape(), ai.djl.ndarray.types.DataType.INT64,
+                .data(new Shape(3), DataType.UINT8,
+                        (item, slot) -> slot.copyFrom(MemorySegment.ofArray(item.bytes())))
+                .label(new Shape(), DataType.INT64,
                         (item, slot) -> slot.set(ValueLayout.JAVA_LONG, 0, item.index() % 7));
     }
 }

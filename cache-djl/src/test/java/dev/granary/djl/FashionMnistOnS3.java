@@ -12,6 +12,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.stream.Stream;
 import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.services.s3.S3Client;
 
@@ -20,6 +21,9 @@ import software.amazon.awssdk.services.s3.S3Client;
  * (60 000 samples) and t10k (10 000) packed 5 000 per shard ({@code train-00000.tar …}, {@code t10k-00000.tar …}),
  * uploaded once per test JVM to a fresh bucket of {@link S3ProxyServer#shared()}. For the {@code training} tests.
  */
+// "exports": a test fixture compiled into the module under test; its public methods serve this module's tests only,
+// so the test-only types they name (S3Origin, LeakCheck) need not be exported to anyone.
+@SuppressWarnings("exports")
 public final class FashionMnistOnS3 {
 
     /** Samples per shard. */
@@ -62,7 +66,7 @@ public final class FashionMnistOnS3 {
                 client.createBucket(b -> b.bucket(bucket));
                 train = FashionMnist.pack(FashionMnist.read("train"), 60_000, "train", PER_SHARD, dir);
                 test = FashionMnist.pack(FashionMnist.read("t10k"), 10_000, "t10k", PER_SHARD, dir);
-                for (String shard : java.util.stream.Stream.concat(train.stream(), test.stream()).toList()) {
+                for (String shard : Stream.concat(train.stream(), test.stream()).toList()) {
                     Path file = dir.resolve(shard);
                     bytes += Files.size(file);
                     client.putObject(b -> b.bucket(bucket).key(shard), RequestBody.fromFile(file));

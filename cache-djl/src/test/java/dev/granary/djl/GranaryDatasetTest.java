@@ -5,9 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.ndarray.BaseNDManager;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
@@ -21,6 +23,7 @@ import dev.granary.loader.Sampler;
 import dev.granary.loader.Shuffle;
 import dev.granary.testkit.LeakCheck;
 import java.io.IOException;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -35,6 +38,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -136,7 +140,7 @@ class GranaryDatasetTest {
             assertNotEquals(Arrays.toString(sampler.epoch(0)), Arrays.toString(sampler.epoch(1)),
                     "epochs are shuffled differently");
             assertEquals(2L * N, dataset.stats().samples());
-            assertTrue(((ai.djl.ndarray.BaseNDManager) manager).getManagedArrays().isEmpty(),
+            assertTrue(((BaseNDManager) manager).getManagedArrays().isEmpty(),
                     "closed batches leave no array in the manager");
         }
     }
@@ -328,7 +332,7 @@ class GranaryDatasetTest {
             assertMessage(() -> dataset.resume(new LoaderState(0, 0, N + 1, BATCH, false, false, 0, 0, 1)),
                     "datasetSize=51");
             Iterable<Batch> batches = dataset.getData(manager);
-            batches.iterator();
+            assertNotNull(batches.iterator(), "the first iterator");
             IllegalStateException twice = assertThrows(IllegalStateException.class, batches::iterator);
             assertTrue(twice.getMessage().contains("call getData again"), twice.getMessage());
             dataset.close();
@@ -339,7 +343,7 @@ class GranaryDatasetTest {
         }
     }
 
-    private static void assertMessage(org.junit.jupiter.api.function.Executable call, String part) {
+    private static void assertMessage(Executable call, String part) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, call);
         assertTrue(e.getMessage().contains(part), "'" + e.getMessage() + "' should contain '" + part + "'");
     }
@@ -375,7 +379,7 @@ class GranaryDatasetTest {
                     })
                     .batchSize(BATCH)
                     .data(new Shape(), DataType.INT32,
-                            (item, slot) -> slot.set(java.lang.foreign.ValueLayout.JAVA_INT, 0, item.index()))
+                            (item, slot) -> slot.set(ValueLayout.JAVA_INT, 0, item.index()))
                     .loader(options -> options.skipFailedSamples(true))
                     .build()) {
                 List<Integer> order = new ArrayList<>();

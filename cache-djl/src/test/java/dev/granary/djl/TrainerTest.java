@@ -6,9 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
 import ai.djl.Model;
+import ai.djl.engine.Engine;
 import ai.djl.ndarray.BaseNDManager;
+import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Activation;
+import ai.djl.nn.SequentialBlock;
 import ai.djl.nn.core.Linear;
 import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.EasyTrain;
@@ -18,6 +22,7 @@ import ai.djl.training.listener.TrainingListener;
 import ai.djl.training.listener.TrainingListenerAdapter;
 import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
+import ai.djl.training.tracker.Tracker;
 import dev.granary.TieredCache;
 import dev.granary.loader.Dataset;
 import dev.granary.testkit.LeakCheck;
@@ -73,9 +78,9 @@ class TrainerTest {
                 Model model = Model.newInstance("tiny")) {
             // A hidden layer: with softmax cross-entropy, a lone Linear layer's gradients sum to zero exactly, which
             // DJL's first step refuses ("Gradient values are all zeros").
-            model.setBlock(new ai.djl.nn.SequentialBlock()
+            model.setBlock(new SequentialBlock()
                     .add(Linear.builder().setUnits(16).build())
-                    .add(ai.djl.nn.Activation::relu)
+                    .add(Activation::relu)
                     .add(Linear.builder().setUnits(2).build()));
             TrainingListener counter = new TrainingListenerAdapter() {
                 @Override
@@ -93,10 +98,10 @@ class TrainerTest {
                     epochs.add(train.state().epoch());
                 }
             };
-            ai.djl.engine.Engine.getInstance().setRandomSeed(1234); // the same initial weights every run
+            Engine.getInstance().setRandomSeed(1234); // the same initial weights every run
             DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
                     .optOptimizer(Optimizer.adam()
-                            .optLearningRateTracker(ai.djl.training.tracker.Tracker.fixed(0.05f)).build())
+                            .optLearningRateTracker(Tracker.fixed(0.05f)).build())
                     .addTrainingListeners(counter);
             try (Trainer trainer = model.newTrainer(config)) {
                 trainer.initialize(new Shape(1, 2));
@@ -127,7 +132,7 @@ class TrainerTest {
     void aBatchSplitsAcrossDevicesAsDjlSplitsItsOwn() throws IOException {
         try (TieredCache cache = DjlFixture.cache(leaks, root);
                 GranaryDataset dataset = dataset(Dataset.ofObjects(cache, "train/"), false);
-                ai.djl.ndarray.NDManager manager = ai.djl.ndarray.NDManager.newBaseManager()) {
+                NDManager manager = NDManager.newBaseManager()) {
             Batch batch = dataset.getData(manager).iterator().next();
             try (batch) {
                 Batch[] parts = batch.split(new Device[] {Device.cpu(), Device.cpu()}, false);

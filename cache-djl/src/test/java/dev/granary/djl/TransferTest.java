@@ -4,6 +4,7 @@ package dev.granary.djl;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import ai.djl.ndarray.BaseNDManager;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
@@ -56,7 +57,7 @@ class TransferTest {
                 assertArrayEquals(new float[] {1, 2, 3, 4, 5, 6}, array.toFloatArray(), transfer.name());
                 assertEquals(owner, array.getManager(), transfer.name());
             }
-            assertEquals(0, ((ai.djl.ndarray.BaseNDManager) manager).getManagedArrays().size(), transfer.name());
+            assertEquals(0, ((BaseNDManager) manager).getManagedArrays().size(), transfer.name());
         }
     }
 }

@@ -5,6 +5,7 @@ import dev.granary.loader.Batch;
 import dev.granary.loader.Collator;
 import dev.granary.loader.DataLoader;
 import dev.granary.loader.Dataset;
+import dev.granary.loader.Decoder;
 import dev.granary.loader.Epoch;
 import dev.granary.loader.LoaderState;
 import dev.granary.loader.LoaderStats;
@@ -24,6 +25,7 @@ import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
+import java.util.Objects;
 import java.util.function.Consumer;
 import org.nd4j.linalg.api.buffer.DataBuffer;
 import org.nd4j.linalg.api.buffer.DataType;
@@ -422,7 +424,7 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
 
     /** Runs the user's encoder on a worker thread, into fresh arrays. */
     private record EncodingDecoder(SampleEncoder encoder, int columns, int outcomes)
-            implements dev.granary.loader.Decoder<Rows> {
+            implements Decoder<Rows> {
         @Override
         public Rows decode(Sample sample) throws Exception {
             Rows rows = new Rows(new float[columns], new float[outcomes]);
@@ -545,7 +547,7 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
          * @throws IllegalArgumentException if the list is null or holds a null
          */
         public Builder labelNames(List<String> names) {
-            if (names == null || names.stream().anyMatch(java.util.Objects::isNull)) {
+            if (names == null || names.stream().anyMatch(Objects::isNull)) {
                 throw new IllegalArgumentException("label names: " + names + " (expected: a list of names, one per"
                         + " label column, none null)");
             }

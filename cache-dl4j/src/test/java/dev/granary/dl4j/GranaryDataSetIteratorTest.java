@@ -37,6 +37,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.api.io.TempDir;
 import org.nd4j.linalg.activations.Activation;
 import org.nd4j.linalg.api.ndarray.INDArray;
@@ -494,7 +495,7 @@ class GranaryDataSetIteratorTest {
         assertEquals(0, cache.stats().openLeases(), "refused builds leave nothing open");
     }
 
-    private static void assertMessage(String start, org.junit.jupiter.api.function.Executable call) {
+    private static void assertMessage(String start, Executable call) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, call);
         assertTrue(e.getMessage().startsWith(start), "message: " + e.getMessage() + " (expected to start with: "
                 + start + ")");

@@ -14,6 +14,7 @@ import dev.granary.tier.MemoryTier;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import org.nd4j.linalg.dataset.DataSet;
 
@@ -102,7 +103,7 @@ public final class IteratorOverheadMain {
             }
         } finally {
             try (var paths = Files.walk(dir)) {
-                for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
                     Files.deleteIfExists(p);
                 }
             }

@@ -44,7 +44,7 @@ public class SeveralJvmsOnOneNode {
                      .build()) {
             for (int epoch = 0; epoch < epochs; epoch++) {
                 try (Epoch<String> batches = loader.epoch(epoch)) {
-                    for (Batch<String> batch : batches) {
+                    for (Batch<String> _ : batches) {
                         // your training step (and the ranks' gradient exchange)
                     }
                     LoaderStats s = batches.stats();

@@ -2,7 +2,9 @@
 package dev.granary.loader;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * One batch of decoded samples, in sampler order.
@@ -20,6 +22,17 @@ import java.util.List;
  */
 public record Batch<T>(long epoch, long index, List<T> items, int[] indices, MemorySegment staging) {
 
+    /** Copies {@code indices}, so a batch never changes under its holder. */
+    public Batch {
+        indices = indices.clone();
+    }
+
+    /** {@return the dataset indices of {@link #items()}, in the same order, a copy} */
+    @Override
+    public int[] indices() {
+        return indices.clone();
+    }
+
     /** {@return the number of items} */
     public int size() {
         return items.size();
@@ -29,12 +42,12 @@ public record Batch<T>(long epoch, long index, List<T> items, int[] indices, Mem
     @Override
     public boolean equals(Object o) {
         return o instanceof Batch<?> b && epoch == b.epoch && index == b.index && items.equals(b.items)
-                && java.util.Arrays.equals(indices, b.indices) && java.util.Objects.equals(staging, b.staging);
+                && Arrays.equals(indices, b.indices) && Objects.equals(staging, b.staging);
     }
 
     @Override
     public int hashCode() {
-        return java.util.Objects.hash(epoch, index, items, java.util.Arrays.hashCode(indices), staging);
+        return Objects.hash(epoch, index, items, Arrays.hashCode(indices), staging);
     }
 
     /** The batch's place, its size and its dataset indices (the first 16 of them). */

@@ -1,17 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.loader;
 
+import dev.granary.CacheSimulation;
 import dev.granary.CacheStats;
 import dev.granary.EpochDriver;
 import dev.granary.TierStats;
 import dev.granary.TieredCache;
+import dev.granary.internal.ByteSizes;
+import dev.granary.internal.ReadAccount;
 import java.lang.ref.Cleaner;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 
 /**
  * Turns a {@link Dataset} and a seeded {@link Sampler} into batches for a trainer: reads ahead in the exact order the
@@ -107,7 +112,6 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class DataLoader<T> implements AutoCloseable {
 
-    private static final System.Logger LOG = System.getLogger(DataLoader.class.getName());
     /** The bound on bytes read and not yet decoded when the builder did not set one. */
     static final long DEFAULT_MAX_BYTES_IN_FLIGHT = 256L << 20;
     /** The share of the cache's capacity an epoch may hold in shard parts when the builder set no bound. */
@@ -126,7 +130,7 @@ public final class DataLoader<T> implements AutoCloseable {
     private final EpochDriver driver;
     private final List<String> tierNames;
     /** What this loader's reads caused in the cache (per-loader figures, not the cache-wide counters). */
-    private final dev.granary.internal.ReadAccount account;
+    private final ReadAccount account;
     private final Cleaner.Cleanable resources;
 
     private final Object lock = new Object();
@@ -144,7 +148,7 @@ public final class DataLoader<T> implements AutoCloseable {
                 : defaultStreamBudget(b.dataset.cache().stats());
         this.settings = new LoaderSettings<>(b.dataset, b.decoder, b.batchSize, b.prefetch, readAhead,
                 maxBytesInFlight, streamBudget, b.skipFailed, b.collator, b.streamShards, b.partSize);
-        this.account = new dev.granary.internal.ReadAccount(dataset.cache().stats().tiers().size());
+        this.account = new ReadAccount(dataset.cache().stats().tiers().size());
         this.counters = new LoaderCounters(b.prefetch, account, new StarvationAlarm(b.starvationThreshold,
                 b.starvationWindow, b.workers, "loader over " + b.dataset, b.starvationListener));
         this.dropLast = b.dropLast;
@@ -366,7 +370,7 @@ public final class DataLoader<T> implements AutoCloseable {
             specs.add(new DryRun.EpochSpec(epoch, () -> sampler.epoch(epoch), i == 0 ? Math.min(firstBatch, end) : 0,
                     end, batchSize));
         }
-        dev.granary.CacheSimulation sim;
+        CacheSimulation sim;
         try {
             sim = dataset.cache().loaderSupport().simulation(driver);
         } catch (IllegalStateException e) {
@@ -610,8 +614,8 @@ public final class DataLoader<T> implements AutoCloseable {
         private boolean streamShards = true;
         private int partSize = ShardParts.DEFAULT_PART_SIZE;
         private double starvationThreshold = 0.2;
-        private java.time.Duration starvationWindow = java.time.Duration.ofSeconds(30);
-        private java.util.function.Consumer<Starvation> starvationListener;
+        private Duration starvationWindow = Duration.ofSeconds(30);
+        private Consumer<Starvation> starvationListener;
 
         private Builder(Dataset dataset, Decoder<T> decoder) {
             this.dataset = dataset;
@@ -877,7 +881,7 @@ public final class DataLoader<T> implements AutoCloseable {
         public Builder<T> staging(long bytesPerBatch, Collator<T> collator) {
             if (bytesPerBatch < 1 || bytesPerBatch > (1L << 40)) {
                 throw new IllegalArgumentException("staging buffer size: " + bytesPerBatch + " bytes (expected: "
-                        + dev.granary.internal.ByteSizes.range(1, 1L << 40) + ")");
+                        + ByteSizes.range(1, 1L << 40) + ")");
             }
             if (collator == null) {
                 throw new IllegalArgumentException("collator: null (expected: a Collator that packs a batch into"
@@ -940,9 +944,9 @@ public final class DataLoader<T> implements AutoCloseable {
          * @return this builder
          * @throws IllegalArgumentException if null or out of range
          */
-        public Builder<T> starvationWindow(java.time.Duration window) {
-            if (window == null || window.compareTo(java.time.Duration.ofMillis(1)) < 0
-                    || window.compareTo(java.time.Duration.ofDays(1)) > 0) {
+        public Builder<T> starvationWindow(Duration window) {
+            if (window == null || window.compareTo(Duration.ofMillis(1)) < 0
+                    || window.compareTo(Duration.ofDays(1)) > 0) {
                 throw new IllegalArgumentException("starvation window: " + window + " (expected: 1 ms to 1 day)");
             }
             this.starvationWindow = window;
@@ -957,7 +961,7 @@ public final class DataLoader<T> implements AutoCloseable {
          * @param listener the listener, or null for none
          * @return this builder
          */
-        public Builder<T> starvationListener(java.util.function.Consumer<Starvation> listener) {
+        public Builder<T> starvationListener(Consumer<Starvation> listener) {
             this.starvationListener = listener;
             return this;
         }

@@ -13,12 +13,14 @@ import java.util.List;
  * <ul>
  *   <li>{@link #ofObjects(TieredCache, String)}: one sample per object under a prefix, keys in UTF-8 byte order;</li>
  *   <li>{@link #ofKeys(TieredCache, List)}: one sample per given key, in the given order;</li>
- *   <li>{@link WebDataset#of(TieredCache, List)}: the samples inside tar shards.</li>
+ *   <li>{@link WebDataset#of(TieredCache, List)}: the samples inside tar shards;</li>
+ *   <li>{@link ShardedDataset#of(TieredCache, List, ShardFormat)}: the samples inside shards of any
+ *       {@link ShardFormat}, a user's own included.</li>
  * </ul>
  *
  * <p>Immutable and thread-safe.
  */
-public abstract sealed class Dataset permits ObjectDataset, WebDataset {
+public abstract sealed class Dataset permits ObjectDataset, ShardedDataset {
 
     Dataset() {}
 

@@ -10,6 +10,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Supplier;
 
 /**
  * The loop behind {@link DataLoader#plan}: epoch after epoch, starts the cache's dry run's epoch, feeds it the
@@ -29,7 +30,7 @@ final class DryRun implements ReadUnits.Sink {
      * One epoch to run: its number, how to compute its order (when its turn comes, so that a long plan holds one order
      * at a time), and the batches it reads.
      */
-    record EpochSpec(long epoch, java.util.function.Supplier<int[]> order, long firstBatch, long endBatch,
+    record EpochSpec(long epoch, Supplier<int[]> order, long firstBatch, long endBatch,
             int batchSize) {}
 
     private final CacheSimulation sim;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.loader;
 
+import java.lang.ref.Cleaner;
+import java.lang.ref.Cleaner.Cleanable;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
 
@@ -26,10 +28,10 @@ import java.util.NoSuchElementException;
 public final class Epoch<T> implements Iterable<Batch<T>>, AutoCloseable {
 
     private final EpochRun<T> run;
-    private final java.lang.ref.Cleaner.Cleanable cleanable;
+    private final Cleanable cleanable;
     private boolean iterated;
 
-    Epoch(EpochRun<T> run, java.lang.ref.Cleaner cleaner) {
+    Epoch(EpochRun<T> run, Cleaner cleaner) {
         this.run = run;
         // Dropped unclosed: abandoned on a virtual thread of its own, so the shared cleaner thread never waits.
         this.cleanable = cleaner.register(this, () -> Thread.ofVirtual().name("granary-loader-abandon")

@@ -3,6 +3,7 @@ package dev.granary.loader;
 
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -94,7 +95,7 @@ public record EpochPlan(long epoch, long samples, long reads, long readBytes, Ma
 
     @Override
     public String toString() {
-        return String.format(java.util.Locale.ROOT,
+        return String.format(Locale.ROOT,
                 "epoch %d: %d samples, %d reads, hits %s (ratio %.3f), origin %d reads + %d metadata = %d requests,"
                         + " %d bytes", epoch, samples, reads, tierHits, hitRatio(), originReads, metadataRequests,
                 originRequests(), originBytes);

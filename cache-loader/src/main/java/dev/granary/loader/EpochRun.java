@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.loader;
 
+import dev.granary.internal.FlightEvents;
+import dev.granary.internal.ReadAccount;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
@@ -16,6 +20,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
 
 /**
  * The work of one epoch: a feeder walks the epoch's samples in sampler order and starts each read on a virtual thread
@@ -81,7 +86,7 @@ final class EpochRun<T> {
     private volatile PendingBatch<T> handed;
     /** The loader's figures when the epoch started, and a source of them; set by the loader before start(). */
     LoaderStats statsAtStart;
-    java.util.function.Supplier<LoaderStats> loaderStats;
+    Supplier<LoaderStats> loaderStats;
     /** The loader's figures when the epoch closed (its reads and decodes stopped). */
     private volatile LoaderStats statsAtEnd;
 
@@ -108,11 +113,11 @@ final class EpochRun<T> {
 
     /** Plans the epoch's reads: a stream of shard parts if its order allows, else null (per-sample reads). */
     private ShardStream openStream(int from, int to) {
-        if (!settings.streamShards() || !(settings.dataset() instanceof WebDataset shards) || from == to) {
-            return null;
+        StreamPlan plan = StreamPlan.forEpoch(settings, order, from, to);
+        if (!plan.considered()) {
+            return null; // the loader or the dataset does not stream: nothing to tell
         }
-        int partSize = ShardParts.forEpoch(shards, settings.partSize());
-        StreamPlan plan = StreamPlan.decide(shards, order, from, to, partSize, settings.streamBudget());
+        ShardedDataset shards = (ShardedDataset) settings.dataset();
         if (!plan.streams()) {
             // Once per loader at INFO (the order is a configuration choice, the same every epoch), then DEBUG.
             System.Logger.Level level = counters.firstFallback() ? System.Logger.Level.INFO
@@ -178,7 +183,7 @@ final class EpochRun<T> {
         }
         long wait0 = System.nanoTime();
         int depth = readyDepth();
-        Object event = dev.granary.internal.FlightEvents.batchWaitBegin();
+        Object event = FlightEvents.batchWaitBegin();
         counters.waitingSince = wait0;
         try {
             while (taken == null) {
@@ -196,20 +201,20 @@ final class EpochRun<T> {
             ensureOpen(); // closed meanwhile: its batches were cut short by the close, not real ones
             advance();
             counters.delivered(batch.size(), System.nanoTime() - wait0, depth);
-            dev.granary.internal.FlightEvents.batchWaitEnd(event, settings.dataset(), epoch, next - 1, depth,
+            FlightEvents.batchWaitEnd(event, settings.dataset(), epoch, next - 1, depth,
                     batch.size(), false);
             return batch;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while waiting for batch " + next + " of epoch " + epoch
                     + " (the position is kept: the next call waits for the same batch)", e);
-        } catch (java.util.concurrent.CancellationException e) {
+        } catch (CancellationException e) {
             ensureOpen();
             throw new IllegalStateException("epoch " + epoch + " was closed", e);
         } catch (ExecutionException e) {
             advance();
             counters.took(System.nanoTime() - wait0, depth);
-            dev.granary.internal.FlightEvents.batchWaitEnd(event, settings.dataset(), epoch, next - 1, depth, 0,
+            FlightEvents.batchWaitEnd(event, settings.dataset(), epoch, next - 1, depth, 0,
                     true);
             Throwable cause = e.getCause();
             if (cause instanceof SampleException se) {
@@ -310,7 +315,7 @@ final class EpochRun<T> {
             try {
                 if (!cancelled) {
                     ShardStream parts = stream;
-                    sample = dev.granary.internal.ReadAccount.call(counters.account,
+                    sample = ReadAccount.call(counters.account,
                             () -> parts != null ? parts.take(position) : settings.dataset().read(index));
                     long actual = sample.size();
                     if (parts == null) {
@@ -353,7 +358,7 @@ final class EpochRun<T> {
             } catch (InternalError e) {
                 // A zero-copy sample is a view of a cache file; if that file was truncated or its device failed
                 // under the decoder, the JVM reports the fault as an InternalError: hand the trainer an I/O failure.
-                slotFailed(pending, slot, failure(pending, sample.index(), new java.io.IOException("cannot read"
+                slotFailed(pending, slot, failure(pending, sample.index(), new IOException("cannot read"
                         + " sample " + sample.index() + ": the cache file under it was damaged (truncated or"
                         + " failing)", e)));
             } catch (Exception | Error e) {
@@ -423,7 +428,7 @@ final class EpochRun<T> {
             stream.close(); // every part lease: none outlives the epoch
         }
         // Whatever the trainer may be waiting for completes now: it gets "closed", never a hang.
-        java.util.concurrent.CancellationException closed = new java.util.concurrent.CancellationException(
+        CancellationException closed = new CancellationException(
                 "epoch " + epoch + " closed");
         PendingBatch<T> current = feeding;
         if (current != null) {
@@ -534,7 +539,7 @@ final class EpochRun<T> {
                             kept[n++] = indices[i];
                         }
                     }
-                    batch = new Batch<>(epoch, number, java.util.Collections.unmodifiableList(list),
+                    batch = new Batch<>(epoch, number, Collections.unmodifiableList(list),
                             Arrays.copyOf(kept, n), null);
                 }
                 Arrays.fill(items, null);

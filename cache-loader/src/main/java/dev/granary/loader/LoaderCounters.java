@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.loader;
 
+import dev.granary.internal.ReadAccount;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -21,7 +23,7 @@ final class LoaderCounters {
     /** Time the workers spent decoding, for the starvation alarm's figures. */
     final LongAdder decodeNanos = new LongAdder();
     /** What this loader's reads caused in the cache: its own tier hits, misses and origin reads. */
-    final dev.granary.internal.ReadAccount account;
+    final ReadAccount account;
     /** The time the loader's closed epochs were open, summed. */
     private final LongAdder closedEpochNanos = new LongAdder();
     /** When the open epoch started ({@link System#nanoTime()}), or {@link Long#MIN_VALUE} when none is open. */
@@ -32,14 +34,14 @@ final class LoaderCounters {
     private final LongAdder[] depthAtTake;
     private final LongAdder observedBytes = new LongAdder();
     private final LongAdder observedCount = new LongAdder();
-    private final java.util.concurrent.atomic.AtomicBoolean fellBack = new java.util.concurrent.atomic.AtomicBoolean();
+    private final AtomicBoolean fellBack = new AtomicBoolean();
 
     /**
      * @param prefetch the deepest the ready queue gets
      * @param account  the loader's account in its cache
      * @param alarm    the starvation alarm, fed at each batch the trainer takes
      */
-    LoaderCounters(int prefetch, dev.granary.internal.ReadAccount account, StarvationAlarm alarm) {
+    LoaderCounters(int prefetch, ReadAccount account, StarvationAlarm alarm) {
         this.account = account;
         this.alarm = alarm;
         depthAtTake = new LongAdder[prefetch + 1];

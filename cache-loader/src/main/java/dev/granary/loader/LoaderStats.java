@@ -3,6 +3,7 @@ package dev.granary.loader;
 
 import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * A snapshot of a {@link DataLoader}'s counters since it was built ({@link DataLoader#stats()}) or of one epoch's
@@ -128,7 +129,7 @@ public record LoaderStats(long samples, long skipped, long failed, long batches,
 
     @Override
     public int hashCode() {
-        return java.util.Objects.hash(samples, skipped, failed, batches, bytes, dataWaitNanos, queueDepth,
+        return Objects.hash(samples, skipped, failed, batches, bytes, dataWaitNanos, queueDepth,
                 Arrays.hashCode(depthAtTake), Arrays.hashCode(tierHits), tierNames, misses, originReads, originBytes,
                 elapsedNanos);
     }

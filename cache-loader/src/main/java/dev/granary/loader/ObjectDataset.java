@@ -5,12 +5,14 @@ import dev.granary.Lease;
 import dev.granary.ObjectInfo;
 import dev.granary.TieredCache;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.stream.Stream;
 
 /**
@@ -67,7 +69,7 @@ final class ObjectDataset extends Dataset {
             while (it.hasNext()) {
                 listing.add(it.next(), prefix);
             }
-        } catch (java.io.UncheckedIOException e) {
+        } catch (UncheckedIOException e) {
             throw e.getCause();
         }
         if (listing.size == 0) {
@@ -140,7 +142,7 @@ final class ObjectDataset extends Dataset {
         if (longSizes != null) {
             return longSizes[index];
         }
-        java.util.Objects.checkIndex(index, keys.size());
+        Objects.checkIndex(index, keys.size());
         return -1;
     }
 
@@ -155,7 +157,7 @@ final class ObjectDataset extends Dataset {
      */
     ObjectInfo object(int index) {
         if (versions == null) {
-            java.util.Objects.checkIndex(index, keys.size());
+            Objects.checkIndex(index, keys.size());
             return null;
         }
         long size = byteSize(index);

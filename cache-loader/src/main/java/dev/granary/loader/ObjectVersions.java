@@ -61,12 +61,12 @@ final class ObjectVersions {
         int n = versions.size();
         String one = n == 0 ? "" : versions.get(0);
         boolean[] varies = new boolean[1];
-        int[] misfits = new int[Shape.values().length];
+        int[] misfits = new int[FIXED.length]; // parallel to FIXED
         versions.forEach((i, v) -> {
             varies[0] |= !v.equals(one);
-            for (Shape s : FIXED) {
-                if (!fits(s, v, sizes.applyAsLong(i))) {
-                    misfits[s.ordinal()]++;
+            for (int k = 0; k < FIXED.length; k++) {
+                if (!fits(FIXED[k], v, sizes.applyAsLong(i))) {
+                    misfits[k]++;
                 }
             }
         });
@@ -75,10 +75,10 @@ final class ObjectVersions {
         }
         Shape best = Shape.STRINGS;
         int fewest = n / 64;
-        for (Shape s : FIXED) {
-            if (misfits[s.ordinal()] <= fewest && (best == Shape.STRINGS || misfits[s.ordinal()] < fewest)) {
-                best = s;
-                fewest = misfits[s.ordinal()];
+        for (int k = 0; k < FIXED.length; k++) {
+            if (misfits[k] <= fewest && (best == Shape.STRINGS || misfits[k] < fewest)) {
+                best = FIXED[k];
+                fewest = misfits[k];
             }
         }
         if (best == Shape.STRINGS) {
@@ -179,7 +179,7 @@ final class ObjectVersions {
     private static boolean lowerHex(String v, int from, int to) {
         for (int i = from; i < to; i++) {
             char c = v.charAt(i);
-            if (!(c >= '0' && c <= '9' || c >= 'a' && c <= 'f')) {
+            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
                 return false;
             }
         }

@@ -10,7 +10,7 @@ import java.util.Optional;
  * What an epoch asks its cache for, in order, as units the cache looks up and fills one by one: the one function that
  * {@link DataLoader#plan} feeds the cache's dry run with. It follows the loader's own read path:
  * <ul>
- *   <li>a {@link WebDataset} epoch whose order lets it stream ({@link StreamPlan#decide}, the very function
+ *   <li>a {@link WebDataset} epoch whose order lets it stream ({@link StreamPlan#forEpoch}, the very function
  *       {@link EpochRun} asks) reads its shards' parts, each one extent, in order of first use;</li>
  *   <li>otherwise a {@link WebDataset} sample is one extent of its shard, pinned to the version the shard was indexed
  *       at;</li>
@@ -73,19 +73,13 @@ interface ReadUnits {
      */
     static ReadUnits of(LoaderSettings<?> settings) {
         ReadUnits perSample = perSample(settings.dataset());
-        if (!settings.streamShards() || !(settings.dataset() instanceof WebDataset shards)) {
-            return perSample;
-        }
         return (epoch, order, from, to, sim, sink) -> {
-            if (from == to) {
-                return;
-            }
-            int partSize = ShardParts.forEpoch(shards, settings.partSize());
-            StreamPlan plan = StreamPlan.decide(shards, order, from, to, partSize, settings.streamBudget());
+            StreamPlan plan = StreamPlan.forEpoch(settings, order, from, to); // the epoch's own decision
             if (!plan.streams()) {
                 perSample.epoch(epoch, order, from, to, sim, sink);
                 return;
             }
+            ShardedDataset shards = (ShardedDataset) settings.dataset();
             for (int i = 0; i < plan.partCount(); i++) {
                 ObjectInfo shard = shards.shardInfo(plan.shard(i));
                 int length = ShardParts.length(plan.number(i), shard.size(), plan.partSize());
@@ -97,7 +91,7 @@ interface ReadUnits {
     /** {@return the units of a dataset read sample by sample, as {@link Dataset#read} reads them} */
     static ReadUnits perSample(Dataset dataset) {
         return switch (dataset) {
-            case WebDataset shards -> (epoch, order, from, to, sim, sink) -> {
+            case ShardedDataset shards -> (epoch, order, from, to, sim, sink) -> {
                 for (int p = from; p < to; p++) {
                     int sample = order[p];
                     int length = shards.sampleLength(sample);

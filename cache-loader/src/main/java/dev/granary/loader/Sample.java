@@ -19,6 +19,8 @@ public final class Sample {
     private final int index;
     private final String source;
     private final Map<String, ByteBuffer> fields;
+    /** The sample's whole, when it is not its one field (a TFRecord record beside its features); else null. */
+    private final ByteBuffer whole;
     /**
      * Gives the memory under {@link #fields} back: closes the sample's own lease, or drops its reference on the
      * shard part it is a slice of (see ShardStream). Called once, by the loader, when the decoder returned.
@@ -27,15 +29,26 @@ public final class Sample {
 
     /** A sample whose bytes are views of one lease of its own, closed on release. */
     Sample(String key, int index, String source, Map<String, ByteBuffer> fields, Lease lease) {
-        this(key, index, source, fields, (Runnable) lease::close);
+        this(key, index, source, fields, null, lease::close);
+    }
+
+    /** A sample with a whole besides its fields ({@link ShardFormat#bytes}), over one lease of its own. */
+    Sample(String key, int index, String source, Map<String, ByteBuffer> fields, ByteBuffer whole, Lease lease) {
+        this(key, index, source, fields, whole, lease::close);
     }
 
     /** A sample whose memory is given back by {@code release}, which must be safe to call from any thread. */
     Sample(String key, int index, String source, Map<String, ByteBuffer> fields, Runnable release) {
+        this(key, index, source, fields, null, release);
+    }
+
+    /** The general form: {@code whole} may be null. */
+    Sample(String key, int index, String source, Map<String, ByteBuffer> fields, ByteBuffer whole, Runnable release) {
         this.key = key;
         this.index = index;
         this.source = source;
         this.fields = fields;
+        this.whole = whole;
         this.release = release;
     }
 
@@ -55,12 +68,17 @@ public final class Sample {
     }
 
     /**
-     * {@return the sample's bytes}: a read-only buffer, valid while the decoder runs
+     * {@return the sample's bytes}: a read-only buffer, valid while the decoder runs — the object, the record of a
+     * TFRecord file (its features are in {@link #fields()}), the token window of a token dataset, or a sample's one
+     * field
      *
-     * @throws IllegalStateException if the sample has several fields (a WebDataset sample with {@code jpg} and
-     *                               {@code cls}): use {@link #fields()}
+     * @throws IllegalStateException if the sample is made of several fields and nothing else (a WebDataset sample with
+     *                               {@code jpg} and {@code cls}): use {@link #fields()}
      */
     public ByteBuffer bytes() {
+        if (whole != null) {
+            return whole.duplicate();
+        }
         if (fields.size() != 1) {
             throw new IllegalStateException("sample '" + key + "' has fields " + fields.keySet()
                     + " (expected: one field for bytes(); use fields())");

@@ -118,7 +118,7 @@ public sealed interface Sampler permits EpochOrder {
         if (dataset == null) {
             throw new IllegalArgumentException("dataset: null (expected: a Dataset)");
         }
-        if (dataset instanceof WebDataset web) {
+        if (dataset instanceof ShardedDataset web) {
             int[] first = new int[web.shardCount() + 1];
             for (int s = 0; s <= web.shardCount(); s++) {
                 first[s] = web.firstSample(s);

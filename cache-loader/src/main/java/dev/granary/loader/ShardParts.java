@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.loader;
 
+import dev.granary.LoaderSupport;
+import dev.granary.ObjectInfo;
+
 /**
  * How a shard is cut into the large parts that are read whole: part {@code i} is the byte range
  * {@code [i × partSize, min((i + 1) × partSize, shardSize))}. The rule is the same for indexing a shard without an
@@ -48,7 +51,7 @@ final class ShardParts {
      * (docs/decisions/0008-staged-pages-serve-extents.md) — else {@code configured}. Both the epoch
      * ({@link EpochRun}) and its dry run ({@link ReadUnits}) ask this, so they plan the same parts.
      */
-    static int forEpoch(WebDataset shards, int configured) {
+    static int forEpoch(ShardedDataset shards, int configured) {
         int page = shards.cache().pageSize();
         if (page == configured || page < MIN_PART_SIZE) {
             return configured;
@@ -57,12 +60,12 @@ final class ShardParts {
         // the pages it finds (their CRC, read from the file), so probing every shard of a large dataset would read two
         // pages of each before the epoch starts. A shard the sample misses that is not staged is read in page-sized
         // parts: right bytes, smaller requests.
-        dev.granary.LoaderSupport support = shards.cache().loaderSupport();
+        LoaderSupport support = shards.cache().loaderSupport();
         int n = shards.shardCount();
         int probes = Math.min(n, PROBED_SHARDS);
         for (int i = 0; i < probes; i++) {
             int s = probes == 1 ? 0 : (int) ((long) i * (n - 1) / (probes - 1));
-            dev.granary.ObjectInfo shard = shards.shardInfo(s);
+            ObjectInfo shard = shards.shardInfo(s);
             if (shard.size() > 0 && !support.holdsPages(shard)) {
                 return configured;
             }

@@ -2,8 +2,10 @@
 package dev.granary.loader;
 
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * Groups the members of a tar shard into WebDataset samples. Stateless and thread-safe.
@@ -97,7 +99,7 @@ final class ShardSamples {
         List<Entry> samples = new ArrayList<>();
         String key = null;
         List<Field> fields = new ArrayList<>();
-        java.util.Set<String> done = new java.util.HashSet<>();
+        Set<String> done = new HashSet<>();
         for (TarIndex.Member member : members) {
             String name = member.name();
             int slash = name.lastIndexOf('/');

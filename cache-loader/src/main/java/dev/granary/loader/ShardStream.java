@@ -4,6 +4,7 @@ package dev.granary.loader;
 import dev.granary.Lease;
 import dev.granary.LoaderSupport;
 import dev.granary.ObjectInfo;
+import dev.granary.internal.ReadAccount;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
@@ -55,12 +56,12 @@ final class ShardStream implements AutoCloseable {
     /** Released (every use given back), or never to be read (every position that uses it was given up). */
     private static final byte DONE = 4;
 
-    private final WebDataset dataset;
+    private final ShardedDataset dataset;
     private final StreamPlan plan;
     private final int[] order;
     private final LoaderSupport support;
     /** The loader's account, charged with the parts' reads (per-loader figures); null for none. */
-    private final dev.granary.internal.ReadAccount account;
+    private final ReadAccount account;
     private final int parallelism;
     private final long budget;
     private final Thread prefetcher;
@@ -91,8 +92,8 @@ final class ShardStream implements AutoCloseable {
      * @param name        names the threads: the epoch, for thread dumps
      * @param account     the loader's account, charged with the parts' reads; null for none
      */
-    ShardStream(WebDataset dataset, StreamPlan plan, int[] order, int parallelism, long budget, String name,
-            dev.granary.internal.ReadAccount account) {
+    ShardStream(ShardedDataset dataset, StreamPlan plan, int[] order, int parallelism, long budget, String name,
+            ReadAccount account) {
         if (!plan.streams() || parallelism < 1 || budget < 1) {
             throw new IllegalStateException("shard stream: plan " + plan + ", parallelism " + parallelism
                     + ", budget " + budget + " (expected: a plan that streams, both >= 1)");
@@ -164,7 +165,7 @@ final class ShardStream implements AutoCloseable {
             Lease lease = null;
             IOException failure = null;
             try {
-                lease = dev.granary.internal.ReadAccount.call(account, () -> support.readExtent(shard, start,
+                lease = ReadAccount.call(account, () -> support.readExtent(shard, start,
                         (int) length));
             } catch (IOException e) {
                 failure = e; // as the origin said it (ObjectChangedException, …): it names the shard
@@ -312,7 +313,8 @@ final class ShardStream implements AutoCloseable {
 
     private Sample sample(int sample, ByteBuffer extent, Runnable release) throws IOException {
         Map<String, ByteBuffer> fields = dataset.fieldsOf(sample, extent);
-        return new Sample(dataset.key(sample), sample, dataset.source(sample), fields, release);
+        return new Sample(dataset.key(sample), sample, dataset.source(sample), fields,
+                dataset.wholeOf(sample, extent), release);
     }
 
     private long partStart(int part) {

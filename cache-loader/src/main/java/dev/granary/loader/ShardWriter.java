@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.loader;
 
+import java.io.BufferedOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
@@ -8,8 +9,14 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.IllegalFormatException;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
+import java.util.zip.CRC32C;
 
 /**
  * Packs samples into WebDataset tar shards — the fix for the "one small object per sample" layout that makes an
@@ -67,7 +74,7 @@ public final class ShardWriter implements AutoCloseable {
     private final List<String> written = new ArrayList<>();
     /** The current shard's samples and their extents' CRC32C, for its index. */
     private final List<ShardSamples.Entry> entries = new ArrayList<>();
-    private final java.util.Set<String> keys = new java.util.HashSet<>();
+    private final Set<String> keys = new HashSet<>();
     private int[] crcs = new int[64];
     private Tap tap;
     private OutputStream stream;
@@ -169,7 +176,7 @@ public final class ShardWriter implements AutoCloseable {
         int crc = tap.disarm((int) (start - before), (int) (end - before));
         if (indexes) {
             if (entries.size() == crcs.length) {
-                crcs = java.util.Arrays.copyOf(crcs, crcs.length * 2);
+                crcs = Arrays.copyOf(crcs, crcs.length * 2);
             }
             crcs[entries.size()] = crc;
             entries.add(new ShardSamples.Entry(key, start, end, placed));
@@ -213,13 +220,13 @@ public final class ShardWriter implements AutoCloseable {
 
     private void openShard() {
         int index = written.size();
-        String name = String.format(java.util.Locale.ROOT, pattern, index);
+        String name = String.format(Locale.ROOT, pattern, index);
         try {
             if (directory != null) {
                 Files.createDirectories(directory);
                 Path target = directory.resolve(name);
                 partial = target.resolveSibling(target.getFileName() + ".partial");
-                stream = new java.io.BufferedOutputStream(Files.newOutputStream(partial), 1 << 16);
+                stream = new BufferedOutputStream(Files.newOutputStream(partial), 1 << 16);
             } else {
                 stream = sink.open(index, name);
                 if (stream == null) {
@@ -249,7 +256,7 @@ public final class ShardWriter implements AutoCloseable {
             }
             if (indexes) {
                 writeIndex(name, ShardIndexFile.encode(size, "", entries,
-                        java.util.Arrays.copyOf(crcs, entries.size())));
+                        Arrays.copyOf(crcs, entries.size())));
             }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot complete shard " + name, e);
@@ -304,7 +311,7 @@ public final class ShardWriter implements AutoCloseable {
         /** Stops copying; returns the CRC32C of the copy's bytes {@code [from, to)}. */
         int disarm(int from, int to) {
             armed = false;
-            java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+            CRC32C crc = new CRC32C();
             crc.update(copy, from, to - from);
             if (copy.length > 64 << 20) {
                 copy = new byte[1 << 16]; // a huge sample's copy is not kept for the next
@@ -322,7 +329,7 @@ public final class ShardWriter implements AutoCloseable {
             out.write(b, off, len);
             if (armed) {
                 if (size + len > copy.length) {
-                    copy = java.util.Arrays.copyOf(copy, Math.max(size + len, (int) Math.min(
+                    copy = Arrays.copyOf(copy, Math.max(size + len, (int) Math.min(
                             (long) copy.length * 2, Integer.MAX_VALUE - 8)));
                 }
                 System.arraycopy(b, off, copy, size, len);
@@ -373,11 +380,11 @@ public final class ShardWriter implements AutoCloseable {
         public Builder pattern(String pattern) {
             String sample;
             try {
-                sample = pattern == null ? null : String.format(java.util.Locale.ROOT, pattern, 0);
-            } catch (java.util.IllegalFormatException e) {
+                sample = pattern == null ? null : String.format(Locale.ROOT, pattern, 0);
+            } catch (IllegalFormatException e) {
                 sample = null;
             }
-            if (sample == null || sample.equals(String.format(java.util.Locale.ROOT, pattern, 1))
+            if (sample == null || sample.equals(String.format(Locale.ROOT, pattern, 1))
                     || !sample.endsWith(".tar") || sample.startsWith("/") || sample.contains("..")) {
                 throw new IllegalArgumentException("shard name pattern: " + (pattern == null ? "null" : "'" + pattern
                         + "'") + " (expected: a relative name ending in .tar with one integer, such as"

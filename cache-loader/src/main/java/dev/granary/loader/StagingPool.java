@@ -5,6 +5,7 @@ import dev.granary.internal.PageLocker;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.TimeUnit;
 
 /**
  * A loader's reusable staging buffers: a fixed number of off-heap buffers of one size, optionally page-locked,
@@ -43,7 +44,7 @@ final class StagingPool implements AutoCloseable {
 
     /** Takes a free buffer; there is always one unless buffers leaked, which fails the batch rather than hang. */
     MemorySegment acquire() throws InterruptedException {
-        MemorySegment buffer = free.poll(30, java.util.concurrent.TimeUnit.SECONDS);
+        MemorySegment buffer = free.poll(30, TimeUnit.SECONDS);
         if (buffer == null) {
             throw new IllegalStateException("no staging buffer free after 30 s (expected: one of "
                     + free.remainingCapacity() + " back from the trainer)");

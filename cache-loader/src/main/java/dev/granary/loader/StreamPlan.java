@@ -2,6 +2,7 @@
 package dev.granary.loader;
 
 import java.util.Arrays;
+import java.util.Locale;
 
 /**
  * Whether an epoch reads its shards in large parts ({@link ShardStream}) or each sample as its own extent, and if
@@ -17,7 +18,7 @@ import java.util.Arrays;
  * blocks' shards for an order that shuffles within blocks of k shards, and the whole dataset for a global per-sample
  * shuffle. An epoch streams when:
  * <ol>
- *   <li>the dataset is a {@link WebDataset} (objects are read whole already);</li>
+ *   <li>the dataset is a {@link ShardedDataset} (objects are read whole already);</li>
  *   <li>the working set fits the budget (the loader's {@code maxBytesInFlight}: parts held are bytes read and not
  *       yet decoded), else the read-ahead could not hold what the order needs and parts would be read again;</li>
  *   <li>the epoch uses at least {@value #MIN_USED_FRACTION} of the sample bytes in the parts it would read, else
@@ -39,7 +40,7 @@ final class StreamPlan {
     private final int partSize;
     private final int from;
     private final int to;
-    /** Per shard, the global number of its part 0; one more entry for the total. Null without a WebDataset. */
+    /** Per shard, the global number of its part 0; one more entry for the total. Null without shards. */
     private final int[] partBase;
     /** Global part number → index in first-use order, or -1 if the epoch does not use the part. */
     private final int[] index;
@@ -74,6 +75,34 @@ final class StreamPlan {
     }
 
     /**
+     * The one decision of how a loader's epoch reads, for the epoch itself ({@link EpochRun}) and for its dry run
+     * ({@link ReadUnits}) alike: a refused plan when the loader does not stream shards ({@code streamShards(false)}),
+     * when the dataset has no shards, or when the epoch reads nothing; else {@link #decide} with the epoch's part size
+     * ({@link ShardParts#forEpoch}) and the loader's stream budget.
+     *
+     * @param settings the loader's settings
+     * @param order    the epoch's order for this rank
+     * @param from     the first position the epoch reads
+     * @param to       the position after the last it reads
+     * @return the plan; {@link #streams()} says whether the epoch reads its shards in parts
+     */
+    static StreamPlan forEpoch(LoaderSettings<?> settings, int[] order, int from, int to) {
+        if (!settings.streamShards()) {
+            return refused("the loader reads each sample as its own extent (streamShards(false))",
+                    settings.partSize(), from, to);
+        }
+        if (!(settings.dataset() instanceof ShardedDataset shards)) {
+            return refused("the dataset has no shards: each sample is an object, read whole",
+                    settings.partSize(), from, to);
+        }
+        if (from == to) {
+            return refused("the epoch reads no sample", settings.partSize(), from, to);
+        }
+        return decide(shards, order, from, to, ShardParts.forEpoch(shards, settings.partSize()),
+                settings.streamBudget());
+    }
+
+    /**
      * Decides how positions {@code [from, to)} of an epoch's order are read (see the class comment).
      *
      * @param dataset  the dataset the order indexes
@@ -98,8 +127,8 @@ final class StreamPlan {
         if (budget < 1) {
             throw new IllegalArgumentException("budget: " + budget + " (expected: >= 1)");
         }
-        if (!(dataset instanceof WebDataset shards)) {
-            return refused("the dataset is not a WebDataset: each sample is an object, read whole", partSize, from,
+        if (!(dataset instanceof ShardedDataset shards)) {
+            return refused("the dataset has no shards: each sample is an object, read whole", partSize, from,
                     to);
         }
         int shardCount = shards.shardCount();
@@ -212,7 +241,7 @@ final class StreamPlan {
     }
 
     /** The largest total size of the parts live at one position: a sweep over first and last uses. */
-    private static long workingSet(WebDataset shards, int partSize, int[] shard, int[] number, int[] firstUse,
+    private static long workingSet(ShardedDataset shards, int partSize, int[] shard, int[] number, int[] firstUse,
             int[] lastUse) {
         int n = shard.length;
         long[] ends = new long[n]; // (last use, part) packed, sorted: the parts in order of their last use
@@ -235,7 +264,7 @@ final class StreamPlan {
     }
 
     /** The bytes of the samples that start in the parts the epoch reads, whether or not it uses them. */
-    private static long availableBytes(WebDataset shards, int partSize, int[] base, int[] index) {
+    private static long availableBytes(ShardedDataset shards, int partSize, int[] base, int[] index) {
         long bytes = 0;
         for (int s = 0; s < base.length - 1; s++) {
             boolean touched = false;
@@ -255,13 +284,21 @@ final class StreamPlan {
     }
 
     private static String mib(long bytes) {
-        return bytes % (1 << 20) == 0 ? (bytes >> 20) + " MiB" : String.format(java.util.Locale.ROOT, "%.1f MiB",
+        return bytes % (1 << 20) == 0 ? (bytes >> 20) + " MiB" : String.format(Locale.ROOT, "%.1f MiB",
                 bytes / 1048576.0);
     }
 
     /** {@return whether the epoch reads its shards in parts} */
     boolean streams() {
         return streams;
+    }
+
+    /**
+     * {@return whether the epoch's order was weighed} True when the loader streams shards and the dataset has them,
+     * so that a refusal is the order's (worth telling the user once); false when streaming never applied.
+     */
+    boolean considered() {
+        return partBase != null;
     }
 
     /** {@return why it does or does not, for the log} */

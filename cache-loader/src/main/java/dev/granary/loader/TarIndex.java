@@ -224,7 +224,7 @@ final class TarIndex {
                         paxPath = null;
                         paxSize = -1;
                         boolean v7Directory = type == 0 && stored.endsWith("/");
-                        boolean regular = type == '0' || type == '7' || type == 0 && !v7Directory;
+                        boolean regular = type == '0' || type == '7' || (type == 0 && !v7Directory);
                         boolean carriesData = !v7Directory && (type < '1' || type > '6');
                         next = carriesData ? checkData("member '" + name + "'", dataOffset, memberSize) : dataOffset;
                         if (regular) {
@@ -330,7 +330,7 @@ final class TarIndex {
                     if (value > Long.MAX_VALUE >>> 8) {
                         throw corrupt(field + ": base-256 value " + show(off, len) + " (expected: < 2^63)");
                     }
-                    value = value << 8 | header[i] & 0xff;
+                    value = (value << 8) | (header[i] & 0xff);
                 }
                 return value;
             }

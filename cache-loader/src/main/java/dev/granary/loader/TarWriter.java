@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.loader;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
@@ -24,7 +25,7 @@ public final class TarWriter {
 
     /** Writes into memory; {@link #finish()} returns the archive. */
     public TarWriter() {
-        this(new java.io.ByteArrayOutputStream());
+        this(new ByteArrayOutputStream());
     }
 
     /**
@@ -82,7 +83,7 @@ public final class TarWriter {
         byte[] header = new byte[BLOCK];
         if (!ustarName(header, name)) {
             writePax(name);
-            byte[] shortName = ("PaxHeaders/" + Math.abs(name.hashCode())).getBytes(StandardCharsets.US_ASCII);
+            byte[] shortName = ("PaxHeaders/" + Math.abs((long) name.hashCode())).getBytes(StandardCharsets.US_ASCII);
             System.arraycopy(shortName, 0, header, 0, shortName.length); // readers use the PAX path instead
         }
         fill(header, data.length, type);
@@ -161,7 +162,7 @@ public final class TarWriter {
             write(new byte[2 * BLOCK]);
             finished = true;
         }
-        return out instanceof java.io.ByteArrayOutputStream bytes ? bytes.toByteArray() : new byte[0];
+        return out instanceof ByteArrayOutputStream bytes ? bytes.toByteArray() : new byte[0];
     }
 
     private void pad(long length) {

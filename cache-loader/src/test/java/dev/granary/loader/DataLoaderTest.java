@@ -15,19 +15,28 @@ import dev.granary.testkit.Await;
 import dev.granary.testkit.FaultyOrigin;
 import dev.granary.testkit.Gate;
 import dev.granary.testkit.LeakCheck;
+import dev.granary.tier.DiskTier;
+import dev.granary.tier.MemoryTier;
 import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The DataLoader over real files: order, coverage, sharding, resumption, failures, closing and back-pressure. */
@@ -246,13 +255,13 @@ class DataLoaderTest {
                 assertTrue(failed.getMessage().contains("train/missing.bin"), failed.getMessage());
                 assertTrue(failed.getCause() instanceof NoSuchObjectException, failed.toString());
                 // The trainer's own frame rides along: a log shows where the training loop met the failure.
-                assertEquals(1, failed.getSuppressed().length, java.util.Arrays.toString(failed.getSuppressed()));
+                assertEquals(1, failed.getSuppressed().length, Arrays.toString(failed.getSuppressed()));
                 Throwable trainer = failed.getSuppressed()[0];
                 assertTrue(trainer instanceof SampleException.TrainerFrame, trainer.toString());
                 assertTrue(trainer.getMessage().contains("'" + Thread.currentThread().getName() + "'")
                         || trainer.getMessage().contains("(" + Thread.currentThread().getName() + ")"),
                         trainer.getMessage());
-                assertTrue(java.util.Arrays.stream(trainer.getStackTrace()).anyMatch(f -> f.getMethodName().equals(
+                assertTrue(Arrays.stream(trainer.getStackTrace()).anyMatch(f -> f.getMethodName().equals(
                         "aMissingObjectFailsItsBatchWithTheKeyAndTheEpochGoesOn")), "the test's own frame is in it");
                 int rest = 0;
                 while (it.hasNext()) {
@@ -293,9 +302,9 @@ class DataLoaderTest {
     @Test
     void aSampleWhoseCacheFileIsTruncatedUnderTheDecoderFailsWithAnIOExceptionNotAnError() throws Exception {
         Path disk = root.resolve("disk");
-        dev.granary.tier.DiskTier tier = dev.granary.tier.DiskTier.builder().directory(disk).capacity(16L << 20)
+        DiskTier tier = DiskTier.builder().directory(disk).capacity(16L << 20)
                 .segmentSize(1L << 20).build();
-        java.util.concurrent.atomic.AtomicBoolean truncated = new java.util.concurrent.atomic.AtomicBoolean();
+        AtomicBoolean truncated = new AtomicBoolean();
         try (TieredCache cache = leaks.watch(TieredCache.builder(PosixOrigin.of(root)).tier(tier).pageSize(64 << 10)
                 .build())) {
             Dataset dataset = Dataset.ofObjects(cache, "train/");
@@ -307,15 +316,15 @@ class DataLoaderTest {
             try (DataLoader<LoaderFixture.Item> loader = DataLoader.builder(dataset, sample -> {
                 if (truncated.compareAndSet(false, true)) {
                     // someone truncates the cache's files under the running loader: every payload is past the end
-                    try (var files = java.nio.file.Files.list(disk.resolve("segments"))) {
+                    try (var files = Files.list(disk.resolve("segments"))) {
                         for (Path f : files.toList()) {
-                            try (var channel = java.nio.channels.FileChannel.open(f,
-                                    java.nio.file.StandardOpenOption.WRITE)) {
+                            try (var channel = FileChannel.open(f,
+                                    StandardOpenOption.WRITE)) {
                                 channel.truncate(4096);
                             }
                         }
                     } catch (IOException x) {
-                        throw new java.io.UncheckedIOException(x);
+                        throw new UncheckedIOException(x);
                     }
                 }
                 return LoaderFixture.copy(sample);
@@ -369,7 +378,7 @@ class DataLoaderTest {
                         LoaderFixture::copy).batchSize(8).build()) {
             Epoch<LoaderFixture.Item> epoch = loader.epoch(0);
             var it = epoch.iterator();
-            java.util.concurrent.CompletableFuture<Throwable> trainer = new java.util.concurrent.CompletableFuture<>();
+            CompletableFuture<Throwable> trainer = new CompletableFuture<>();
             Thread t = Thread.ofPlatform().start(() -> {
                 try {
                     it.next();
@@ -478,7 +487,7 @@ class DataLoaderTest {
         }
     }
 
-    private static void assertMessage(org.junit.jupiter.api.function.Executable call, String expected) {
+    private static void assertMessage(Executable call, String expected) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, call);
         assertTrue(e.getMessage().contains(expected), "'" + e.getMessage() + "' should contain '" + expected + "'");
     }
@@ -502,7 +511,7 @@ class DataLoaderTest {
         public static void main(String[] args) throws Exception {
             Path dir = Path.of(args[0]);
             try (TieredCache cache = TieredCache.builder(PosixOrigin.of(dir))
-                    .tier(dev.granary.tier.MemoryTier.builder().capacity(16L << 20).build()).build()) {
+                    .tier(MemoryTier.builder().capacity(16L << 20).build()).build()) {
                 Dataset dataset = Dataset.ofObjects(cache, "train/");
                 DataLoader<Integer> loader;
                 long epoch;

@@ -7,6 +7,7 @@ import dev.granary.origin.posix.PosixOrigin;
 import dev.granary.spi.Origin;
 import dev.granary.testkit.LeakCheck;
 import dev.granary.tier.MemoryTier;
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
 
 /** A cache over a directory of real files, for the loader's tests. */
@@ -29,7 +30,7 @@ final class LoaderFixture {
     record Item(String key, int index, byte[] bytes) {}
 
     static Item copy(Sample sample) {
-        java.nio.ByteBuffer b = sample.bytes();
+        ByteBuffer b = sample.bytes();
         byte[] bytes = new byte[b.remaining()];
         b.get(bytes);
         return new Item(sample.key(), sample.index(), bytes);

@@ -8,16 +8,22 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.granary.TieredCache;
 import dev.granary.testkit.LeakCheck;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -39,7 +45,7 @@ class LoaderOrderTest {
 
     @BeforeEach
     void writeShards() throws IOException {
-        try (ShardWriter writer = ShardWriter.builder(java.nio.file.Files.createDirectories(root.resolve("shards")))
+        try (ShardWriter writer = ShardWriter.builder(Files.createDirectories(root.resolve("shards")))
                 .pattern("s-%04d.tar").maxCount(13).build()) {
             for (int i = 0; i < SAMPLES; i++) {
                 writer.write(String.format("k%05d", i),
@@ -55,7 +61,7 @@ class LoaderOrderTest {
     }
 
     private static String text(Sample sample) {
-        java.nio.ByteBuffer b = sample.fields().get("txt").duplicate();
+        ByteBuffer b = sample.fields().get("txt").duplicate();
         byte[] bytes = new byte[b.remaining()];
         b.get(bytes);
         return new String(bytes, StandardCharsets.UTF_8);
@@ -139,10 +145,10 @@ class LoaderOrderTest {
     void stableKeepsEachNodesShardsAcrossEpochsAndCoversTheDatasetAcrossRanks() throws IOException {
         try (TieredCache cache = LoaderFixture.cache(leaks, root)) {
             int world = 4;
-            List<java.util.Set<String>> shardsOfRank = new ArrayList<>();
+            List<Set<String>> shardsOfRank = new ArrayList<>();
             int[] seen = new int[SAMPLES];
             for (int rank = 0; rank < world; rank++) {
-                java.util.Set<String> first = null;
+                Set<String> first = null;
                 try (DataLoader<Integer> loader = web(cache).shuffle(Shuffle.shardBlocks(9, 2))
                         .shard(rank, world, Partitioning.STABLE).build()) {
                     for (int e = 0; e < 3; e++) {
@@ -150,7 +156,7 @@ class LoaderOrderTest {
                         try (Epoch<Integer> epoch = loader.epoch(e)) {
                             order = drain(epoch, Integer.MAX_VALUE);
                         }
-                        java.util.Set<String> used = new java.util.TreeSet<>();
+                        Set<String> used = new TreeSet<>();
                         for (int i : order) {
                             used.add(((WebDataset) loader.dataset()).shard(i));
                             if (e == 0) {
@@ -164,8 +170,8 @@ class LoaderOrderTest {
                         }
                     }
                 }
-                for (java.util.Set<String> other : shardsOfRank) {
-                    assertTrue(java.util.Collections.disjoint(other, first), "whole shards, one node each");
+                for (Set<String> other : shardsOfRank) {
+                    assertTrue(Collections.disjoint(other, first), "whole shards, one node each");
                 }
                 shardsOfRank.add(first);
             }
@@ -269,7 +275,7 @@ class LoaderOrderTest {
         }
     }
 
-    private static void assertMessage(String expected, org.junit.jupiter.api.function.Executable call) {
+    private static void assertMessage(String expected, Executable call) {
         assertEquals(expected, assertThrows(IllegalArgumentException.class, call).getMessage());
     }
 }

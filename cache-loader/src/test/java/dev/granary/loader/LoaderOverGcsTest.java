@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.google.cloud.WriteChannel;
 import com.google.cloud.storage.BlobInfo;
 import com.google.cloud.storage.Storage;
 import com.google.cloud.storage.contrib.nio.testing.LocalStorageHelper;
@@ -13,12 +14,15 @@ import dev.granary.origin.gcs.GcsOrigin;
 import dev.granary.testkit.LeakCheck;
 import dev.granary.tier.MemoryTier;
 import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -84,17 +88,17 @@ class LoaderOverGcsTest {
             WebDataset.writeIndex(cache, "shards/0.tar");
             WebDataset indexed = WebDataset.of(cache, List.of("shards/0.tar"));
             assertTrue(indexed.indexedFromFile(0) && !indexed.verifies(0));
-            assertEquals(jpgs.keySet(), new HashSet<>(java.util.stream.IntStream.range(0, indexed.size())
+            assertEquals(jpgs.keySet(), new HashSet<>(IntStream.range(0, indexed.size())
                     .mapToObj(indexed::key).toList()));
         }
     }
 
     /** Writes through a WriteChannel, which is how the fake assigns generations. */
     private static void write(Storage storage, String name, byte[] bytes) {
-        try (com.google.cloud.WriteChannel writer = storage.writer(BlobInfo.newBuilder("b-1", name).build())) {
-            writer.write(java.nio.ByteBuffer.wrap(bytes));
+        try (WriteChannel writer = storage.writer(BlobInfo.newBuilder("b-1", name).build())) {
+            writer.write(ByteBuffer.wrap(bytes));
         } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
+            throw new UncheckedIOException(e);
         }
     }
 

@@ -28,6 +28,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
+import java.util.function.Function;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -133,7 +135,7 @@ class LoaderOverS3Test {
      * Runs two shuffled epochs and checks every item against {@code expected(item)}, each sample once per epoch;
      * returns the origin's counters accumulated by each epoch.
      */
-    private static List<OriginStats> twoEpochs(Dataset dataset, java.util.function.Function<Item, Map<String, byte[]>>
+    private static List<OriginStats> twoEpochs(Dataset dataset, Function<Item, Map<String, byte[]>>
             expected) {
         List<OriginStats> perEpoch = new ArrayList<>();
         try (DataLoader<Item> loader = DataLoader.builder(dataset, LoaderOverS3Test::copy).batchSize(5).shuffle(42)
@@ -181,7 +183,7 @@ class LoaderOverS3Test {
         try (TieredCache cache = cache(server.endpoint())) {
             Dataset dataset = Dataset.ofObjects(cache, "train/");
             assertEquals(List.copyOf(objects.keySet()),
-                    java.util.stream.IntStream.range(0, dataset.size()).mapToObj(dataset::key).toList(),
+                    IntStream.range(0, dataset.size()).mapToObj(dataset::key).toList(),
                     "every object under train/ and nothing else, in byte order");
             for (int i = 0; i < dataset.size(); i++) {
                 assertEquals(objects.get(dataset.key(i)).length, dataset.byteSize(i), "size from the listing");
@@ -205,7 +207,7 @@ class LoaderOverS3Test {
             WebDataset dataset = WebDataset.of(cache, SHARDS);
             OriginStats indexing = cache.stats().origin();
             assertEquals(List.copyOf(samples.keySet()),
-                    java.util.stream.IntStream.range(0, dataset.size()).mapToObj(dataset::key).toList());
+                    IntStream.range(0, dataset.size()).mapToObj(dataset::key).toList());
             // One listing of the shards' common prefix (no HEAD per shard); no index files, so each shard (under
             // 8 MiB) is scanned from one ranged GET of its only part.
             assertEquals(1, indexing.metadataRequests());
@@ -255,7 +257,7 @@ class LoaderOverS3Test {
             assertTrue(dataset.indexedFromFile(0) && dataset.indexedFromFile(1));
             assertTrue(!dataset.verifies(0) && !dataset.verifies(1), "the ETags match: trusted");
             assertEquals(List.copyOf(samples.keySet()),
-                    java.util.stream.IntStream.range(0, dataset.size()).mapToObj(dataset::key).toList());
+                    IntStream.range(0, dataset.size()).mapToObj(dataset::key).toList());
             twoEpochs(dataset, item -> samples.get(item.key()));
         }
         // Another upload of the same size with one byte changed inside sample 2's extent.

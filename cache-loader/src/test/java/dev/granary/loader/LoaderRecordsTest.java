@@ -7,7 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
 /** The loader's records print, compare and keep their arrays by content, never as {@code [J@1b6d3586}. */
@@ -46,7 +49,7 @@ class LoaderRecordsTest {
         LoaderStats s = new LoaderStats(0, 0, 0, 0, 0, 0, 0, new long[] {0}, hits, List.of("a", "b"), 0, 0, 0, 0);
         hits[0] = 99;
         s.tierHits()[1] = 99;
-        assertEquals(List.of(1L, 2L), java.util.Arrays.stream(s.tierHits()).boxed().toList());
+        assertEquals(List.of(1L, 2L), Arrays.stream(s.tierHits()).boxed().toList());
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> new LoaderStats(0, 0, 0, 0, 0, 0, 0, new long[] {0}, new long[] {1}, List.of("a", "b"), 0, 0,
                         0, 0));
@@ -58,8 +61,8 @@ class LoaderRecordsTest {
         Batch<String> b = new Batch<>(2, 5, List.of("x", "y"), new int[] {41, 7}, null);
         assertEquals("Batch[epoch 2, #5, 2 items, indices [41, 7]]", b.toString());
         assertEquals(new Batch<>(2, 5, List.of("x", "y"), new int[] {41, 7}, null), b);
-        int[] many = java.util.stream.IntStream.range(0, 20).toArray();
-        String text = new Batch<>(0, 0, java.util.Collections.nCopies(20, "z"), many, null).toString();
+        int[] many = IntStream.range(0, 20).toArray();
+        String text = new Batch<>(0, 0, Collections.nCopies(20, "z"), many, null).toString();
         assertTrue(text.contains("14, 15, … 4 more]"), text);
     }
 }

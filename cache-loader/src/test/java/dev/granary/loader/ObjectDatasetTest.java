@@ -26,9 +26,13 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
+import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -279,8 +283,8 @@ class ObjectDatasetTest {
         assertTrue(lone.getMessage().contains("unpaired surrogate"), lone.getMessage());
 
         FrontCodedStrings.Builder ascending = new FrontCodedStrings.Builder();
-        List<String> sorted = new ArrayList<>(new java.util.TreeSet<>(strings.subList(0, 1000)));
-        sorted.sort((a, b) -> java.util.Arrays.compareUnsigned(a.getBytes(StandardCharsets.UTF_8),
+        List<String> sorted = new ArrayList<>(new TreeSet<>(strings.subList(0, 1000)));
+        sorted.sort((a, b) -> Arrays.compareUnsigned(a.getBytes(StandardCharsets.UTF_8),
                 b.getBytes(StandardCharsets.UTF_8)));
         sorted.forEach(ascending::add);
         assertTrue(ascending.sorted());
@@ -308,7 +312,7 @@ class ObjectDatasetTest {
         check(generations, sizes, ObjectVersions.Shape.DECIMAL);
         check(posix, sizes, ObjectVersions.Shape.POSIX);
         check(other, sizes, ObjectVersions.Shape.STRINGS);
-        check(java.util.Collections.nCopies(n, "v1"), sizes, ObjectVersions.Shape.CONSTANT);
+        check(Collections.nCopies(n, "v1"), sizes, ObjectVersions.Shape.CONSTANT);
         // near misses are never forced into a shape: they are kept as they are
         List<String> nearMisses = new ArrayList<>(generations);
         nearMisses.set(10, "007");
@@ -316,7 +320,7 @@ class ObjectDatasetTest {
         nearMisses.set(12, "-5");
         check(nearMisses, sizes, ObjectVersions.Shape.DECIMAL);
         List<String> upper = new ArrayList<>(etags);
-        upper.set(20, upper.get(20).toUpperCase());
+        upper.set(20, upper.get(20).toUpperCase(Locale.ROOT));
         upper.set(21, upper.get(21).replace("\"", "'"));
         check(upper, sizes, ObjectVersions.Shape.ETAG);
         List<String> posixMisses = new ArrayList<>(posix);

@@ -11,6 +11,7 @@ import dev.granary.testkit.LeakCheck;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.Test;
@@ -39,7 +40,7 @@ class PerLoaderStatsTest {
         Path d = Files.createDirectories(dir.resolve(prefix));
         for (int i = 0; i < n; i++) {
             byte[] bytes = new byte[SIZE + i];
-            java.util.Arrays.fill(bytes, (byte) i);
+            Arrays.fill(bytes, (byte) i);
             Files.write(d.resolve(String.format("%03d.bin", i)), bytes);
         }
     }

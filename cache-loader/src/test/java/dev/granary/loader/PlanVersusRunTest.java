@@ -13,11 +13,15 @@ import dev.granary.testkit.LeakCheck;
 import dev.granary.tier.DiskTier;
 import dev.granary.tier.MemoryTier;
 import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
@@ -194,7 +198,7 @@ class PlanVersusRunTest {
 
         @Override
         public String toString() {
-            return "epoch " + epoch + ": hits " + java.util.Arrays.toString(hits) + ", origin " + originReads + " + "
+            return "epoch " + epoch + ": hits " + Arrays.toString(hits) + ", origin " + originReads + " + "
                     + metadataRequests + " requests, " + originBytes + " bytes";
         }
     }
@@ -244,7 +248,7 @@ class PlanVersusRunTest {
                 worst = Math.max(worst, (double) Math.abs(p.hits(tier) - m.hits()[t]) / Math.max(1, p.reads()));
             }
         }
-        System.out.printf(java.util.Locale.ROOT, "PLAN-ERROR %.4f %s%n", worst, table);
+        System.out.printf(Locale.ROOT, "PLAN-ERROR %.4f %s%n", worst, table);
         assertTrue(worst <= TOLERANCE, "largest relative error " + worst + " in " + table);
     }
 
@@ -305,7 +309,7 @@ class PlanVersusRunTest {
         try {
             Files.createDirectories(root.resolve("shards"));
         } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
+            throw new UncheckedIOException(e);
         }
         ShardWriter writer = ShardWriter.builder(root).pattern("shards/%05d.tar").maxCount(15).build();
         for (int i = 0; total < bytes; i++) {
@@ -313,7 +317,7 @@ class PlanVersusRunTest {
             random.nextBytes(image);
             Map<String, byte[]> fields = new LinkedHashMap<>();
             fields.put("jpg", image);
-            fields.put("cls", Integer.toString(i % 10).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            fields.put("cls", Integer.toString(i % 10).getBytes(StandardCharsets.UTF_8));
             writer.write(String.format("s%06d", i), fields);
             total += image.length + 2048;
         }

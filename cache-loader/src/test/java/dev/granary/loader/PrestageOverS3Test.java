@@ -6,8 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.granary.Lease;
 import dev.granary.LeakDetection;
+import dev.granary.Lease;
 import dev.granary.PrestageResult;
 import dev.granary.Progress;
 import dev.granary.TieredCache;
@@ -17,6 +17,7 @@ import dev.granary.testkit.LeakCheck;
 import dev.granary.tier.DiskTier;
 import dev.granary.tier.MemoryTier;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -147,7 +148,7 @@ class PrestageOverS3Test {
             IOException e = assertThrows(IOException.class, () -> cache.prestage("train/", p -> {}));
             assertTrue(e.getMessage().contains("no-such-bucket"), e.getMessage());
         } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
+            throw new UncheckedIOException(e);
         }
     }
 }

@@ -22,10 +22,13 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -33,6 +36,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -73,7 +77,7 @@ class ShardIndexTest {
         byte[] jpg = new byte[1 + random.nextInt(3000)];
         random.nextBytes(jpg);
         fields.put("jpg", jpg);
-        fields.put("cls", Integer.toString(i % 10).getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+        fields.put("cls", Integer.toString(i % 10).getBytes(StandardCharsets.US_ASCII));
         if (i % 3 == 0) {
             byte[] seg = new byte[100 + random.nextInt(1000)];
             random.nextBytes(seg);
@@ -153,7 +157,7 @@ class ShardIndexTest {
         assertEquals(6, shards.size());
         ConcurrentLinkedQueue<Read> reads = new ConcurrentLinkedQueue<>();
         FaultyOrigin origin = recording(reads);
-        List<IndexingProgress> progress = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<IndexingProgress> progress = new CopyOnWriteArrayList<>();
         try (TieredCache cache = cache(origin)) {
             WebDataset dataset = WebDataset.of(cache, shards, progress::add);
             OriginStats stats = cache.stats().origin();
@@ -228,7 +232,7 @@ class ShardIndexTest {
         List<String> shards = List.of("big/0.tar", "big/1.tar");
 
         ConcurrentLinkedQueue<Read> reads = new ConcurrentLinkedQueue<>();
-        List<IndexingProgress> progress = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<IndexingProgress> progress = new CopyOnWriteArrayList<>();
         try (TieredCache cache = cache(recording(reads))) {
             WebDataset dataset = WebDataset.of(cache, shards, progress::add);
             assertEquals(Set.of(new Read("big/0.tar", 0, ShardParts.DEFAULT_PART_SIZE),
@@ -291,7 +295,7 @@ class ShardIndexTest {
         assertTrue(bytes.length != indexed);
         Files.write(root.resolve(shard), bytes);
         try (TieredCache cache = cache(PosixOrigin.of(root))) {
-            List<IndexingProgress> progress = new java.util.concurrent.CopyOnWriteArrayList<>();
+            List<IndexingProgress> progress = new CopyOnWriteArrayList<>();
             WebDataset dataset = WebDataset.of(cache, List.of(shard), progress::add);
             assertFalse(dataset.indexedFromFile(0));
             assertAllSamples(dataset, rewritten);
@@ -492,9 +496,9 @@ class ShardIndexTest {
             flipped[good.length / 2] ^= 1;
             assertTrue(damaged(cache, shard, flipped).getMessage().contains("CRC32C"));
 
-            byte[] truncated = java.util.Arrays.copyOf(good, good.length - 7);
+            byte[] truncated = Arrays.copyOf(good, good.length - 7);
             assertTrue(damaged(cache, shard, truncated).getMessage().contains("CRC32C"));
-            assertTrue(damaged(cache, shard, java.util.Arrays.copyOf(good, 5)).getMessage().contains("length"));
+            assertTrue(damaged(cache, shard, Arrays.copyOf(good, 5)).getMessage().contains("length"));
 
             byte[] magic = good.clone();
             magic[0] = 'X';
@@ -511,10 +515,10 @@ class ShardIndexTest {
 
             // An index of a newer format is not damaged: the shard is scanned, with a warning.
             byte[] newer = good.clone();
-            ByteBuffer.wrap(newer).order(java.nio.ByteOrder.LITTLE_ENDIAN).putInt(8, 2);
+            ByteBuffer.wrap(newer).order(ByteOrder.LITTLE_ENDIAN).putInt(8, 2);
             Files.write(root.resolve(shard + ".gidx"), newer);
             cache.invalidate(shard + ".gidx");
-            List<IndexingProgress> progress = new java.util.concurrent.CopyOnWriteArrayList<>();
+            List<IndexingProgress> progress = new CopyOnWriteArrayList<>();
             WebDataset dataset = WebDataset.of(cache, List.of(shard), progress::add);
             assertFalse(dataset.indexedFromFile(0));
             assertEquals(5, dataset.size());

@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.granary.LeakDetection;
 import dev.granary.TieredCache;
+import dev.granary.internal.ReadAccount;
 import dev.granary.origin.posix.PosixOrigin;
 import dev.granary.origin.s3.S3Origin;
 import dev.granary.origin.s3.testkit.S3ProxyServer;
@@ -39,6 +40,8 @@ import java.util.SplittableRandom;
 import java.util.TreeSet;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -306,7 +309,7 @@ class ShardStreamTest {
 
         ExecutorService workers = Executors.newFixedThreadPool(2);
         EpochRun<Item> run = new EpochRun<>(settings(dataset, budget), new LoaderCounters(3,
-                new dev.granary.internal.ReadAccount(1), new StarvationAlarm(0.2, java.time.Duration.ofSeconds(30), 2,
+                new ReadAccount(1), new StarvationAlarm(0.2, Duration.ofSeconds(30), 2,
                 "test", null)), workers, null, NOBODY,
                 0, order, 0, (order.length + BATCH - 1) / BATCH);
         List<Item> items = new ArrayList<>();
@@ -330,7 +333,7 @@ class ShardStreamTest {
             // A worker releases its sample just after it completes the sample's slot, so the last batch can reach
             // the trainer a moment before its samples are released: wait for the workers to finish, then count.
             workers.shutdown();
-            assertTrue(workers.awaitTermination(30, java.util.concurrent.TimeUnit.SECONDS), "workers finished");
+            assertTrue(workers.awaitTermination(30, TimeUnit.SECONDS), "workers finished");
             assertEquals(0, stream.held(), "everything released once every sample was");
         } finally {
             run.abandon();
@@ -368,7 +371,7 @@ class ShardStreamTest {
         assertTrue(StreamPlan.decide(dataset, shuffled, 0, n, PART, 2 * total).streams());
 
         // A rank taking every 4th sample would read 4 times the bytes it uses.
-        int[] strided = java.util.stream.IntStream.range(0, (n + 3) / 4).map(k -> (1 + 4 * k) % n).toArray();
+        int[] strided = IntStream.range(0, (n + 3) / 4).map(k -> (1 + 4 * k) % n).toArray();
         StreamPlan rank = StreamPlan.decide(dataset, strided, 0, strided.length, PART, 256L << 20);
         assertFalse(rank.streams());
         assertTrue(rank.reason().contains("per-sample reads move fewer bytes"), rank.reason());

@@ -14,12 +14,14 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.api.io.TempDir;
 
 /** Shards written by ShardWriter, read back by TarIndex + ShardSamples and by GNU tar. */
@@ -31,7 +33,7 @@ class ShardWriterTest {
     private static Map<String, byte[]> sample(int i) {
         Map<String, byte[]> fields = new LinkedHashMap<>();
         byte[] jpg = new byte[100 + i * 37 % 700];
-        java.util.Arrays.fill(jpg, (byte) i);
+        Arrays.fill(jpg, (byte) i);
         fields.put("jpg", jpg);
         fields.put("cls", Integer.toString(i % 10).getBytes(StandardCharsets.US_ASCII));
         return fields;
@@ -70,7 +72,7 @@ class ShardWriterTest {
                 assertEquals(List.of("jpg", "cls"), e.fields().stream().map(ShardSamples.Field::name).toList());
                 Map<String, byte[]> expected = sample(i);
                 for (ShardSamples.Field f : e.fields()) {
-                    assertArrayEquals(expected.get(f.name()), java.util.Arrays.copyOfRange(shard, (int) f.offset(),
+                    assertArrayEquals(expected.get(f.name()), Arrays.copyOfRange(shard, (int) f.offset(),
                             (int) (f.offset() + f.size())), e.key() + "." + f.name());
                 }
                 i++;
@@ -177,7 +179,7 @@ class ShardWriterTest {
         assertTrue(none.isEmpty(), "no sample, no shard: " + none);
     }
 
-    private static void assertMessage(org.junit.jupiter.api.function.Executable call, String expected) {
+    private static void assertMessage(Executable call, String expected) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, call);
         assertTrue(e.getMessage().contains(expected), "'" + e.getMessage() + "' should contain '" + expected + "'");
     }

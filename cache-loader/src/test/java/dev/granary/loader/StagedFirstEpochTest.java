@@ -28,6 +28,7 @@ import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -171,7 +172,7 @@ class StagedFirstEpochTest {
         Path disk = root.resolve("nvme");
         List<String> shards = write(data);
         int page = ShardParts.MIN_PART_SIZE;
-        java.util.function.Supplier<TieredCache> cache = () -> TieredCache.builder(PosixOrigin.of(data))
+        Supplier<TieredCache> cache = () -> TieredCache.builder(PosixOrigin.of(data))
                 .tier(MemoryTier.builder().capacity(16L << 20).slabSize(4 << 20).build())
                 .tier(DiskTier.builder().directory(disk).capacity(64L << 20).segmentSize(4L << 20).build())
                 .pageSize(page).build();

@@ -14,7 +14,9 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
+import java.util.stream.StreamSupport;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -40,7 +42,7 @@ class StagingTest {
     }
 
     /** Writes each item (a sample index) as an int: the staging buffer then says which samples it holds. */
-    private static long collateIndices(java.util.List<Integer> items, MemorySegment staging) {
+    private static long collateIndices(List<Integer> items, MemorySegment staging) {
         for (int i = 0; i < items.size(); i++) {
             staging.setAtIndex(ValueLayout.JAVA_INT, i, items.get(i));
         }
@@ -84,7 +86,7 @@ class StagingTest {
                 Epoch<Integer> epoch = loader.epoch(0)) {
             String pinning = loader.stagingPinning();
             assertTrue(pinning.equals("locked") || pinning.contains("mlock"), pinning);
-            assertEquals(N, java.util.stream.StreamSupport.stream(epoch.spliterator(), false)
+            assertEquals(N, StreamSupport.stream(epoch.spliterator(), false)
                     .mapToInt(Batch::size).sum());
         }
     }

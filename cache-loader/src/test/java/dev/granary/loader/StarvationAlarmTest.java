@@ -8,11 +8,16 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.granary.TieredCache;
+import dev.granary.origin.posix.PosixOrigin;
+import dev.granary.tier.MemoryTier;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The starvation alarm driven by a clock the test feeds: the window, the threshold, one listener call per change of
@@ -150,10 +155,10 @@ class StarvationAlarmTest {
     }
 
     @Test
-    void theBuilderRefusesBadSettings(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
-        try (dev.granary.TieredCache cache = dev.granary.TieredCache.builder(
-                dev.granary.origin.posix.PosixOrigin.of(dir))
-                .tier(dev.granary.tier.MemoryTier.builder().capacity(1 << 20).build()).build()) {
+    void theBuilderRefusesBadSettings(@TempDir Path dir) throws Exception {
+        try (TieredCache cache = TieredCache.builder(
+                PosixOrigin.of(dir))
+                .tier(MemoryTier.builder().capacity(1 << 20).build()).build()) {
             DataLoader.Builder<Sample> b = DataLoader.builder(Dataset.ofKeys(cache, List.of("a")), s -> s);
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> b.starvationThreshold(0));
             assertEquals("starvation threshold: 0.0 (expected: a share in (0, 1], such as 0.2 for 20 % data-wait)",

@@ -19,6 +19,7 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
@@ -625,7 +626,7 @@ class TarIndexTest {
                 .file(".d.txt", '0', 0, null).file("bad-\u00ff.txt", '0', 0, null).end();
         // A Latin-1 name: not UTF-8, decoded with a replacement character.
         int header = 3 * 512;
-        setField(bytes, header, 0, "bad-\u00ff.txt\0".getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+        setField(bytes, header, 0, "bad-\u00ff.txt\0".getBytes(StandardCharsets.ISO_8859_1));
         assertEquals(List.of("a/b.txt", "c.txt", ".d.txt", "bad-\ufffd.txt"),
                 scan(bytes).stream().map(Member::name).toList());
     }

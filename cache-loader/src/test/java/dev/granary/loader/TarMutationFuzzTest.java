@@ -8,8 +8,12 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Random;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -72,7 +76,7 @@ class TarMutationFuzzTest {
             assertTrue(e.getMessage().contains(shard), "seed " + seed + ": " + e.getMessage());
             return;
         }
-        java.util.Set<String> keys = new java.util.HashSet<>();
+        Set<String> keys = new HashSet<>();
         long previousEnd = 0;
         for (ShardSamples.Entry e : samples) {
             assertTrue(keys.add(e.key()), "seed " + seed + ": two samples with key '" + e.key() + "'");
@@ -103,16 +107,16 @@ class TarMutationFuzzTest {
                 int block = random.nextInt(headers) * TarIndex.BLOCK;
                 if (block + TarIndex.BLOCK <= bytes.length) {
                     byte[] size = (random.nextBoolean() ? "77777777777" : String.format("%011o",
-                            random.nextInt(1 << 30))).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+                            random.nextInt(1 << 30))).getBytes(StandardCharsets.US_ASCII);
                     System.arraycopy(size, 0, bytes, block + 124, 11);
                     recomputeChecksum(bytes, block);
                 }
             }
             case 3 -> { // cut short
-                return java.util.Arrays.copyOf(bytes, random.nextInt(bytes.length + 1));
+                return Arrays.copyOf(bytes, random.nextInt(bytes.length + 1));
             }
             case 4 -> { // padded with garbage
-                byte[] longer = java.util.Arrays.copyOf(bytes, bytes.length + 1 + random.nextInt(4096));
+                byte[] longer = Arrays.copyOf(bytes, bytes.length + 1 + random.nextInt(4096));
                 for (int i = bytes.length; i < longer.length; i++) {
                     longer[i] = (byte) random.nextInt(256);
                 }
@@ -130,12 +134,12 @@ class TarMutationFuzzTest {
     }
 
     private static void recomputeChecksum(byte[] bytes, int block) {
-        java.util.Arrays.fill(bytes, block + 148, block + 156, (byte) ' ');
+        Arrays.fill(bytes, block + 148, block + 156, (byte) ' ');
         int sum = 0;
         for (int i = 0; i < TarIndex.BLOCK; i++) {
             sum += bytes[block + i] & 0xff;
         }
-        byte[] text = String.format("%06o\0 ", sum).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        byte[] text = String.format("%06o\0 ", sum).getBytes(StandardCharsets.US_ASCII);
         System.arraycopy(text, 0, bytes, block + 148, 8);
     }
 

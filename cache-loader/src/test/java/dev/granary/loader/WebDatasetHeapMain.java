@@ -2,6 +2,7 @@
 package dev.granary.loader;
 
 import dev.granary.ObjectInfo;
+import java.lang.ref.Reference;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -39,22 +40,25 @@ public final class WebDatasetHeapMain {
             infos.add(new ObjectInfo(String.format(Locale.ROOT, "shards/%06d.tar", s), 1L << 31, "\"etag-" + s + "\""));
             samples.add(shard(s, perShard));
         }
-        long before = used(); // with the decoded entries, which stay reachable: only the dataset is counted
-        WebDataset dataset = WebDataset.ofIndexes(null, infos, samples);
-        long compact = used() - before;
-        System.out.printf(Locale.ROOT, "WebDataset, %d samples in %d shards: %.1f MB of heap, %.1f B per sample%n",
-                dataset.size(), shards, compact / 1e6, compact / (double) n);
+        try {
+            long before = used(); // with the decoded entries, which stay reachable: only the dataset is counted
+            WebDataset dataset = WebDataset.ofIndexes(null, infos, samples);
+            long compact = used() - before;
+            System.out.printf(Locale.ROOT, "WebDataset, %d samples in %d shards: %.1f MB of heap, %.1f B per sample%n",
+                    dataset.size(), shards, compact / 1e6, compact / (double) n);
 
-        before = used();
-        OldLayout old = new OldLayout(shards, perShard);
-        long previous = used() - before;
-        System.out.printf(Locale.ROOT, "the layout before issue 12, same samples: %.1f MB, %.1f B per sample"
-                + " (%.1f B per tar member)%n", previous / 1e6, previous / (double) n, previous / (2.0 * n));
-        // Keep both reachable until measured.
-        if (dataset.key(0).isEmpty() || old.keys.length == 0) {
-            throw new AssertionError();
+            before = used();
+            OldLayout old = new OldLayout(shards, perShard);
+            long previous = used() - before;
+            System.out.printf(Locale.ROOT, "the layout before issue 12, same samples: %.1f MB, %.1f B per sample"
+                    + " (%.1f B per tar member)%n", previous / 1e6, previous / (double) n, previous / (2.0 * n));
+            // Keep both reachable until measured.
+            if (dataset.key(0).isEmpty() || old.keys.length == 0) {
+                throw new AssertionError();
+            }
+        } finally {
+            Reference.reachabilityFence(samples); // reachable in both measurements: not counted
         }
-        java.lang.ref.Reference.reachabilityFence(samples); // reachable in both measurements: not counted
     }
 
     private static List<ShardSamples.Entry> shard(int s, int perShard) {

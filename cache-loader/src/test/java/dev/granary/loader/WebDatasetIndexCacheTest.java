@@ -13,6 +13,8 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -51,7 +53,7 @@ class WebDatasetIndexCacheTest {
         // Shard 1 gets an index file; shard 0 is scanned.
         try (ShardWriter writer = ShardWriter.builder(data).pattern("indexed-%d.tar").build()) {
             for (int i = 0; i < 40; i++) {
-                writer.write(String.format("i/%03d", i), java.util.Map.of("jpg", new byte[5000 + i]));
+                writer.write(String.format("i/%03d", i), Map.of("jpg", new byte[5000 + i]));
             }
         }
         List<String> shards = List.of("shards/0.tar", "shards/1.tar", "shards/indexed-0.tar");
@@ -62,12 +64,12 @@ class WebDatasetIndexCacheTest {
             firstReads = cache.stats().origin().reads();
             assertEquals(3, firstReads, "one part per scanned shard (each under 8 MiB), one index file");
             assertTrue(dataset.indexedFromFile(2));
-            firstKeys = java.util.stream.IntStream.range(0, dataset.size()).mapToObj(dataset::key).toList();
+            firstKeys = IntStream.range(0, dataset.size()).mapToObj(dataset::key).toList();
         }
         try (TieredCache cache = cache(root.resolve("data"), root.resolve("disk"))) {
             WebDataset dataset = WebDataset.of(cache, shards);
             assertEquals(0, cache.stats().origin().reads(), "parts and index from the disk tier: " + cache.stats());
-            assertEquals(firstKeys, java.util.stream.IntStream.range(0, dataset.size()).mapToObj(dataset::key)
+            assertEquals(firstKeys, IntStream.range(0, dataset.size()).mapToObj(dataset::key)
                     .toList());
             assertTrue(cache.stats().tiers().get(1).hits() >= firstReads, cache.stats().toString());
         }

@@ -23,11 +23,13 @@ import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.FileTime;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -83,7 +85,7 @@ class WebDatasetTest {
             long offset = tar.add(name, bytes);
             assertEquals(next + TarIndex.BLOCK, offset, "TarWriter puts data right after its header");
             data.add(new long[] {offset, bytes.length});
-            next = offset + (bytes.length + TarIndex.BLOCK - 1) / TarIndex.BLOCK * TarIndex.BLOCK;
+            next = offset + (bytes.length + TarIndex.BLOCK - 1) / TarIndex.BLOCK * (long) TarIndex.BLOCK;
             return offset;
         }
 
@@ -115,11 +117,6 @@ class WebDatasetTest {
             bytes = tar.finish();
             assertEquals(next + 2 * TarIndex.BLOCK, bytes.length);
             return bytes;
-        }
-
-        /** Header reads a scan makes: one per member plus the first zero block. */
-        int headerReads() {
-            return headers.size();
         }
     }
 
@@ -363,7 +360,7 @@ class WebDatasetTest {
     // Damaged, missing and changed shards
 
     private CorruptShardException corrupt(TieredCache cache, String goodShard, byte[] bytes) throws IOException {
-        String bad = "shards/bad-" + Integer.toHexString(java.util.Arrays.hashCode(bytes)) + ".tar";
+        String bad = "shards/bad-" + Integer.toHexString(Arrays.hashCode(bytes)) + ".tar";
         Files.write(root.resolve(bad), bytes);
         CorruptShardException e = assertThrows(CorruptShardException.class,
                 () -> WebDataset.of(cache, List.of(goodShard, bad)));
@@ -386,14 +383,14 @@ class WebDatasetTest {
         assertEquals(header + TarIndex.BLOCK, data[0]);
         try (TieredCache cache = LoaderFixture.cache(leaks, root)) {
             // Cut in the middle of the member's data: the header that promised the data is the offset.
-            byte[] cut = java.util.Arrays.copyOf(good, (int) (data[0] + data[1] / 2));
+            byte[] cut = Arrays.copyOf(good, (int) (data[0] + data[1] / 2));
             CorruptShardException e = corrupt(cache, other, cut);
             assertEquals(header, e.offset(), e.getMessage());
             assertTrue(e.getMessage().contains("truncated: member 'x/000007.seg.png' of " + data[1]
                     + " bytes at offset " + data[0]), e.getMessage());
 
             // Cut in the middle of the header.
-            cut = java.util.Arrays.copyOf(good, (int) header + 100);
+            cut = Arrays.copyOf(good, (int) header + 100);
             e = corrupt(cache, other, cut);
             assertEquals(header, e.offset(), e.getMessage());
             assertTrue(e.getMessage().contains("truncated: 100 bytes left for a header"), e.getMessage());
@@ -442,8 +439,8 @@ class WebDatasetTest {
             Files.write(root.resolve(empty.key), empty.finish());
             IllegalArgumentException none = assertThrows(IllegalArgumentException.class,
                     () -> WebDataset.of(cache, List.of(empty.key)));
-            assertTrue(none.getMessage().contains("no samples (expected: tar members named key.ext)"),
-                    none.getMessage());
+            assertTrue(none.getMessage().contains("no samples in format 'webdataset' (expected: shards that hold"
+                    + " samples)"), none.getMessage());
             assertEquals(0, cache.stats().openLeases());
         }
     }
@@ -488,8 +485,8 @@ class WebDatasetTest {
             Path tmp = root.resolve("shards/rewrite.tmp");
             Files.write(tmp, rewritten.finish());
             Files.setLastModifiedTime(tmp, FileTime.fromMillis(old.toMillis() + 10_000));
-            Files.move(tmp, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
-                    java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING,
+                    StandardCopyOption.ATOMIC_MOVE);
             assertTrue(rewritten.bytes.length > shard.bytes.length, "every old extent lies inside the new shard");
 
             for (int i = first; i < first + count; i++) {

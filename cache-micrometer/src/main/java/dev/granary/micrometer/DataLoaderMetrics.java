@@ -11,6 +11,7 @@ import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.binder.BaseUnits;
 import io.micrometer.core.instrument.binder.MeterBinder;
+import java.lang.ref.WeakReference;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.ToLongFunction;
@@ -37,7 +38,7 @@ import java.util.function.ToLongFunction;
  */
 public final class DataLoaderMetrics implements MeterBinder {
 
-    private final java.lang.ref.WeakReference<DataLoader<?>> loader;
+    private final WeakReference<DataLoader<?>> loader;
     private final Tags tags;
 
     /**
@@ -59,7 +60,7 @@ public final class DataLoaderMetrics implements MeterBinder {
         if (tags == null) {
             throw new IllegalArgumentException("tags: null (expected: Tags.empty() or more tags)");
         }
-        this.loader = new java.lang.ref.WeakReference<>(loader);
+        this.loader = new WeakReference<>(loader);
         this.tags = Tags.concat(tags, "loader", name);
     }
 

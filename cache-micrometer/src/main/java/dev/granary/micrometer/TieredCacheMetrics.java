@@ -11,6 +11,7 @@ import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.binder.BaseUnits;
 import io.micrometer.core.instrument.binder.MeterBinder;
+import java.lang.ref.WeakReference;
 import java.util.List;
 import java.util.function.ToDoubleFunction;
 import java.util.function.ToLongFunction;
@@ -36,7 +37,7 @@ import java.util.function.ToLongFunction;
  */
 public final class TieredCacheMetrics implements MeterBinder {
 
-    private final java.lang.ref.WeakReference<TieredCache> cache;
+    private final WeakReference<TieredCache> cache;
     private final Tags tags;
 
     /**
@@ -58,7 +59,7 @@ public final class TieredCacheMetrics implements MeterBinder {
         if (tags == null) {
             throw new IllegalArgumentException("tags: null (expected: Tags.empty() or more tags)");
         }
-        this.cache = new java.lang.ref.WeakReference<>(cache);
+        this.cache = new WeakReference<>(cache);
         this.tags = Tags.concat(tags, "cache", name);
     }
 

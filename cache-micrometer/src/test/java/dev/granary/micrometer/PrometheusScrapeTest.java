@@ -20,6 +20,7 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -28,6 +29,7 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
@@ -65,11 +67,11 @@ class PrometheusScrapeTest {
         Path train = Files.createDirectories(dir.resolve("train"));
         for (int i = 0; i < OBJECTS; i++) {
             byte[] bytes = new byte[SIZE];
-            java.util.Arrays.fill(bytes, (byte) i);
+            Arrays.fill(bytes, (byte) i);
             Files.write(train.resolve(String.format("%03d.bin", i)), bytes);
         }
         registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-        server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        server = HttpServer.create(new InetSocketAddress(InetAddress.ofLiteral("127.0.0.1"), 0), 0);
         server.createContext("/metrics", exchange -> {
             byte[] page = registry.scrape().getBytes(StandardCharsets.UTF_8);
             exchange.getResponseHeaders().add("Content-Type", "text/plain; version=0.0.4; charset=utf-8");

@@ -10,6 +10,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
@@ -171,7 +172,7 @@ final class DirectoryLock implements AutoCloseable {
 
     /** {@return the pids holding a flock on the directory's inode, from {@code /proc/locks}; empty if none found} */
     static List<Long> flockHolders(Path directory) {
-        List<Long> pids = new java.util.ArrayList<>();
+        List<Long> pids = new ArrayList<>();
         try {
             long inode = ((Number) Files.getAttribute(directory, "unix:ino")).longValue();
             for (String line : Files.readAllLines(Path.of("/proc/locks"), StandardCharsets.US_ASCII)) {

@@ -9,8 +9,11 @@ import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.FileAttribute;
+import java.nio.file.attribute.GroupPrincipal;
+import java.nio.file.attribute.PosixFileAttributeView;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.nio.file.attribute.UserPrincipalNotFoundException;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Set;
@@ -62,10 +65,10 @@ final class DiskDirectory {
             if (group == null) {
                 return;
             }
-            java.nio.file.attribute.GroupPrincipal principal = path.getFileSystem().getUserPrincipalLookupService()
+            GroupPrincipal principal = path.getFileSystem().getUserPrincipalLookupService()
                     .lookupPrincipalByGroupName(group);
-            java.nio.file.attribute.PosixFileAttributeView view = Files.getFileAttributeView(path,
-                    java.nio.file.attribute.PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS);
+            PosixFileAttributeView view = Files.getFileAttributeView(path,
+                    PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS);
             // Changed only where it differs: a member of the group who does not own the file may not change it.
             if (!view.readAttributes().group().equals(principal)) {
                 view.setGroup(principal);
@@ -92,7 +95,7 @@ final class DiskDirectory {
         if (access.group() != null) {
             try {
                 directory.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByGroupName(access.group());
-            } catch (java.nio.file.attribute.UserPrincipalNotFoundException e) {
+            } catch (UserPrincipalNotFoundException e) {
                 throw new IllegalArgumentException("disk tier group: '" + access.group() + "' (expected: a group that"
                         + " exists on this host, such as one listed by getent group)");
             }
@@ -254,13 +257,9 @@ final class DiskDirectory {
         return "seg-" + HexFormat.of().toHexDigits(id) + ".dat";
     }
 
-    /**
-     * Refuses a file in {@code segments/} that Granary did not name.
-     *
-     * @throws IllegalArgumentException naming the file
-     */
-    static void refuseSegmentEntry(Path segmentsDirectory, String fileName) {
-        throw new IllegalArgumentException("disk tier directory " + segmentsDirectory + " holds a file that is not"
+    /** {@return the refusal of a file in {@code segments/} that Granary did not name, for the caller to throw} */
+    static IllegalArgumentException segmentEntryRefused(Path segmentsDirectory, String fileName) {
+        return new IllegalArgumentException("disk tier directory " + segmentsDirectory + " holds a file that is not"
                 + " Granary's: " + fileName + " (expected: only segment files seg-<16 hex digits>.dat and .dat.tmp;"
                 + " Granary does not share a directory with other data: move the file away)");
     }

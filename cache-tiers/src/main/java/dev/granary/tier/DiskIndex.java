@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.locks.StampedLock;
+import java.util.function.BooleanSupplier;
 
 /**
  * The disk tier's index of cached pages, in primitive arrays: no object per page.
@@ -320,7 +321,7 @@ final class DiskIndex {
      *     {@link Added#REFUSED} if the segment is dead or {@code closed} says the tier is
      */
     Added add(Segment segment, PageKey key, long payload, int crc, boolean verified, int stamp,
-            java.util.function.BooleanSupplier closed) {
+            BooleanSupplier closed) {
         long lockStamp = lock.writeLock();
         try {
             if (segment.deadLocked() || closed.getAsBoolean()) {
@@ -372,7 +373,7 @@ final class DiskIndex {
             if (wanted * 5 > table.length() * 4L) {
                 rehash(Math.max(table.length() + (table.length() >> 1), wanted * 4 / 3 + 1));
             }
-            int n = (int) Math.min(records.size, MAX_RECORDS - segment.records);
+            int n = Math.min(records.size, MAX_RECORDS - segment.records);
             int first = segment.records;
             long[] hashes = new long[n];
             long[] order = new long[n];
@@ -465,7 +466,7 @@ final class DiskIndex {
      *
      * @return whether the index holds the page (this record or an equal one) afterwards
      */
-    boolean republish(Segment segment, int record, PageKey key, java.util.function.BooleanSupplier closed) {
+    boolean republish(Segment segment, int record, PageKey key, BooleanSupplier closed) {
         long stamp = lock.writeLock();
         try {
             if (segment.deadLocked() || closed.getAsBoolean()) {

@@ -4,17 +4,24 @@ package dev.granary.tier;
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileChannel.MapMode;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.stream.Collectors;
 
 /**
  * Looks at a disk tier's directory from outside a cache: what it holds ({@link #inspect}), whether every page still
@@ -60,7 +67,7 @@ public final class DiskTierInspection {
      */
     public record Summary(Path directory, int format, int segments, long segmentBytes, long pages, long pageBytes,
             long objects, long versions, List<String> origins, long freeBytes, int damagedSegments, int damagedTails,
-            Duration scan, long capacity, java.util.Optional<String> inUseBy) {
+            Duration scan, long capacity, Optional<String> inUseBy) {
 
         /** Copies the origin list. */
         public Summary {
@@ -132,12 +139,12 @@ public final class DiskTierInspection {
         Set<List<String>> objects = new HashSet<>();
         Set<List<String>> versions = new HashSet<>();
         Set<String> origins = new TreeSet<>();
-        List<SegmentFormat.Record> records = new ArrayList<>();
+        List<SegmentFormat.ScannedRecord> records = new ArrayList<>();
         for (Path file : segmentFiles(directory)) {
             long id = DiskDirectory.parseId(file.getFileName().toString());
             records.clear();
-            try (java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(file);
-                    java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            try (FileChannel channel = FileChannel.open(file);
+                    Arena arena = Arena.ofConfined()) {
                 long size = channel.size();
                 segments++;
                 segmentBytes += size;
@@ -145,7 +152,7 @@ public final class DiskTierInspection {
                     damagedSegments++;
                     continue;
                 }
-                java.lang.foreign.MemorySegment map = channel.map(java.nio.channels.FileChannel.MapMode.READ_ONLY, 0,
+                MemorySegment map = channel.map(MapMode.READ_ONLY, 0,
                         size, arena);
                 if (SegmentFormat.checkSegmentHeader(map, id, size) != null) {
                     damagedSegments++;
@@ -154,10 +161,10 @@ public final class DiskTierInspection {
                 if (SegmentFormat.scan(map, id, records::add, position -> {}).damage() != null) {
                     damagedTails++;
                 }
-            } catch (java.nio.file.NoSuchFileException e) {
+            } catch (NoSuchFileException e) {
                 continue; // evicted by a running cache meanwhile
             }
-            for (SegmentFormat.Record r : records) {
+            for (SegmentFormat.ScannedRecord r : records) {
                 PageKey key = r.key();
                 pages++;
                 pageBytes += key.length();
@@ -173,7 +180,7 @@ public final class DiskTierInspection {
                 DiskDirectory.recordedCapacity(directory.resolve(DiskDirectory.FORMAT_FILE)),
                 holders.isEmpty() ? java.util.Optional.empty() : java.util.Optional.of((holders.size() == 1
                         ? "pid " : "pids ") + holders.stream().map(String::valueOf)
-                        .collect(java.util.stream.Collectors.joining(", "))));
+                        .collect(Collectors.joining(", "))));
     }
 
     /**

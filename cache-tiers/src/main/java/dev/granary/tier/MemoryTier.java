@@ -2,14 +2,18 @@
 package dev.granary.tier;
 
 import dev.granary.TierStats;
+import dev.granary.internal.ByteSizes;
+import dev.granary.internal.FlightEvents;
 import dev.granary.internal.PageLocker;
 import dev.granary.internal.TierCounters;
 import dev.granary.spi.EvictionPolicy;
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import dev.granary.spi.Tier;
+import dev.granary.spi.TierSimulation;
 import dev.granary.spi.Workload;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -96,7 +100,7 @@ public final class MemoryTier implements Tier {
     private final AtomicLong lockedBytes = new AtomicLong();
     private final AtomicBoolean oversizeLogged = new AtomicBoolean();
     private volatile String pinningFailure;
-    private volatile java.util.function.Consumer<Page> evictionListener;
+    private volatile Consumer<Page> evictionListener;
     private volatile Workload workload = Workload.UNDRIVEN;
     /** {@link Workload#clock()} of the current workload, clamped: the stamp for pages inserted or read now. */
     private volatile int clock;
@@ -288,7 +292,7 @@ public final class MemoryTier implements Tier {
             if (page instanceof DiskPage disk) {
                 disk.tier.faulted(disk, e);
             }
-            throw new java.io.UncheckedIOException(new IOException("cannot copy " + page + " into memory: the cache"
+            throw new UncheckedIOException(new IOException("cannot copy " + page + " into memory: the cache"
                     + " file under it was damaged (truncated or failing); the page is dropped", e));
         }
         slot.seal();
@@ -313,13 +317,13 @@ public final class MemoryTier implements Tier {
      * (and hands them to the eviction listener) if {@code evicted}, then drops the reference.
      */
     private void letGo(MemorySlots.Removed out, boolean evicted) {
-        java.util.function.Consumer<Page> listener = evicted && !closed ? evictionListener : null;
+        Consumer<Page> listener = evicted && !closed ? evictionListener : null;
         for (int i = 0; i < out.count; i++) {
             int slot = out.slots[i];
             PageKey key = out.keys[i];
             if (evicted) {
                 counters.evicted();
-                dev.granary.internal.FlightEvents.evicted(name, key);
+                FlightEvents.evicted(name, key);
             }
             if (listener != null) {
                 SlotPage page = page(slot, EVICTED, key); // takes over the index's reference
@@ -369,7 +373,7 @@ public final class MemoryTier implements Tier {
                 freed += out.weights[0];
                 letGo(out, false);
                 counters.evicted();
-                dev.granary.internal.FlightEvents.evicted(name, out.keys[0]);
+                FlightEvents.evicted(name, out.keys[0]);
             }
         }
         return freed;
@@ -395,7 +399,7 @@ public final class MemoryTier implements Tier {
     }
 
     @Override
-    public void evictionListener(java.util.function.Consumer<Page> listener) {
+    public void evictionListener(Consumer<Page> listener) {
         this.evictionListener = listener;
     }
 
@@ -434,7 +438,7 @@ public final class MemoryTier implements Tier {
      * policy admits every page).
      */
     @Override
-    public dev.granary.spi.TierSimulation simulation() {
+    public TierSimulation simulation() {
         List<MemorySlots.Entry> entries = new ArrayList<>();
         SlabAllocator phantom = allocator.phantomCopy(() -> entries.addAll(slots.entries()));
         MemoryTierSimulation sim = new MemoryTierSimulation(phantom, policy == null ? ADMIT_ALL : policy, workload);
@@ -586,7 +590,7 @@ public final class MemoryTier implements Tier {
         public Builder capacity(long bytes) {
             if (bytes < (64 << 10) || bytes > MAX_CAPACITY) {
                 throw new IllegalArgumentException("memory tier capacity: " + bytes + " bytes (expected: "
-                        + dev.granary.internal.ByteSizes.range(64 << 10, MAX_CAPACITY) + ")");
+                        + ByteSizes.range(64 << 10, MAX_CAPACITY) + ")");
             }
             this.capacity = bytes;
             return this;
@@ -638,7 +642,7 @@ public final class MemoryTier implements Tier {
         public Builder slabSize(long bytes) {
             if (bytes < (64 << 10) || bytes > (1L << 30)) {
                 throw new IllegalArgumentException("slab size: " + bytes + " bytes (expected: "
-                        + dev.granary.internal.ByteSizes.range(64 << 10, 1 << 30) + ")");
+                        + ByteSizes.range(64 << 10, 1 << 30) + ")");
             }
             this.slabSize = bytes;
             return this;

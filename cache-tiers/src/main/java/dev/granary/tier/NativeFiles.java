@@ -2,13 +2,18 @@
 package dev.granary.tier;
 
 import java.io.IOException;
+import java.io.RandomAccessFile;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemoryLayout.PathElement;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
 import java.lang.foreign.SymbolLookup;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -30,6 +35,7 @@ import java.nio.file.StandardOpenOption;
  * skipped, and {@link #openReadOnly} returns {@code -1} (callers fall back to {@code FileChannel}). Thread-safe and
  * stateless.
  */
+@SuppressWarnings("restricted") // FFM downcalls to libc (runs with --enable-native-access)
 final class NativeFiles {
 
     private static final int O_RDONLY = 0;
@@ -70,9 +76,9 @@ final class NativeFiles {
     private static final MethodHandle SYNC_FILE_RANGE;
     private static final int SYNC_FILE_RANGE_WRITE = 2;
     /** Captures errno of {@link #PREAD} and {@link #FLOCK}. */
-    private static final java.lang.foreign.StructLayout CAPTURED = Linker.Option.captureStateLayout();
-    private static final java.lang.invoke.VarHandle ERRNO = CAPTURED.varHandle(
-            java.lang.foreign.MemoryLayout.PathElement.groupElement("errno"));
+    private static final StructLayout CAPTURED = Linker.Option.captureStateLayout();
+    private static final VarHandle ERRNO = CAPTURED.varHandle(
+            PathElement.groupElement("errno"));
 
     static {
         MethodHandle open = null;
@@ -171,7 +177,7 @@ final class NativeFiles {
             throw new IOException(file + ": cannot allocate " + size + " bytes: No space left on device (ENOSPC: "
                     + usable + " bytes free)");
         }
-        try (java.io.RandomAccessFile sized = new java.io.RandomAccessFile(file.toFile(), "rw")) {
+        try (RandomAccessFile sized = new RandomAccessFile(file.toFile(), "rw")) {
             sized.setLength(size); // ftruncate: a length, no blocks
         }
         int fd = openReadWrite(file);
@@ -602,11 +608,11 @@ final class NativeFiles {
     private static final short F_WRLCK = 1;
     private static final short F_UNLCK = 2;
     /** {@code struct flock} on Linux x86_64 and aarch64: type, whence, start, len, pid. */
-    private static final java.lang.foreign.StructLayout FLOCK_STRUCT = java.lang.foreign.MemoryLayout.structLayout(
+    private static final StructLayout FLOCK_STRUCT = MemoryLayout.structLayout(
             ValueLayout.JAVA_SHORT.withName("type"), ValueLayout.JAVA_SHORT.withName("whence"),
-            java.lang.foreign.MemoryLayout.paddingLayout(4), ValueLayout.JAVA_LONG.withName("start"),
+            MemoryLayout.paddingLayout(4), ValueLayout.JAVA_LONG.withName("start"),
             ValueLayout.JAVA_LONG.withName("len"), ValueLayout.JAVA_INT.withName("pid"),
-            java.lang.foreign.MemoryLayout.paddingLayout(4));
+            MemoryLayout.paddingLayout(4));
 
     /** {@return whether open-file-description locks can be called here} */
     static boolean ofdLocks() {

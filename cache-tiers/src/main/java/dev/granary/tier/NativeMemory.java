@@ -19,6 +19,7 @@ import java.lang.invoke.MethodHandle;
  * <p>Falls back to {@code null} (the caller allocates from its arena) where the calls are missing or native access is
  * not enabled.
  */
+@SuppressWarnings("restricted") // FFM downcalls to mmap, munmap, madvise (runs with --enable-native-access)
 final class NativeMemory {
 
     private static final int PROT_READ_WRITE = 0x1 | 0x2;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.tier;
 
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
@@ -212,8 +213,8 @@ final class ObjectNames {
                 long where = at[id];
                 byte[] chunk = arena[(int) (where >>> 32)];
                 int from = (int) where;
-                if (java.util.Arrays.equals(chunk, from, from + keyLength, bytes, keyAt, keyAt + keyLength)
-                        && java.util.Arrays.equals(chunk, from + keyLength, from + keyLength + versionLength, bytes,
+                if (Arrays.equals(chunk, from, from + keyLength, bytes, keyAt, keyAt + keyLength)
+                        && Arrays.equals(chunk, from + keyLength, from + keyLength + versionLength, bytes,
                                 versionAt, versionAt + versionLength)) {
                     return id;
                 }
@@ -272,7 +273,7 @@ final class ObjectNames {
         if (arenaEnd + n > ARENA_CHUNK) {
             int chunks = arena.length;
             arenaTaken += ARENA_CHUNK - Math.min(arenaEnd, ARENA_CHUNK); // the old chunk's unused end
-            arena = java.util.Arrays.copyOf(arena, chunks + 1);
+            arena = Arrays.copyOf(arena, chunks + 1);
             arena[chunks] = new byte[Math.max(ARENA_CHUNK, n)];
             arenaEnd = 0;
         }
@@ -363,7 +364,7 @@ final class ObjectNames {
         }
         long where = at[id];
         return new String(arena[(int) (where >>> 32)], (int) where, lengths[id] >>> 16,
-                java.nio.charset.StandardCharsets.US_ASCII);
+                StandardCharsets.US_ASCII);
     }
 
     /** {@return the version of a name}: decoded from its bytes (a new string) if held as bytes */
@@ -375,7 +376,7 @@ final class ObjectNames {
         long where = at[id];
         int l = lengths[id];
         return new String(arena[(int) (where >>> 32)], (int) where + (l >>> 16), l & 0xFFFF,
-                java.nio.charset.StandardCharsets.US_ASCII);
+                StandardCharsets.US_ASCII);
     }
 
     /** {@return whether the name {@code id}'s key is {@code key}}, without decoding a key held as bytes */

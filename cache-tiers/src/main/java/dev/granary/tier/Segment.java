@@ -3,15 +3,24 @@ package dev.granary.tier;
 
 import dev.granary.spi.PageKey;
 import dev.granary.spi.RegionPolicy;
+import dev.granary.spi.Workload;
+import java.io.EOFException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
+import java.util.zip.CRC32C;
 
 /**
  * One segment file of a {@link DiskTier}, mapped into memory for as long as anything references it.
@@ -101,7 +110,7 @@ final class Segment implements RegionPolicy.Region {
      * Every payload at or above this offset has been handed to writeback, or was written before the segment was
      * reopened; payloads are written downwards from the end of the file, so the mark only goes down.
      */
-    private final java.util.concurrent.atomic.AtomicLong writebackMark = new java.util.concurrent.atomic.AtomicLong();
+    private final AtomicLong writebackMark = new AtomicLong();
 
     private Segment(long id, Path file, Path openedAs, long size, Arena arena, MemorySegment map, int fd,
             Consumer<Segment> onFree) {
@@ -313,7 +322,7 @@ final class Segment implements RegionPolicy.Region {
             return;
         }
         try {
-            MemorySegment.copy(header, 0, map, java.lang.foreign.ValueLayout.JAVA_BYTE, position, header.length);
+            MemorySegment.copy(header, 0, map, ValueLayout.JAVA_BYTE, position, header.length);
         } catch (InternalError e) {
             throw new IOException("cannot write to " + file + ": " + e.getMessage(), e);
         }
@@ -322,8 +331,8 @@ final class Segment implements RegionPolicy.Region {
     /** Bytes read per {@code pread} while verifying; larger pages are read in several. */
     private static final int SCRATCH = 256 << 10;
     /** Scratch buffers for {@link #crc}: an optimisation only, a thread that finds none allocates its own. */
-    private static final java.util.concurrent.atomic.AtomicReferenceArray<MemorySegment> SCRATCHES =
-            new java.util.concurrent.atomic.AtomicReferenceArray<>(2 * Runtime.getRuntime().availableProcessors());
+    private static final AtomicReferenceArray<MemorySegment> SCRATCHES =
+            new AtomicReferenceArray<>(2 * Runtime.getRuntime().availableProcessors());
 
     /**
      * Computes the CRC32C of {@code length} bytes of the file at {@code offset} by reading the file, not the mapping:
@@ -340,7 +349,7 @@ final class Segment implements RegionPolicy.Region {
         }
         MemorySegment scratch = takeScratch();
         try {
-            java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+            CRC32C crc = new CRC32C();
             long done = 0;
             while (done < length) {
                 int chunk = (int) Math.min(SCRATCH, length - done);
@@ -348,7 +357,7 @@ final class Segment implements RegionPolicy.Region {
                 long n = NativeFiles.pread(fd, into, offset + done);
                 if (n < chunk) {
                     truncated = true;
-                    throw new java.io.EOFException(file + " ends before byte " + (offset + length) + " of a page"
+                    throw new EOFException(file + " ends before byte " + (offset + length) + " of a page"
                             + " (expected: a segment file of " + size + " bytes; it was truncated)");
                 }
                 crc.update(into.asByteBuffer());
@@ -363,15 +372,15 @@ final class Segment implements RegionPolicy.Region {
     /** Where raw descriptors are not available: the same check, through a channel opened for it. */
     private int crcThroughChannel(long offset, int length) throws IOException {
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
-            java.nio.ByteBuffer buffer = java.nio.ByteBuffer.allocate(length);
+            ByteBuffer buffer = ByteBuffer.allocate(length);
             while (buffer.hasRemaining()) {
                 if (channel.read(buffer, offset + buffer.position()) < 0) {
                     truncated = true;
-                    throw new java.io.EOFException(file + " ends before byte " + (offset + length) + " of a page"
+                    throw new EOFException(file + " ends before byte " + (offset + length) + " of a page"
                             + " (expected: a segment file of " + size + " bytes; it was truncated)");
                 }
             }
-            java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+            CRC32C crc = new CRC32C();
             crc.update(buffer.flip());
             return (int) crc.getValue();
         }
@@ -383,8 +392,8 @@ final class Segment implements RegionPolicy.Region {
      * Native buffers of {@link #SMALL_WRITE} bytes for writing record headers: an optimisation only, a writer that
      * finds none takes a new one (4 KiB that the GC frees if the pool is full when it is given back).
      */
-    private static final java.util.concurrent.atomic.AtomicReferenceArray<MemorySegment> SMALL_BUFFERS =
-            new java.util.concurrent.atomic.AtomicReferenceArray<>(4 * Runtime.getRuntime().availableProcessors());
+    private static final AtomicReferenceArray<MemorySegment> SMALL_BUFFERS =
+            new AtomicReferenceArray<>(4 * Runtime.getRuntime().availableProcessors());
 
     private static MemorySegment takeSmall() {
         for (int i = 0; i < SMALL_BUFFERS.length(); i++) {
@@ -717,8 +726,8 @@ final class Segment implements RegionPolicy.Region {
 
     /** Shared mode: the end of the record headers written so far, all of them, in order (see {@link #awaitTurn}). */
     private long headersDone = SegmentFormat.SEGMENT_HEADER;
-    private final java.util.concurrent.locks.ReentrantLock turns = new java.util.concurrent.locks.ReentrantLock();
-    private final java.util.concurrent.locks.Condition turn = turns.newCondition();
+    private final ReentrantLock turns = new ReentrantLock();
+    private final Condition turn = turns.newCondition();
 
     /**
      * Shared mode: waits until every record header reserved before the one at {@code header} is written, so headers
@@ -769,7 +778,7 @@ final class Segment implements RegionPolicy.Region {
     }
 
     /** {@return whether fewer than half of the page bytes this segment holds are live under {@code workload}} */
-    boolean mostlyDead(dev.granary.spi.Workload workload) {
+    boolean mostlyDead(Workload workload) {
         return index.mostlyDead(this, workload);
     }
 

@@ -9,6 +9,7 @@ import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.function.Consumer;
 import java.util.function.LongConsumer;
 import java.util.zip.CRC32C;
@@ -161,7 +162,7 @@ final class SegmentFormat {
     private static final VarHandle I64 = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
     /** One valid record found by {@link #scan}. */
-    record Record(PageKey key, long headerOffset, long payloadOffset, int payloadCrc) {}
+    record ScannedRecord(PageKey key, long headerOffset, long payloadOffset, int payloadCrc) {}
 
     /**
      * What a scan found: where the header area ends, where payloads begin, the generation of the last valid record,
@@ -176,7 +177,7 @@ final class SegmentFormat {
      *
      * @return where the scan stopped; {@code damage} is {@code null} for a clean end (never-written zeros)
      */
-    static ScanEnd scan(MemorySegment map, long segmentId, Consumer<Record> sink, LongConsumer readingAt) {
+    static ScanEnd scan(MemorySegment map, long segmentId, Consumer<ScannedRecord> sink, LongConsumer readingAt) {
         return scan(map, segmentId, SEGMENT_HEADER, map.byteSize(), 0, sink, readingAt);
     }
 
@@ -185,7 +186,7 @@ final class SegmentFormat {
      * {@link ScanEnd} said): how a process sees the records another process appended since (shared directories).
      */
     static ScanEnd scan(MemorySegment map, long segmentId, long from, long floor, int fromGeneration,
-            Consumer<Record> sink, LongConsumer readingAt) {
+            Consumer<ScannedRecord> sink, LongConsumer readingAt) {
         // Consecutive records are mostly pages of one object: reuse the previous record's strings when the bytes
         // are the same, rather than decoding them again (recovery's cost is per record).
         String[] names = new String[3];
@@ -201,7 +202,7 @@ final class SegmentFormat {
             if ((same & SAME_VERSION) == 0) {
                 names[2] = new String(h, keyAt + keyLen, versionLen, StandardCharsets.UTF_8);
             }
-            sink.accept(new Record(new PageKey(names[0], names[1], names[2], pageOffset, length), headerOffset,
+            sink.accept(new ScannedRecord(new PageKey(names[0], names[1], names[2], pageOffset, length), headerOffset,
                     payloadOffset, payloadCrc));
         }, readingAt);
     }
@@ -215,6 +216,8 @@ final class SegmentFormat {
     /** Receives each valid page record of a scan, its names still bytes. */
     interface RawSink {
         /**
+         * Receives one valid page record.
+         *
          * @param header the record header's bytes, valid during the call only: origin at {@link #RECORD_FIXED}, then
          *               key, then version
          * @param same   which names equal the previous page record's ({@link #SAME_ORIGIN} and so on); 0 for the
@@ -316,13 +319,13 @@ final class SegmentFormat {
                 if (previous != null) {
                     int previousKeyAt = RECORD_FIXED + previousOrigin;
                     int previousVersionAt = previousKeyAt + previousKey;
-                    if (java.util.Arrays.equals(h, RECORD_FIXED, keyAt, previous, RECORD_FIXED, previousKeyAt)) {
+                    if (Arrays.equals(h, RECORD_FIXED, keyAt, previous, RECORD_FIXED, previousKeyAt)) {
                         same |= SAME_ORIGIN;
                     }
-                    if (java.util.Arrays.equals(h, keyAt, versionAt, previous, previousKeyAt, previousVersionAt)) {
+                    if (Arrays.equals(h, keyAt, versionAt, previous, previousKeyAt, previousVersionAt)) {
                         same |= SAME_KEY;
                     }
-                    if (java.util.Arrays.equals(h, versionAt, versionAt + versionLen, previous, previousVersionAt,
+                    if (Arrays.equals(h, versionAt, versionAt + versionLen, previous, previousVersionAt,
                             previousVersionAt + previousVersion)) {
                         same |= SAME_VERSION;
                     }
@@ -424,8 +427,8 @@ final class SegmentFormat {
             size = 0;
             names = 0;
             bytesUsed = 0;
-            java.util.Arrays.fill(keyString, null);
-            java.util.Arrays.fill(versionString, null);
+            Arrays.fill(keyString, null);
+            Arrays.fill(versionString, null);
         }
 
         @Override
@@ -433,11 +436,11 @@ final class SegmentFormat {
                 long pageOffset, int length, long payloadOffset, int payloadCrc) {
             if (size == this.pageOffset.length) {
                 int n = size + (size >> 1);
-                this.pageOffset = java.util.Arrays.copyOf(this.pageOffset, n);
-                this.length = java.util.Arrays.copyOf(this.length, n);
-                payload = java.util.Arrays.copyOf(payload, n);
-                crc = java.util.Arrays.copyOf(crc, n);
-                name = java.util.Arrays.copyOf(name, n);
+                this.pageOffset = Arrays.copyOf(this.pageOffset, n);
+                this.length = Arrays.copyOf(this.length, n);
+                payload = Arrays.copyOf(payload, n);
+                crc = Arrays.copyOf(crc, n);
+                name = Arrays.copyOf(name, n);
             }
             if (same != SAME_ALL || names == 0) {
                 addName(h, originLen, keyLen, versionLen, (same & SAME_ORIGIN) != 0 && names > 0);
@@ -453,13 +456,13 @@ final class SegmentFormat {
         private void addName(byte[] h, int originLen, int keyLen, int versionLen, boolean sameOrigin) {
             if (names == origin.length) {
                 int n = names * 2;
-                origin = java.util.Arrays.copyOf(origin, n);
-                keyAt = java.util.Arrays.copyOf(keyAt, n);
-                keyLength = java.util.Arrays.copyOf(keyLength, n);
-                versionLength = java.util.Arrays.copyOf(versionLength, n);
-                hash = java.util.Arrays.copyOf(hash, n);
-                keyString = java.util.Arrays.copyOf(keyString, n);
-                versionString = java.util.Arrays.copyOf(versionString, n);
+                origin = Arrays.copyOf(origin, n);
+                keyAt = Arrays.copyOf(keyAt, n);
+                keyLength = Arrays.copyOf(keyLength, n);
+                versionLength = Arrays.copyOf(versionLength, n);
+                hash = Arrays.copyOf(hash, n);
+                keyString = Arrays.copyOf(keyString, n);
+                versionString = Arrays.copyOf(versionString, n);
             }
             int i = names++;
             origin[i] = sameOrigin ? origin[i - 1] : new String(h, RECORD_FIXED, originLen, StandardCharsets.UTF_8);
@@ -467,7 +470,7 @@ final class SegmentFormat {
             int both = keyLen + versionLen;
             if (ObjectNames.ascii(h, keyFrom, both)) {
                 if (bytesUsed + both > bytes.length) {
-                    bytes = java.util.Arrays.copyOf(bytes, Math.max(bytes.length * 2, bytesUsed + both));
+                    bytes = Arrays.copyOf(bytes, Math.max(bytes.length * 2, bytesUsed + both));
                 }
                 System.arraycopy(h, keyFrom, bytes, bytesUsed, both);
                 keyAt[i] = bytesUsed;

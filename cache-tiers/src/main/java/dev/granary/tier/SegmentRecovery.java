@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.TreeMap;
 import java.util.function.Consumer;
+import java.util.function.Predicate;
 
 /**
  * The scan that reopens a disk tier's segments: maps every segment file, oldest first, checks its header, and reads
@@ -57,7 +58,7 @@ final class SegmentRecovery {
     private final Mapped onMapped;
     private final Consumer<Segment> advise;
     private final Runnable corrupted;
-    private final java.util.function.Predicate<Segment> appending;
+    private final Predicate<Segment> appending;
 
     /**
      * @param onFree    the tier's callback when a segment's last reference goes
@@ -75,7 +76,7 @@ final class SegmentRecovery {
      *                  of it that ends on a record not yet complete is not damage
      */
     SegmentRecovery(Path segmentsDirectory, String tierName, Consumer<Segment> onFree, Mapped onMapped,
-            Consumer<Segment> advise, Runnable corrupted, java.util.function.Predicate<Segment> appending) {
+            Consumer<Segment> advise, Runnable corrupted, Predicate<Segment> appending) {
         this.appending = appending;
         this.segmentsDirectory = segmentsDirectory;
         this.tierName = tierName;
@@ -101,7 +102,7 @@ final class SegmentRecovery {
                 } else if (DiskDirectory.isTemporarySegment(fileName)) {
                     Files.delete(entry); // a segment whose creation was interrupted
                 } else {
-                    DiskDirectory.refuseSegmentEntry(segmentsDirectory, fileName);
+                    throw DiskDirectory.segmentEntryRefused(segmentsDirectory, fileName);
                 }
             }
         }

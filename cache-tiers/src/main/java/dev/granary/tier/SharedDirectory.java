@@ -3,11 +3,14 @@ package dev.granary.tier;
 
 import dev.granary.spi.PageKey;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -89,7 +92,7 @@ final class SharedDirectory implements AutoCloseable {
             try {
                 Files.createFile(file, DiskDirectory.FILE_PERMISSIONS);
                 NativeFiles.chmod(file, mode);
-            } catch (java.nio.file.FileAlreadyExistsException raced) {
+            } catch (FileAlreadyExistsException raced) {
                 // another process made it first: it is initialised under the lock below
             }
         }
@@ -102,7 +105,7 @@ final class SharedDirectory implements AutoCloseable {
                 try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
                     if (channel.size() < SIZE) {
                         channel.truncate(0);
-                        channel.write(java.nio.ByteBuffer.allocate(SIZE), 0); // zeros, all blocks real
+                        channel.write(ByteBuffer.allocate(SIZE), 0); // zeros, all blocks real
                     }
                     map = channel.map(FileChannel.MapMode.READ_WRITE, 0, SIZE, arena);
                 }
@@ -195,7 +198,7 @@ final class SharedDirectory implements AutoCloseable {
             pause = Math.min(pause * 2, 1_000_000);
             if (Thread.interrupted()) {
                 Thread.currentThread().interrupt();
-                throw new java.io.InterruptedIOException("interrupted waiting for the lock of " + file);
+                throw new InterruptedIOException("interrupted waiting for the lock of " + file);
             }
         }
     }

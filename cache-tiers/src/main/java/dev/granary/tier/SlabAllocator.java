@@ -3,6 +3,8 @@ package dev.granary.tier;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
@@ -50,11 +52,12 @@ final class SlabAllocator {
     /** Free runs: (length << 32 | start), for best fit. Guarded by lock. */
     private final TreeSet<Long> freeBySize = new TreeSet<>();
     private final SlabListener listener;
-    /** A dry run's copy ({@link #phantomCopy()}): the same bookkeeping, no memory reserved. */
+    /** A dry run's copy ({@link #phantomCopy(Runnable)}): the same bookkeeping, no memory reserved. */
     private final boolean phantom;
     /** Slabs reserved so far (for a phantom, which has no {@link #slabs}). Guarded by lock. */
     private int slabCount;
     private long reserved;
+    /** Written under the lock only, read without it. */
     private volatile long used;
     private long liveAllocations;
     private boolean closed;
@@ -128,6 +131,7 @@ final class SlabAllocator {
      * @return the first block of the run, or {@code -1} if no run fits (full, fragmented, closed, or larger than a
      *     slab)
      */
+    @SuppressWarnings("NonAtomicVolatileUpdate") // used: written under the lock only, so no update is lost
     long allocate(int length) {
         long n = Math.max(1, blocks(length));
         if (n > blocksPerSlab) {
@@ -172,6 +176,7 @@ final class SlabAllocator {
     }
 
     /** Frees an allocation, coalescing it with free neighbours in the same slab. */
+    @SuppressWarnings("NonAtomicVolatileUpdate") // used: written under the lock only, so no update is lost
     void free(long start, int length) {
         long n = Math.max(1, blocks(length));
         lock.lock();
@@ -216,9 +221,9 @@ final class SlabAllocator {
             while (reserveSlab(1)) {
                 // reserve until the capacity is reached
             }
-            for (MemorySegment slab : java.util.Arrays.copyOfRange(slabs, first, slabs.length)) {
+            for (MemorySegment slab : Arrays.copyOfRange(slabs, first, slabs.length)) {
                 for (long at = 0; at < slab.byteSize(); at += 4096) {
-                    slab.set(java.lang.foreign.ValueLayout.JAVA_BYTE, at, (byte) 0);
+                    slab.set(ValueLayout.JAVA_BYTE, at, (byte) 0);
                 }
             }
             return reserved;
@@ -287,9 +292,9 @@ final class SlabAllocator {
             if (slab == null) {
                 slab = arena.allocate(bytes, 4096);
             }
-            MemorySegment[] grown = java.util.Arrays.copyOf(slabs, slabs.length + 1);
+            MemorySegment[] grown = Arrays.copyOf(slabs, slabs.length + 1);
             grown[slabs.length] = slab;
-            MemorySegment[] views = java.util.Arrays.copyOf(readOnlySlabs, slabs.length + 1);
+            MemorySegment[] views = Arrays.copyOf(readOnlySlabs, slabs.length + 1);
             views[slabs.length] = slab.asReadOnly();
             readOnlySlabs = views;
             slabs = grown;

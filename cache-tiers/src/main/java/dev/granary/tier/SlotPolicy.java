@@ -129,10 +129,6 @@ final class SlotPolicy {
         return next[s >>> shift][s & chunkMask];
     }
 
-    private int prev(int s) {
-        return prev[s >>> shift][s & chunkMask];
-    }
-
     private void link(byte list, int s) {
         int c = s >>> shift;
         int i = s & chunkMask;

@@ -11,6 +11,7 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -68,7 +69,7 @@ class DirectoryLockTest {
     void openingADirectoryLoadsNoNameResolution() throws Exception {
         // A child that logs every class it loads: if opening (and being refused) touched InetAddress, the resolver
         // that once hung an open for five minutes would be on the path.
-        ChildJvm.Result child = ChildJvm.run(java.util.List.of("-Xlog:class+load=info"), OpenDirectoryMain.class,
+        ChildJvm.Result child = ChildJvm.run(List.of("-Xlog:class+load=info"), OpenDirectoryMain.class,
                 root.resolve("disk").toString());
         assertEquals(0, child.exitCode(), child.output());
         assertTrue(child.output().contains("dev.granary.tier.DirectoryLock "), "the log lists loaded classes");

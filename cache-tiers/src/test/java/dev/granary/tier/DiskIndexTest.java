@@ -11,6 +11,8 @@ import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -210,7 +212,7 @@ class DiskIndexTest {
     void objectNamesHeldAsBytesAreTheNamesTheirStringsSay() {
         for (String[] n : new String[][] {{"train/000123.jpg", "4096-1700000004551-1000123"}, {"", ""}, {"k", ""},
                 {"a/b c~!", "W/\"etag\""}}) {
-            byte[] b = (n[0] + n[1]).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+            byte[] b = (n[0] + n[1]).getBytes(StandardCharsets.US_ASCII);
             assertEquals(ObjectNames.hash("o", n[0], n[1]), ObjectNames.hash("o", b, 0, n[0].length(), n[0].length(),
                     n[1].length()), "hash of " + n[0] + " " + n[1]);
         }
@@ -228,7 +230,7 @@ class DiskIndexTest {
                 if (random.nextBoolean()) {
                     id = names.acquire(names.find("o", key, version, hash), "o", key, version, hash);
                 } else {
-                    byte[] b = ("xx" + key + version).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+                    byte[] b = ("xx" + key + version).getBytes(StandardCharsets.US_ASCII);
                     int found = names.find("o", b, 2, key.length(), 2 + key.length(), version.length(), hash);
                     assertEquals(names.find("o", key, version, hash), found, key);
                     id = names.acquireBytes(found, "o", b, 2, key.length(), 2 + key.length(), version.length(),

@@ -8,15 +8,22 @@ import dev.granary.Lease;
 import dev.granary.TierStats;
 import dev.granary.TieredCache;
 import dev.granary.origin.posix.PosixOrigin;
+import dev.granary.testkit.Bytes;
 import dev.granary.testkit.Dataset;
+import java.io.IOException;
 import java.nio.channels.FileChannel;
-import java.nio.file.StandardOpenOption;
-import java.util.List;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -113,7 +120,7 @@ class DiskTierDamageTest {
     @Test
     void randomDamageOnAFullFilesystemNeverServesWrongBytes() throws Exception {
         Path mount = Files.createDirectories(root.resolve("tiny-fs"));
-        org.junit.jupiter.api.Assumptions.assumeTrue(TinyFilesystem.mount(mount, 384 << 10),
+        Assumptions.assumeTrue(TinyFilesystem.mount(mount, 384 << 10),
                 "needs root to mount a 384 KiB tmpfs; randomDamageBetweenRunsNeverServesWrongBytes covers the damage"
                         + " and DiskTierTest.aFullDiskStopsAdmissionAndReadsKeepWorking the full disk");
         try {
@@ -127,14 +134,14 @@ class DiskTierDamageTest {
     /** {@return the tier failures (full disk) counted over all trials} */
     private long damageLoop(Path disk, int trials, long capacity, long seed) throws Exception {
         SplittableRandom random = new SplittableRandom(seed);
-        java.util.Map<String, byte[]> objects = new java.util.TreeMap<>();
+        Map<String, byte[]> objects = new TreeMap<>();
         try (var files = Files.list(data)) {
             for (Path f : files.toList()) {
                 objects.put(f.getFileName().toString(), Files.readAllBytes(f));
             }
         }
         List<String> keys = List.copyOf(objects.keySet());
-        java.util.Map<String, Integer> damages = new java.util.TreeMap<>();
+        Map<String, Integer> damages = new TreeMap<>();
         long served = 0;
         long failures = 0;
         long corruptions = 0;
@@ -156,7 +163,7 @@ class DiskTierDamageTest {
                         int offset = pass == 0 ? 0 : random.nextInt(expected.length);
                         int length = pass == 0 ? expected.length : 1 + random.nextInt(expected.length - offset);
                         try (Lease lease = cache.read(key, offset, length)) {
-                            dev.granary.testkit.Bytes.assertSame(java.util.Arrays.copyOfRange(expected, offset,
+                            Bytes.assertSame(Arrays.copyOfRange(expected, offset,
                                     offset + length), lease.bytes(), "trial " + trial + ", " + key + " at " + offset);
                         }
                         served += length;
@@ -168,7 +175,7 @@ class DiskTierDamageTest {
             }
             try {
                 damages.merge(damage(disk, random), 1, Integer::sum);
-            } catch (java.io.IOException e) { // on the full filesystem, extending a file or rewriting FORMAT can fail
+            } catch (IOException e) { // on the full filesystem, extending a file or rewriting FORMAT can fail
                 damages.merge("damage failed: " + e.getClass().getSimpleName(), 1, Integer::sum);
             }
         }
@@ -178,7 +185,7 @@ class DiskTierDamageTest {
     }
 
     /** Damages the closed directory one random way; {@return what was done} */
-    private static String damage(Path disk, SplittableRandom random) throws java.io.IOException {
+    private static String damage(Path disk, SplittableRandom random) throws IOException {
         List<Path> segments;
         try (var files = Files.list(disk.resolve(DiskDirectory.SEGMENTS))) {
             segments = files.sorted().toList();
@@ -224,9 +231,9 @@ class DiskTierDamageTest {
         }
     }
 
-    private static void deleteTree(Path directory) throws java.io.IOException {
+    private static void deleteTree(Path directory) throws IOException {
         try (var walk = Files.walk(directory)) {
-            for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+            for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
                 Files.delete(p);
             }
         }

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -18,12 +19,17 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -65,14 +71,14 @@ class DiskTierDirectWriteTest {
         SplittableRandom random = new SplittableRandom(15);
         Map<PageKey, byte[]> written = new HashMap<>();
         List<PageKey> order = new ArrayList<>();
-        int[] kinds = new int[Kind.values().length];
+        Map<Kind, Integer> kinds = new EnumMap<>(Kind.class);
         try (Arena arena = Arena.ofShared(); Arena mappings = Arena.ofShared()) {
             Map<Path, MemorySegment> other = new HashMap<>(); // a second mapping of each segment file
             try (DiskTier tier = DiskTier.builder().directory(tierDir).capacity(64 * SEGMENT).segmentSize(SEGMENT)
                     .directWrites(true).directWriteMin(8192).build()) {
                 for (int i = 0; i < 400; i++) {
                     Kind kind = Kind.values()[random.nextInt(Kind.values().length)];
-                    kinds[kind.ordinal()]++;
+                    kinds.merge(kind, 1, Integer::sum);
                     int length = switch (kind) {
                         case ALIGNED, MISALIGNED, HEAP -> 4096 * (2 + random.nextInt(31));
                         case ODD_LENGTH -> 4096 * (1 + random.nextInt(16)) + 1 + random.nextInt(4095);
@@ -99,8 +105,8 @@ class DiskTierDirectWriteTest {
                 }
                 long direct = tier.directWrites();
                 if (directHere) {
-                    assertEquals(kinds[Kind.ALIGNED.ordinal()], direct, "every aligned page of 8 KiB or more goes"
-                            + " direct, nothing else does; kinds " + java.util.Arrays.toString(kinds));
+                    assertEquals(kinds.getOrDefault(Kind.ALIGNED, 0).longValue(), direct,
+                            "every aligned page of 8 KiB or more goes direct, nothing else does; kinds " + kinds);
                 } else {
                     assertEquals(0, direct, "a file system without direct I/O: every write buffered");
                 }
@@ -135,7 +141,7 @@ class DiskTierDirectWriteTest {
         Path file = Files.createFile(dir.resolve("f"));
         Files.write(file, new byte[64 << 10]);
         int fd = NativeFiles.openDirect(file);
-        org.junit.jupiter.api.Assumptions.assumeTrue(fd >= 0, "this file system refuses O_DIRECT at open: "
+        Assumptions.assumeTrue(fd >= 0, "this file system refuses O_DIRECT at open: "
                 + dir + "; the tier then never tries a direct write");
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment aligned = arena.allocate(16 << 10, 4096).fill((byte) 7);
@@ -148,7 +154,7 @@ class DiskTierDirectWriteTest {
             }
             assertTrue(NativeFiles.pwriteDirect(fd, aligned, 8192));
             byte[] expected = new byte[64 << 10];
-            java.util.Arrays.fill(expected, 8192, 8192 + (16 << 10), (byte) 7);
+            Arrays.fill(expected, 8192, 8192 + (16 << 10), (byte) 7);
             assertArrayEquals(expected, Files.readAllBytes(file));
         } finally {
             NativeFiles.close(fd);
@@ -158,7 +164,7 @@ class DiskTierDirectWriteTest {
     @Test
     void aRealExt4FileSystemThatFillsUnderDirectWritesRefusesPagesAndKeepsEveryPageItAccepted() throws Exception {
         Path mount = Files.createDirectories(dir.resolve("tiny-ext4"));
-        org.junit.jupiter.api.Assumptions.assumeTrue(TinyFilesystem.mountExt4(mount, dir.resolve("ext4.img"),
+        Assumptions.assumeTrue(TinyFilesystem.mountExt4(mount, dir.resolve("ext4.img"),
                 16 << 20), "needs root, mkfs.ext4 and a loop device to mount a 16 MiB ext4");
         try {
             Path tierDir = mount.resolve("disk");
@@ -166,7 +172,7 @@ class DiskTierDirectWriteTest {
             SplittableRandom random = new SplittableRandom(28);
             try (Arena arena = Arena.ofShared();
                     DiskTier tier = DiskTier.builder().directory(tierDir).capacity(64 * SEGMENT).segmentSize(SEGMENT)
-                            .directWrites(true).retryAfter(java.time.Duration.ofHours(1)).build()) {
+                            .directWrites(true).retryAfter(Duration.ofHours(1)).build()) {
                 int i = 0;
                 for (; i < 4; i++) { // the first segment's first pages, while the disk has room
                     put(tier, random, arena, i, written);
@@ -285,7 +291,7 @@ class DiskTierDirectWriteTest {
             return null;
         }
         try (Stream<Path> list = Files.list(segments)) {
-            return list.filter(p -> p.getFileName().toString().endsWith(".dat")).max(java.util.Comparator
+            return list.filter(p -> p.getFileName().toString().endsWith(".dat")).max(Comparator
                     .comparingLong(p -> Long.parseLong(p.getFileName().toString().replaceAll("\\D", ""))))
                     .orElse(null);
         }
@@ -306,7 +312,7 @@ class DiskTierDirectWriteTest {
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
             return channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size(), arena);
         } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
+            throw new UncheckedIOException(e);
         }
     }
 

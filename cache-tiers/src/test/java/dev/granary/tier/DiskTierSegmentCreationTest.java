@@ -15,13 +15,18 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -32,6 +37,7 @@ import org.junit.jupiter.api.io.TempDir;
  * {@code pwrite} and still recovers every page, and a sparse segment (decision 0014) on a disk that fills up after it
  * was created refuses pages with a clear failure, never a {@code SIGBUS}, and keeps every page it accepted.
  */
+@SuppressWarnings("restricted") // FFM downcall to mincore (tests run with --enable-native-access)
 class DiskTierSegmentCreationTest {
 
     private static final int PAGE = 4096;
@@ -106,17 +112,17 @@ class DiskTierSegmentCreationTest {
 
     private void fillsUp(int nameLength, int before, String failedAt) throws Exception {
         Path mount = Files.createDirectories(dir.resolve("tiny-fs"));
-        org.junit.jupiter.api.Assumptions.assumeTrue(TinyFilesystem.mount(mount, 1280 << 10),
+        Assumptions.assumeTrue(TinyFilesystem.mount(mount, 1280 << 10),
                 "needs root to mount a 1.25 MiB tmpfs");
         try {
             Path tierDir = mount.resolve("disk");
             long segment = 1 << 20;
             int small = 64;
             String longName = "x".repeat(nameLength);
-            java.util.List<PageKey> written = new java.util.ArrayList<>();
+            List<PageKey> written = new ArrayList<>();
             try (Arena arena = Arena.ofConfined();
                     DiskTier tier = DiskTier.builder().directory(tierDir).capacity(4 * segment).segmentSize(segment)
-                            .retryAfter(java.time.Duration.ofHours(1)).build()) {
+                            .retryAfter(Duration.ofHours(1)).build()) {
                 int i = 0;
                 for (; i < before; i++) { // within the first header chunk and the first payload block
                     assertTrue(tier.put(smallPage(arena, longName, i, small)), "page " + i + " before the disk fills");
@@ -126,7 +132,7 @@ class DiskTierSegmentCreationTest {
                 Path hog = mount.resolve("hog");
                 try (FileChannel channel = FileChannel.open(hog, StandardOpenOption.CREATE_NEW,
                         StandardOpenOption.WRITE)) {
-                    java.nio.ByteBuffer block = java.nio.ByteBuffer.allocate(4096);
+                    ByteBuffer block = ByteBuffer.allocate(4096);
                     try {
                         while (true) {
                             channel.write(block.clear());
@@ -188,7 +194,7 @@ class DiskTierSegmentCreationTest {
         try {
             int i = Integer.parseInt(key.key().substring(key.key().lastIndexOf('/') + 1));
             byte[] expected = new byte[key.length()];
-            java.util.Arrays.fill(expected, (byte) (i * 31 + 7));
+            Arrays.fill(expected, (byte) (i * 31 + 7));
             assertArrayEquals(expected, found.segment().toArray(ValueLayout.JAVA_BYTE), key.key() + " " + when);
         } finally {
             found.release();

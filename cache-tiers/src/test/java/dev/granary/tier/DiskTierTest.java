@@ -9,20 +9,23 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.granary.CacheStats;
-import dev.granary.Lease;
 import dev.granary.LeakDetection;
+import dev.granary.Lease;
 import dev.granary.TierStats;
 import dev.granary.TieredCache;
 import dev.granary.origin.posix.PosixOrigin;
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
+import dev.granary.spi.RegionPolicy.Region;
 import dev.granary.testkit.Bytes;
 import dev.granary.testkit.Dataset;
 import dev.granary.testkit.FaultyOrigin;
 import dev.granary.testkit.LeakCheck;
 import java.io.IOException;
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -33,10 +36,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.api.io.TempDir;
 
 /** {@link DiskTier} with real files: persistence, damage, versions, locking, permissions, format, a failing disk. */
@@ -237,7 +243,7 @@ class DiskTierTest {
         long pagesBefore = tier.pageCount();
         first.close();
         // One byte of the object key inside the record header: "train/7.bin" would read as another name.
-        int originLength = victim.origin().getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+        int originLength = victim.origin().getBytes(StandardCharsets.UTF_8).length;
         flip(location.file(), location.headerOffset() + SegmentFormat.RECORD_FIXED + originLength + 2);
         DiskTier reopened = disk().build();
         assertEquals(1, reopened.recovery().damagedTails(), reopened.recovery().toString());
@@ -497,7 +503,7 @@ class DiskTierTest {
     @Test
     void aRealFullFilesystemStopsAdmissionAndReadsKeepWorking() throws Exception {
         Path mount = Files.createDirectories(root.resolve("tiny-fs"));
-        org.junit.jupiter.api.Assumptions.assumeTrue(TinyFilesystem.mount(mount, 512 << 10),
+        Assumptions.assumeTrue(TinyFilesystem.mount(mount, 512 << 10),
                 "needs root to mount a 512 KiB tmpfs; the fault-injecting test above covers the logic");
         try {
             dir = mount.resolve("disk");
@@ -593,20 +599,20 @@ class DiskTierTest {
 
     @Test
     void aPolicyThatChoosesSomethingElseIsReported() throws Exception {
-        DiskTier tier = disk().capacity(2 * SEGMENT).policy(candidates -> new dev.granary.spi.RegionPolicy.Region() {
-            public long id() {
+        DiskTier tier = disk().capacity(2 * SEGMENT).policy(candidates -> new Region() {
+            @Override public long id() {
                 return -1;
             }
 
-            public long lastAccess() {
+            @Override public long lastAccess() {
                 return 0;
             }
 
-            public int pages() {
+            @Override public int pages() {
                 return 0;
             }
 
-            public void forEachPage(java.util.function.Consumer<PageKey> action) {}
+            @Override public void forEachPage(Consumer<PageKey> action) {}
         }).build();
         try {
             IllegalStateException e = assertThrows(IllegalStateException.class, () -> {
@@ -620,14 +626,14 @@ class DiskTierTest {
         }
     }
 
-    private static void assertMessage(Class<? extends Throwable> type, org.junit.jupiter.api.function.Executable call,
+    private static void assertMessage(Class<? extends Throwable> type, Executable call,
             String expected) {
         Throwable e = assertThrows(type, call);
         assertTrue(e.getMessage().contains(expected), "message '" + e.getMessage() + "' lacks '" + expected + "'");
     }
 
     private static Page sealed(PageKey key, byte[] bytes) {
-        Page page = new Page(key, java.lang.foreign.MemorySegment.ofArray(bytes.clone())) {
+        Page page = new Page(key, MemorySegment.ofArray(bytes.clone())) {
             @Override
             protected void deallocate() {}
         };

@@ -35,6 +35,7 @@ import org.junit.jupiter.api.io.TempDir;
  * dirty. Every byte is read back through the tier, after concurrent writers and after a reopen: writeback changes
  * when bytes reach the device, never which bytes.
  */
+@SuppressWarnings("restricted") // FFM downcall to syscall(cachestat) (tests run with --enable-native-access)
 class DiskTierWritebackTest {
 
     private static final long SEGMENT = 16L << 20;
@@ -147,7 +148,7 @@ class DiskTierWritebackTest {
             // Each 64 KiB range below a segment's end goes at most once (the mark only moves down): at most one
             // hand-off per page and one rest per segment.
             long handed = tier.writebacks();
-            assertTrue(handed > 0 && handed <= threads * perThread + 4L, "ranges handed to writeback: " + handed);
+            assertTrue(handed > 0 && handed <= (long) threads * perThread + 4, "ranges handed to writeback: " + handed);
             assertPages(tier, threads * perThread, "after concurrent writes");
         }
     }

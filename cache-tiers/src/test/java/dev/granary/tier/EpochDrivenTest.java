@@ -7,8 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.granary.CacheStats;
 import dev.granary.EpochDriver;
-import dev.granary.Lease;
 import dev.granary.LeakDetection;
+import dev.granary.Lease;
 import dev.granary.TieredCache;
 import dev.granary.Tiering;
 import dev.granary.origin.posix.PosixOrigin;
@@ -19,6 +19,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
@@ -101,12 +102,12 @@ class EpochDrivenTest {
         }
         assertEquals(0, driven[0], "the first epoch is cold");
         for (int e = 2; e < driven.length; e++) {
-            assertEquals(driven[1], driven[e], "steady state must be stable: " + java.util.Arrays.toString(driven));
+            assertEquals(driven[1], driven[e], "steady state must be stable: " + Arrays.toString(driven));
         }
         // The ceiling in samples: memory holds exactly 32; the disk's 1 MiB holds at most 128 (less their headers).
         long ceiling = MEMORY / SAMPLE + DISK / SAMPLE;
         assertTrue(driven[1] >= 0.9 * ceiling && driven[1] <= ceiling,
-                "driven hits per epoch " + driven[1] + " vs ceiling " + ceiling + ": " + java.util.Arrays.toString(driven));
+                "driven hits per epoch " + driven[1] + " vs ceiling " + ceiling + ": " + Arrays.toString(driven));
 
         // The same epochs undriven: the tiers' own policies keep replacing samples and fall well below.
         long undriven = 0;
@@ -146,22 +147,21 @@ class EpochDrivenTest {
             }
         }
         long ceiling = MEMORY / SAMPLE + DISK / SAMPLE;
-        assertEquals(0, hits[0], java.util.Arrays.toString(hits));
+        assertEquals(0, hits[0], Arrays.toString(hits));
         // Epoch 1 replaces the foreign pages (dead: not read in epoch 0); from epoch 2 on the ceiling holds.
         for (int e = 3; e < hits.length; e++) {
-            assertEquals(hits[2], hits[e], java.util.Arrays.toString(hits));
+            assertEquals(hits[2], hits[e], Arrays.toString(hits));
         }
-        assertTrue(hits[2] >= 0.9 * ceiling, "hits " + java.util.Arrays.toString(hits) + " vs ceiling " + ceiling);
+        assertTrue(hits[2] >= 0.9 * ceiling, "hits " + Arrays.toString(hits) + " vs ceiling " + ceiling);
     }
 
     @Test
     void aWarmDiskReopenedUnderALoaderKeepsItsPagesThroughTheFirstEpoch() throws IOException {
         Path disk = root.resolve("disk");
-        long before;
         try (TieredCache cache = cache(disk); EpochDriver driver = cache.loaderSupport().driver()) {
             for (int e = 0; e < 3; e++) {
                 driver.startEpoch();
-                before = epoch(cache, e, keys);
+                epoch(cache, e, keys);
                 driver.endEpoch();
             }
         }
@@ -231,8 +231,8 @@ class EpochDrivenTest {
         long ceiling = MEMORY / SAMPLE + DISK / SAMPLE;
         for (int e = 2; e < after.length; e++) {
             assertTrue(after[e] >= before[before.length - 1] - 4 && after[e] >= 0.9 * ceiling,
-                    "after the restart " + java.util.Arrays.toString(after) + ", before "
-                            + java.util.Arrays.toString(before) + ", ceiling " + ceiling);
+                    "after the restart " + Arrays.toString(after) + ", before "
+                            + Arrays.toString(before) + ", ceiling " + ceiling);
         }
     }
 

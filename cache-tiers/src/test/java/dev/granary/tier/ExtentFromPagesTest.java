@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.granary.Lease;
 import dev.granary.LeakDetection;
+import dev.granary.Lease;
 import dev.granary.LoaderSupport;
 import dev.granary.ObjectInfo;
 import dev.granary.PrestageResult;
@@ -20,6 +20,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Arrays;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -151,12 +152,12 @@ class ExtentFromPagesTest {
 
             // By key: the current version, whose pages nobody staged.
             try (Lease lease = cache.loaderSupport().readExtent("shards/a.tar", PAGE - 1, 3 * PAGE)) {
-                Bytes.assertSame(java.util.Arrays.copyOfRange(after, PAGE - 1, 4 * PAGE - 1), lease.bytes(), "new");
+                Bytes.assertSame(Arrays.copyOfRange(after, PAGE - 1, 4 * PAGE - 1), lease.bytes(), "new");
             }
             assertEquals(1, origin.reads(), "the new version read from the origin");
             // Pinned to the old version: its staged pages are exactly its bytes.
             try (Lease lease = cache.loaderSupport().readExtent(old, PAGE - 1, 3 * PAGE)) {
-                Bytes.assertSame(java.util.Arrays.copyOfRange(before, PAGE - 1, 4 * PAGE - 1), lease.bytes(), "old");
+                Bytes.assertSame(Arrays.copyOfRange(before, PAGE - 1, 4 * PAGE - 1), lease.bytes(), "old");
             }
             assertEquals(1, origin.reads(), "the old version's pages serve a reader pinned to it");
         }

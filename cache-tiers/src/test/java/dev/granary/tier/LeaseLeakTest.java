@@ -11,6 +11,7 @@ import dev.granary.TieredCache;
 import dev.granary.testkit.Await;
 import dev.granary.testkit.LeakCheck;
 import java.nio.file.Path;
+import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -28,7 +29,7 @@ class LeaseLeakTest {
 
     @Test
     void theLeakCheckFailsATestThatLeavesALeaseOpen() throws Exception {
-        LeakCheck strict = new LeakCheck(java.time.Duration.ofMillis(200));
+        LeakCheck strict = new LeakCheck(Duration.ofMillis(200));
         CacheFixture f = CacheFixture.create(temp, strict);
         f.data.put("forgotten", 1000);
         Lease forgotten = f.cache.read("forgotten");

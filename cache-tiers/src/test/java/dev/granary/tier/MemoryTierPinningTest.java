@@ -4,7 +4,10 @@ package dev.granary.tier;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.granary.spi.PageKey;
+import java.io.File;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -36,7 +39,7 @@ class MemoryTierPinningTest {
     void pinnedMemoryIsLockedOrTheRefusalIsReported() throws Exception {
         MemoryTier tier = MemoryTier.builder().capacity(1 << 20).pinned(true).build();
         try {
-            var key = new dev.granary.spi.PageKey("t://", "k", "v", 0, 1000);
+            var key = new PageKey("t://", "k", "v", 0, 1000);
             var page = tier.allocate(key); // reserves (and locks) the first slab
             page.seal();
             tier.put(page);
@@ -59,7 +62,7 @@ class MemoryTierPinningTest {
     void unpinnedTiersLockNothing() {
         MemoryTier tier = MemoryTier.builder().capacity(1 << 20).build();
         try {
-            var page = tier.allocate(new dev.granary.spi.PageKey("t://", "k", "v", 0, 10));
+            var page = tier.allocate(new PageKey("t://", "k", "v", 0, 10));
             page.release();
             assertEquals(0, tier.pinning().lockedBytes());
             assertTrue(tier.pinning().failure().isEmpty());
@@ -85,7 +88,7 @@ class MemoryTierPinningTest {
         String output;
         try {
             assertTrue(child.waitFor(90, TimeUnit.SECONDS), "probe JVM did not finish");
-            output = new String(child.getInputStream().readAllBytes());
+            output = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         } finally {
             child.destroyForcibly();
         }
@@ -102,12 +105,12 @@ class MemoryTierPinningTest {
         Path dir = Files.createDirectories(temp.resolve("cp"));
         List<String> entries = new ArrayList<>();
         int n = 0;
-        for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
+        for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
             Path source = Path.of(entry);
             if (!Files.exists(source)) {
                 continue;
             }
-            Path target = dir.resolve((n++) + "-" + source.getFileName());
+            Path target = dir.resolve(n++ + "-" + source.getFileName());
             if (Files.isDirectory(source)) {
                 try (Stream<Path> files = Files.walk(source)) {
                     for (Path p : (Iterable<Path>) files::iterator) {
@@ -130,6 +133,6 @@ class MemoryTierPinningTest {
                         Files.isDirectory(p) ? "rwxr-xr-x" : "rw-r--r--"));
             }
         }
-        return String.join(java.io.File.pathSeparator, entries);
+        return String.join(File.pathSeparator, entries);
     }
 }

@@ -6,8 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.granary.Lease;
 import dev.granary.LeakDetection;
+import dev.granary.Lease;
 import dev.granary.PrestageResult;
 import dev.granary.Progress;
 import dev.granary.TieredCache;
@@ -19,8 +19,10 @@ import dev.granary.testkit.FaultyOrigin;
 import dev.granary.testkit.Gate;
 import dev.granary.testkit.LeakCheck;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -111,7 +113,7 @@ class PrestageTest {
             assertTrue(seen.get(i).objectsDone() >= seen.get(i - 1).objectsDone(), "progress only grows");
             assertTrue(seen.get(i).bytesDone() >= seen.get(i - 1).bytesDone(), "progress only grows");
         }
-        assertEquals(java.time.Duration.ZERO, last.eta().orElseThrow());
+        assertEquals(Duration.ZERO, last.eta().orElseThrow());
 
         // A new process's cache over the same directory: every object comes from the disk tier.
         FaultyOrigin second = new FaultyOrigin(PosixOrigin.of(data));
@@ -255,7 +257,7 @@ class PrestageTest {
                     result.set(cache.prestage("train/", p -> {}));
                     flag.set(Thread.currentThread().isInterrupted());
                 } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
+                    throw new UncheckedIOException(e);
                 }
             });
             Await.until(() -> gate.waiting() == 2, () -> "two reads waiting at the gate");
@@ -298,7 +300,7 @@ class PrestageTest {
     void aDiskThatCannotTakeSegmentsFailsEveryObjectNamingTheTier() throws Exception {
         DiskTier full = disk().files((file, size) -> {
             throw new IOException("No space left on device");
-        }).retryAfter(java.time.Duration.ofHours(1)).build();
+        }).retryAfter(Duration.ofHours(1)).build();
         FaultyOrigin origin = new FaultyOrigin(PosixOrigin.of(data));
         try (TieredCache cache = cache(origin, full)) {
             PrestageResult result = cache.prestage("train/", p -> {});

@@ -10,6 +10,7 @@ import dev.granary.TieredCache;
 import dev.granary.origin.posix.PosixOrigin;
 import dev.granary.testkit.Dataset;
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
@@ -26,7 +27,7 @@ class ReadmeExampleTest {
 
     @Test
     void theReadmeExampleWorks() throws Exception {
-        Dataset data = new Dataset(java.nio.file.Files.createDirectories(temp.resolve("data")), 1);
+        Dataset data = new Dataset(Files.createDirectories(temp.resolve("data")), 1);
         byte[] jpeg = data.put("train/n01440764/000001.JPEG", 110_000);
         data.put("shards/000003.tar", 1_000_000);
         Path datasetRoot = data.root();

@@ -9,21 +9,29 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.granary.Lease;
+import dev.granary.ObjectInfo;
 import dev.granary.TieredCache;
 import dev.granary.origin.posix.PosixOrigin;
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
+import dev.granary.testkit.Await;
 import dev.granary.testkit.Bytes;
 import dev.granary.testkit.Dataset;
 import dev.granary.testkit.FaultyOrigin;
 import dev.granary.testkit.Gate;
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -268,7 +276,7 @@ class SharedDiskTierTest {
                         .pageSize(64 << 10).build()) {
             CompletableFuture<byte[]> readA = CompletableFuture.supplyAsync(() -> read(a, "sample"));
             // a's fills hold the claims of the object's four pages (they wait at the gate, inside the origin read)
-            dev.granary.testkit.Await.until(() -> gate.waiting() == 4, () -> "a's four fills at the gate");
+            Await.until(() -> gate.waiting() == 4, () -> "a's four fills at the gate");
             CompletableFuture<byte[]> readB = CompletableFuture.supplyAsync(() -> read(b, "sample"));
             gate.open();
             Bytes.assertSame(dataset.bytes("sample"), readA.get(60, TimeUnit.SECONDS), "a");
@@ -286,7 +294,7 @@ class SharedDiskTierTest {
         Path dir = root.resolve("disk");
         try (DiskTier claimant = shared(dir, 8 << 20).build();
                 TieredCache b = TieredCache.builder(PosixOrigin.of(data)).tier(shared(dir, 8 << 20)
-                        .segmentSize(1 << 20).fillWait(java.time.Duration.ofMillis(200)).build())
+                        .segmentSize(1 << 20).fillWait(Duration.ofMillis(200)).build())
                         .pageSize(64 << 10).build()) {
             ObjectInfoHolder info = new ObjectInfoHolder(b.stat("sample"));
             PageKey key = new PageKey(b.originUri().toString(), "sample", info.version, 0, 50_000);
@@ -298,7 +306,7 @@ class SharedDiskTierTest {
     }
 
     private record ObjectInfoHolder(String version) {
-        ObjectInfoHolder(dev.granary.ObjectInfo info) {
+        ObjectInfoHolder(ObjectInfo info) {
             this(info.version());
         }
     }
@@ -306,8 +314,8 @@ class SharedDiskTierTest {
     private static byte[] read(TieredCache cache, String key) {
         try (Lease lease = cache.read(key)) {
             return Bytes.toArray(lease.bytes());
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
     }
 
@@ -363,14 +371,14 @@ class SharedDiskTierTest {
         Path dir = root.resolve("disk");
         try (DiskTier tier = shared(dir, 1 << 20).group("tape").build()) {
             put(tier, key("g", 0, 5000));
-            assertEquals("tape", Files.readAttributes(dir, java.nio.file.attribute.PosixFileAttributes.class).group()
+            assertEquals("tape", Files.readAttributes(dir, PosixFileAttributes.class).group()
                     .getName());
             assertEquals(02770, mode(dir), Integer.toOctalString(mode(dir)));
             assertEquals(02770, mode(dir.resolve("segments")));
             try (DirectoryStream<Path> segments = Files.newDirectoryStream(dir.resolve("segments"))) {
                 for (Path file : segments) {
                     assertEquals(0660, mode(file), file + ": " + Integer.toOctalString(mode(file)));
-                    assertEquals("tape", Files.readAttributes(file, java.nio.file.attribute.PosixFileAttributes.class)
+                    assertEquals("tape", Files.readAttributes(file, PosixFileAttributes.class)
                             .group().getName());
                 }
             }
@@ -401,7 +409,7 @@ class SharedDiskTierTest {
         IllegalStateException scratch = assertThrows(IllegalStateException.class,
                 () -> shared(root.resolve("d"), 1 << 20).deleteOnClose(true).build());
         assertTrue(scratch.getMessage().contains("shared(true) with deleteOnClose(true)"), scratch.getMessage());
-        assertThrows(IllegalArgumentException.class, () -> DiskTier.builder().fillWait(java.time.Duration.ofMillis(-1)));
+        assertThrows(IllegalArgumentException.class, () -> DiskTier.builder().fillWait(Duration.ofMillis(-1)));
     }
 
     /** Bytes of segment files in the directory, listed under the directory's own lock (a consistent view). */
@@ -414,7 +422,7 @@ class SharedDiskTierTest {
         for (Path file : files) {
             try {
                 total += Files.size(file);
-            } catch (java.nio.file.NoSuchFileException gone) {
+            } catch (NoSuchFileException gone) {
                 // evicted meanwhile
             }
         }

@@ -166,10 +166,11 @@ class TieredCacheConcurrencyTest {
         ConcurrentLinkedQueue<Throwable> unexpected = new ConcurrentLinkedQueue<>();
         ConcurrentLinkedQueue<Lease> heldAcrossClose = new ConcurrentLinkedQueue<>();
         AtomicInteger closedFailures = new AtomicInteger();
+        List<Future<?>> readers = new ArrayList<>();
         try (ExecutorService pool = Executors.newFixedThreadPool(8)) {
             for (int t = 0; t < 8; t++) {
                 long seed = t;
-                pool.submit(() -> {
+                readers.add(pool.submit(() -> {
                     SplittableRandom r = new SplittableRandom(seed);
                     while (true) {
                         String key = "c/" + r.nextInt(objects);
@@ -199,10 +200,13 @@ class TieredCacheConcurrencyTest {
                         }
                         reads.incrementAndGet();
                     }
-                });
+                }));
             }
             Await.until(() -> reads.get() > 2000, () -> "readers to get going: " + reads.get() + " reads");
             f.cache.close();
+        }
+        for (Future<?> reader : readers) {
+            reader.get(); // done (the pool's close waited): rethrows what escaped a reader
         }
         if (!unexpected.isEmpty()) {
             fail("unexpected failure while closing under readers", unexpected.peek());

@@ -15,9 +15,11 @@ import dev.granary.testkit.Bytes;
 import dev.granary.testkit.Dataset;
 import dev.granary.testkit.LeakCheck;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -56,7 +58,7 @@ class TieredCacheFacadeTest {
             lease.close();
             IllegalStateException e = assertThrows(IllegalStateException.class, () -> kept.get(0));
             assertTrue(e.getMessage().contains("closed"), e.getMessage());
-            assertThrows(IllegalStateException.class, () -> keptSegment.get(java.lang.foreign.ValueLayout.JAVA_BYTE,
+            assertThrows(IllegalStateException.class, () -> keptSegment.get(ValueLayout.JAVA_BYTE,
                     0));
             assertThrows(IllegalStateException.class, lease::bytes);
             assertEquals(0, cache.stats().openLeases());
@@ -94,9 +96,9 @@ class TieredCacheFacadeTest {
             try (Lease a = cache.loaderSupport().readExtent("shard.tar", 1_000, 2_000);
                     Lease b = cache.loaderSupport().readExtent(info, 1_000, 2_000);
                     Lease c = cache.loaderSupport().readExtentUncached(info, 10_000, 5_000)) {
-                Bytes.assertSame(java.util.Arrays.copyOfRange(bytes, 1_000, 3_000), a.bytes(), "extent");
-                Bytes.assertSame(java.util.Arrays.copyOfRange(bytes, 1_000, 3_000), b.bytes(), "pinned extent");
-                Bytes.assertSame(java.util.Arrays.copyOfRange(bytes, 10_000, 15_000), c.bytes(), "uncached");
+                Bytes.assertSame(Arrays.copyOfRange(bytes, 1_000, 3_000), a.bytes(), "extent");
+                Bytes.assertSame(Arrays.copyOfRange(bytes, 1_000, 3_000), b.bytes(), "pinned extent");
+                Bytes.assertSame(Arrays.copyOfRange(bytes, 10_000, 15_000), c.bytes(), "uncached");
             }
             assertEquals(2, cache.stats().origin().reads(), "the pinned extent was the cached one: a hit");
             try (EpochDriver driver = cache.loaderSupport().driver()) {

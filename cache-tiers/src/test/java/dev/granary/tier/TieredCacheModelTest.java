@@ -34,6 +34,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -49,6 +50,7 @@ import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.state.Action;
 import net.jqwik.api.state.ActionChain;
 import net.jqwik.api.state.Transformer;
+import org.junit.jupiter.api.function.Executable;
 
 /**
  * A model-based test of {@link TieredCache} (jqwik's {@link ActionChain}): random chains of whole reads, range reads,
@@ -88,7 +90,7 @@ class TieredCacheModelTest {
 
     @AfterContainer
     static void everyPathWasExercised() {
-        System.out.println("model chains exercised: " + new java.util.TreeMap<>(COVERAGE));
+        System.out.println("model chains exercised: " + new TreeMap<>(COVERAGE));
         for (String what : List.of("memory evictions", "disk hits", "disk evictions", "reopens", "past the end",
                 "no such object", "held across close")) {
             AtomicLong n = COVERAGE.get(what);
@@ -598,7 +600,7 @@ class TieredCacheModelTest {
             assertThrows(IllegalStateException.class, lease::bytes);
         }
 
-        private static void assertNoSuchObject(String key, org.junit.jupiter.api.function.Executable read) {
+        private static void assertNoSuchObject(String key, Executable read) {
             NoSuchObjectException e = assertThrows(NoSuchObjectException.class, read, "deleted " + key);
             covered("no such object", 1);
             assertTrue(e.getMessage().contains(key), e.getMessage());

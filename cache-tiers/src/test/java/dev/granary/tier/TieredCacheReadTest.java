@@ -16,6 +16,7 @@ import dev.granary.TierStats;
 import dev.granary.TieredCache;
 import dev.granary.origin.posix.PosixOrigin;
 import dev.granary.testkit.Bytes;
+import dev.granary.testkit.Dataset;
 import dev.granary.testkit.LeakCheck;
 import java.io.EOFException;
 import java.lang.foreign.Arena;
@@ -24,10 +25,14 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.api.io.TempDir;
 
 /** Reads through a TieredCache with a memory tier over real files: bytes, stats, leases, errors. */
@@ -251,7 +256,7 @@ class TieredCacheReadTest {
     @Test
     void aHitInALowerTierIsPromotedToTheTierAbove() throws Exception {
         Path root = Files.createDirectories(temp.resolve("two-tier"));
-        dev.granary.testkit.Dataset data = new dev.granary.testkit.Dataset(root, 3);
+        Dataset data = new Dataset(root, 3);
         byte[] a = data.put("a", 100_000);
         byte[] b = data.put("b", 100_000);
         MemoryTier l1 = MemoryTier.builder().name("l1").capacity(128 << 10).build();
@@ -283,7 +288,7 @@ class TieredCacheReadTest {
         }
     }
 
-    static void assertMessage(String expected, org.junit.jupiter.api.function.Executable call) {
+    static void assertMessage(String expected, Executable call) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, call);
         assertEquals(expected, e.getMessage());
     }
@@ -299,16 +304,16 @@ class TieredCacheReadTest {
 
     @Test
     void aListingTeachesVersionsSoReadsOfListedObjectsNeedNoStat() throws Exception {
-        java.util.Map<String, byte[]> objects = new java.util.TreeMap<>();
+        Map<String, byte[]> objects = new TreeMap<>();
         for (int i = 0; i < 20; i++) {
             objects.put(String.format("listed/%03d", i), f.data.put(String.format("listed/%03d", i), 1000 + i));
         }
         f.data.put("other/x", 10);
-        java.util.List<ObjectInfo> listed;
+        List<ObjectInfo> listed;
         try (var stream = cache.list("listed/")) {
             listed = stream.toList();
         }
-        assertEquals(java.util.List.copyOf(objects.keySet()), listed.stream().map(ObjectInfo::key).toList());
+        assertEquals(List.copyOf(objects.keySet()), listed.stream().map(ObjectInfo::key).toList());
         for (var e : objects.entrySet()) {
             read(cache, e.getKey(), e.getValue());
         }

@@ -18,6 +18,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -89,7 +90,7 @@ class TieredCacheVersionTest {
     void anObjectThatKeepsChangingFailsWithObjectChangedException() throws Exception {
         CacheFixture f = fixture(Duration.ofMinutes(1));
         f.data.put("flapping", 3 * 4096);
-        java.util.concurrent.atomic.AtomicInteger n = new java.util.concurrent.atomic.AtomicInteger();
+        AtomicInteger n = new AtomicInteger();
         f.origin.onRead((object, position, length) -> {
             byte[] next = new byte[3 * 4096];
             Arrays.fill(next, (byte) n.incrementAndGet());

@@ -2,6 +2,8 @@
 package dev.granary.tier;
 
 import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 
@@ -29,7 +31,7 @@ final class TinyFilesystem {
         if (!"root".equals(System.getProperty("user.name"))) {
             return false;
         }
-        try (java.io.RandomAccessFile file = new java.io.RandomAccessFile(image.toFile(), "rw")) {
+        try (RandomAccessFile file = new RandomAccessFile(image.toFile(), "rw")) {
             file.setLength(bytes);
         }
         return (run("mkfs.ext4", "-q", "-F", image.toString()) || run("/usr/sbin/mkfs.ext4", "-q", "-F",
@@ -39,7 +41,7 @@ final class TinyFilesystem {
     /** Unmounts what {@link #mountExt4} mounted and deletes its image. */
     static void unmountExt4(Path directory, Path image) throws IOException, InterruptedException {
         unmount(directory);
-        java.nio.file.Files.deleteIfExists(image);
+        Files.deleteIfExists(image);
     }
 
     static void unmount(Path directory) throws IOException, InterruptedException {

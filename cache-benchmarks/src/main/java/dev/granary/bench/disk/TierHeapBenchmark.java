@@ -9,6 +9,7 @@ import dev.granary.tier.MemoryTier;
 import dev.granary.tier.internal.TierInternals;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
 import java.util.Locale;
@@ -173,7 +174,7 @@ public final class TierHeapBenchmark {
             if (page == null) {
                 throw new IllegalStateException("memory tier refused page " + i + ": " + tier);
             }
-            page.writableSegment().set(java.lang.foreign.ValueLayout.JAVA_INT, 0, i);
+            page.writableSegment().set(ValueLayout.JAVA_INT, 0, i);
             page.seal();
             tier.put(page);
             page.release();

@@ -11,10 +11,12 @@ import dev.granary.origin.posix.PosixOrigin;
 import dev.granary.tier.DiskTier;
 import dev.granary.tier.MemoryTier;
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -161,7 +163,7 @@ public final class WarmRestartBenchmark {
                     v.getLast());
         }
         System.out.printf(Locale.ROOT, "load average %.2f%n",
-                java.lang.management.ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
+                ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
         deleteTree(dir);
     }
 
@@ -222,7 +224,7 @@ public final class WarmRestartBenchmark {
 
     private static void deleteTree(Path dir) throws IOException {
         try (var files = Files.walk(dir)) {
-            for (Path p : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
+            for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
                 Files.deleteIfExists(p);
             }
         }

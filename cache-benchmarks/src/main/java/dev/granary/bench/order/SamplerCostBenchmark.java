@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.bench.order;
 
+import com.sun.management.ThreadMXBean;
+import dev.granary.bench.Options;
 import dev.granary.loader.Partitioning;
 import dev.granary.loader.Sampler;
 import dev.granary.loader.Shuffle;
@@ -35,7 +37,7 @@ public final class SamplerCostBenchmark {
      */
     public static void main(String[] args) {
         Locale.setDefault(Locale.ROOT);
-        Map<String, Long> o = dev.granary.bench.Options.parse(args, Map.of("samples", "5000000", "ranks", "8", "shard-size", "1000",
+        Map<String, Long> o = Options.parse(args, Map.of("samples", "5000000", "ranks", "8", "shard-size", "1000",
                 "block", "8", "repeats", "3"));
         int n = Math.toIntExact(o.get("samples"));
         int world = Math.toIntExact(o.get("ranks"));
@@ -74,7 +76,7 @@ public final class SamplerCostBenchmark {
     }
 
     private static void row(String name, int n, int world, int repeats, RankOrder order) {
-        com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        ThreadMXBean threads = (ThreadMXBean) ManagementFactory.getThreadMXBean();
         long tid = Thread.currentThread().threadId();
         order.compute(0); // warm up: class loading and the first JIT tiers
         long[] nanos = new long[repeats * world];
@@ -102,7 +104,7 @@ public final class SamplerCostBenchmark {
         Arrays.sort(nanos);
         Arrays.sort(bytes);
         long medianNanos = nanos[nanos.length / 2];
-        long perRank = (n + world - 1) / world;
+        long perRank = ((long) n + world - 1) / world;
         System.out.printf("| %s | %.1f | %,d | %,d | %.1f |%n", name, medianNanos / 1e6, bytes[bytes.length / 2],
                 own, (double) medianNanos / perRank);
     }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.bench.order;
 
+import dev.granary.bench.Options;
 import dev.granary.loader.Sampler;
 import dev.granary.loader.Shuffle;
 import java.util.ArrayList;
@@ -45,7 +46,7 @@ public final class ShuffleQualityBenchmark {
      */
     public static void main(String[] args) {
         Locale.setDefault(Locale.ROOT);
-        Map<String, Long> o = dev.granary.bench.Options.parse(args, Map.of("samples", "1000000", "shard-size", "1000", "batch",
+        Map<String, Long> o = Options.parse(args, Map.of("samples", "1000000", "shard-size", "1000", "batch",
                 "256", "epochs", "2"));
         int n = Math.toIntExact(o.get("samples"));
         int shardSize = Math.toIntExact(o.get("shard-size"));

@@ -14,13 +14,17 @@ import java.util.StringJoiner;
  * @param fractions each {@code C/N} to simulate, in {@code (0, 1]}
  * @param granaryItems {@code N} for the Granary rows, which run real tiers and are slower: their own trace of this
  *                     many items (same seed, epochs and fractions)
- * @throws IllegalArgumentException if a value is out of range
  */
 record Config(int items, int epochs, long seed, List<Double> fractions, int granaryItems) {
 
     /** The default {@code N} of the Granary rows: real tiers take about 70 µs an access on the 2-core machine. */
     static final int GRANARY_ITEMS = 20_000;
 
+    /**
+     * Validates the settings and copies {@code fractions}.
+     *
+     * @throws IllegalArgumentException if a value is out of range
+     */
     Config {
         require(items >= 1, "items: " + items + " (expected: >= 1)");
         require(epochs >= 2, "epochs: " + epochs + " (expected: >= 2; epoch 0 is cold)");

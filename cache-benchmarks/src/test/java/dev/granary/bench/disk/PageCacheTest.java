@@ -14,6 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.List;
+import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -51,7 +52,7 @@ class PageCacheTest {
         Path segments = Files.createDirectories(dir.resolve("segments"));
         Path file = segments.resolve("0001.dat");
         byte[] bytes = new byte[8 << 20];
-        new java.util.Random(7).nextBytes(bytes);
+        new Random(7).nextBytes(bytes);
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
             channel.write(ByteBuffer.wrap(bytes));
             channel.force(true);

@@ -10,6 +10,7 @@ import dev.granary.CacheStats;
 import dev.granary.TierStats;
 import dev.granary.bench.sim.EpochTraceSimulator.Column;
 import dev.granary.bench.sim.EpochTraceSimulator.Outcome;
+import dev.granary.loader.Sampler;
 import java.io.IOException;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -86,7 +87,7 @@ class EpochTraceSimulatorTest {
         int[] identity = new int[ITEMS];
         Arrays.setAll(identity, i -> i);
         assertArrayEquals(identity, sorted);
-        assertArrayEquals(dev.granary.loader.Sampler.shuffled(ITEMS, 7).epoch(2), trace[2]);
+        assertArrayEquals(Sampler.shuffled(ITEMS, 7).epoch(2), trace[2]);
         assertTrue(!Arrays.equals(trace[0], trace[1]), "epochs 0 and 1 in the same order");
     }
 

@@ -10,6 +10,7 @@ import dev.granary.loader.Sampler;
 import dev.granary.loader.Shuffle;
 import java.io.IOException;
 import java.util.Arrays;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
 /** The per-node simulator on a small world: real tiers per node, the shipped orders. */
@@ -52,7 +53,7 @@ class NodeCacheSimulatorTest {
         int[] sorted = Arrays.stream(node).distinct().sorted().toArray();
         int[] other = Arrays.stream(NodeCacheSimulator.nodeOrder(base, Partitioning.STABLE, 2, 2, 960, 0, 0))
                 .distinct().toArray();
-        int[] all = java.util.stream.IntStream.concat(Arrays.stream(sorted), Arrays.stream(other)).sorted().toArray();
+        int[] all = IntStream.concat(Arrays.stream(sorted), Arrays.stream(other)).sorted().toArray();
         int[] identity = new int[ITEMS];
         Arrays.setAll(identity, i -> i);
         assertArrayEquals(identity, all, "the two nodes' parts partition the dataset");

@@ -2,6 +2,7 @@
 package dev.granary.origin.posix;
 
 import java.io.IOException;
+import java.io.Serial;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -114,6 +115,9 @@ final class NoFollow {
 
     /** A failed call: the C {@code errno} and a description naming the call. */
     static final class Failure extends IOException {
+        @Serial
+        private static final long serialVersionUID = 1L;
+
         final int errno;
 
         Failure(String message, int errno) {

@@ -11,12 +11,18 @@ import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.DirectoryStream;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.NotDirectoryException;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -281,16 +287,16 @@ public final class PosixOrigin implements Origin {
             Path temporary = directory.resolve("." + name + "." + Long.toHexString(System.nanoTime())
                     + Long.toHexString(Thread.currentThread().threadId()) + ".partial");
             try {
-                try (java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(temporary,
-                        java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.WRITE,
-                        java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-                    java.nio.ByteBuffer buffer = java.nio.ByteBuffer.wrap(bytes);
+                try (FileChannel channel = FileChannel.open(temporary,
+                        StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE,
+                        LinkOption.NOFOLLOW_LINKS)) {
+                    ByteBuffer buffer = ByteBuffer.wrap(bytes);
                     while (buffer.hasRemaining()) {
                         channel.write(buffer);
                     }
                     channel.force(true);
                 }
-                Files.move(temporary, directory.resolve(name), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+                Files.move(temporary, directory.resolve(name), StandardCopyOption.ATOMIC_MOVE);
             } catch (IOException | RuntimeException e) {
                 try {
                     Files.deleteIfExists(temporary);
@@ -322,7 +328,7 @@ public final class PosixOrigin implements Origin {
                     }
                     try {
                         Files.createDirectory(Path.of("/proc/self/fd/" + dir, component));
-                    } catch (java.nio.file.FileAlreadyExistsException raced) {
+                    } catch (FileAlreadyExistsException raced) {
                         // made meanwhile by another writer: open it below like any other
                     }
                     next = openDirectoryAt(dir, component);

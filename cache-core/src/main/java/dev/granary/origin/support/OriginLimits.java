@@ -106,7 +106,7 @@ public final class OriginLimits {
         }
         for (Throwable t = failure; t != null; t = t.getCause()) {
             if (t instanceof InterruptedException || t instanceof ClosedByInterruptException
-                    || t instanceof InterruptedIOException && !(t instanceof SocketTimeoutException)) {
+                    || (t instanceof InterruptedIOException && !(t instanceof SocketTimeoutException))) {
                 return true;
             }
         }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary.origin.support;
 
+import dev.granary.internal.FlightEvents;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.net.URI;
@@ -128,7 +129,7 @@ public final class RetryLoop {
         if (retries != null) {
             retries.increment();
         }
-        dev.granary.internal.FlightEvents.retried();
+        FlightEvents.retried();
         try {
             TimeUnit.NANOSECONDS.sleep(sleep);
         } catch (InterruptedException e) {

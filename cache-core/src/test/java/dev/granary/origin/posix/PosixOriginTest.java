@@ -13,12 +13,24 @@ import dev.granary.ObjectInfo;
 import dev.granary.spi.Origin;
 import dev.granary.testkit.OriginContractTest;
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -27,6 +39,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /** {@link PosixOrigin} on real files: the origin contract, plus what only a file system can get wrong. */
+@SuppressWarnings("restricted") // FFM downcall to renameat2 (tests run with --enable-native-access)
 class PosixOriginTest extends OriginContractTest {
 
     @TempDir
@@ -111,7 +124,7 @@ class PosixOriginTest extends OriginContractTest {
         ObjectInfo info = origin.write("filelink-w", new byte[] {7, 8});
         assertEquals(2, info.size());
         assertEquals("not yours", Files.readString(secret));
-        assertTrue(Files.isRegularFile(root.resolve("filelink-w"), java.nio.file.LinkOption.NOFOLLOW_LINKS));
+        assertTrue(Files.isRegularFile(root.resolve("filelink-w"), LinkOption.NOFOLLOW_LINKS));
     }
 
     @Test
@@ -202,9 +215,9 @@ class PosixOriginTest extends OriginContractTest {
     void swappingADirectoryForASymlinkMidReadNeverServesAFileOutsideTheRoot() throws Exception {
         int size = 4096;
         byte[] inside = new byte[size];
-        java.util.Arrays.fill(inside, (byte) 'i');
+        Arrays.fill(inside, (byte) 'i');
         byte[] outside = new byte[size];
-        java.util.Arrays.fill(outside, (byte) 'o');
+        Arrays.fill(outside, (byte) 'o');
         fixture.put("d/f", inside);
         Path outsideDir = Files.createDirectories(temp.resolve("outside"));
         Files.write(outsideDir.resolve("f"), outside);
@@ -213,26 +226,26 @@ class PosixOriginTest extends OriginContractTest {
         ObjectInfo info = origin.stat("d/f");
 
         // Bounded: 8 s, or the first leak.
-        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(8);
-        var stop = new java.util.concurrent.atomic.AtomicBoolean();
-        var leaks = new java.util.concurrent.atomic.AtomicInteger();
-        var reads = new java.util.concurrent.atomic.AtomicInteger();
-        var served = new java.util.concurrent.atomic.AtomicInteger();
-        var swaps = new java.util.concurrent.atomic.AtomicLong();
-        var unexpected = new java.util.concurrent.ConcurrentLinkedQueue<Throwable>();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(8);
+        var stop = new AtomicBoolean();
+        var leaks = new AtomicInteger();
+        var reads = new AtomicInteger();
+        var served = new AtomicInteger();
+        var swaps = new AtomicLong();
+        var unexpected = new ConcurrentLinkedQueue<Throwable>();
         Thread swapper = Thread.ofPlatform().name("swapper").start(() -> {
             try {
                 // renameat2(RENAME_EXCHANGE) swaps the two names in one step, so the directory never goes missing
                 // and every swap flips what a reader's next path lookup finds.
-                var linker = java.lang.foreign.Linker.nativeLinker();
+                var linker = Linker.nativeLinker();
                 var renameat2 = linker.downcallHandle(linker.defaultLookup().findOrThrow("renameat2"),
-                        java.lang.foreign.FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_INT,
-                                java.lang.foreign.ValueLayout.JAVA_INT, java.lang.foreign.ValueLayout.ADDRESS,
-                                java.lang.foreign.ValueLayout.JAVA_INT, java.lang.foreign.ValueLayout.ADDRESS,
-                                java.lang.foreign.ValueLayout.JAVA_INT));
+                        FunctionDescriptor.of(ValueLayout.JAVA_INT,
+                                ValueLayout.JAVA_INT, ValueLayout.ADDRESS,
+                                ValueLayout.JAVA_INT, ValueLayout.ADDRESS,
+                                ValueLayout.JAVA_INT));
                 int atFdCwd = -100;
                 int renameExchange = 2;
-                try (var arena = java.lang.foreign.Arena.ofConfined()) {
+                try (var arena = Arena.ofConfined()) {
                     MemorySegment a = arena.allocateFrom(dir.toString());
                     MemorySegment b = arena.allocateFrom(link.toString());
                     while (!stop.get()) {
@@ -243,21 +256,22 @@ class PosixOriginTest extends OriginContractTest {
                         swaps.incrementAndGet();
                     }
                     // Leave the real directory in place.
-                    if (Files.isSymbolicLink(dir)) {
-                        int rc = (int) renameat2.invokeExact(atFdCwd, a, atFdCwd, b, renameExchange);
+                    if (Files.isSymbolicLink(dir)
+                            && (int) renameat2.invokeExact(atFdCwd, a, atFdCwd, b, renameExchange) != 0) {
+                        throw new IOException("renameat2(RENAME_EXCHANGE) back failed");
                     }
                 }
             } catch (Throwable t) {
                 unexpected.add(t);
             }
         });
-        List<Thread> readers = new java.util.ArrayList<>();
+        List<Thread> readers = new ArrayList<>();
         for (int r = 0; r < 4; r++) {
             readers.add(Thread.ofPlatform().name("reader-" + r).start(() -> {
                 byte[] buffer = new byte[size];
                 while (!stop.get() && System.nanoTime() < deadline) {
                     reads.incrementAndGet();
-                    java.util.Arrays.fill(buffer, (byte) 0);
+                    Arrays.fill(buffer, (byte) 0);
                     try {
                         origin.read(info, 0, MemorySegment.ofArray(buffer));
                     } catch (IllegalArgumentException | IOException e) {
@@ -266,10 +280,10 @@ class PosixOriginTest extends OriginContractTest {
                         }
                         continue;
                     }
-                    if (java.util.Arrays.equals(buffer, outside)) {
+                    if (Arrays.equals(buffer, outside)) {
                         leaks.incrementAndGet();
                         stop.set(true);
-                    } else if (java.util.Arrays.equals(buffer, inside)) {
+                    } else if (Arrays.equals(buffer, inside)) {
                         served.incrementAndGet();
                     } else {
                         unexpected.add(new AssertionError("read neither file's bytes"));

@@ -8,6 +8,7 @@ import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -41,7 +42,7 @@ public final class FashionMnist {
 
         /** {@return the pixels of image {@code i}} */
         public byte[] image(int i) {
-            return java.util.Arrays.copyOfRange(pixels, i * PIXELS, (i + 1) * PIXELS);
+            return Arrays.copyOfRange(pixels, i * PIXELS, (i + 1) * PIXELS);
         }
     }
 

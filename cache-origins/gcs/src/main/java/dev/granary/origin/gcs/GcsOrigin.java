@@ -6,6 +6,7 @@ import com.google.api.gax.retrying.RetrySettings;
 import com.google.auth.Credentials;
 import com.google.cloud.NoCredentials;
 import com.google.cloud.ReadChannel;
+import com.google.cloud.WriteChannel;
 import com.google.cloud.http.HttpTransportOptions;
 import com.google.cloud.storage.Blob;
 import com.google.cloud.storage.BlobId;
@@ -16,14 +17,15 @@ import com.google.cloud.storage.StorageOptions;
 import dev.granary.NoSuchObjectException;
 import dev.granary.ObjectChangedException;
 import dev.granary.ObjectInfo;
-import dev.granary.origin.support.RetryLoop;
 import dev.granary.origin.support.Keys;
 import dev.granary.origin.support.OriginLimits;
+import dev.granary.origin.support.RetryLoop;
 import dev.granary.spi.Origin;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
+import java.net.URISyntaxException;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -233,7 +235,7 @@ public final class GcsOrigin implements Origin {
         }
         String name = name(key);
         call("write", key, () -> {
-            try (com.google.cloud.WriteChannel writer = storage.writer(BlobInfo.newBuilder(bucket, name).build())) {
+            try (WriteChannel writer = storage.writer(BlobInfo.newBuilder(bucket, name).build())) {
                 ByteBuffer buffer = ByteBuffer.wrap(bytes);
                 while (buffer.hasRemaining()) {
                     writer.write(buffer);
@@ -507,7 +509,7 @@ public final class GcsOrigin implements Origin {
             URI parsed;
             try {
                 parsed = host == null ? null : new URI(host);
-            } catch (java.net.URISyntaxException e) {
+            } catch (URISyntaxException e) {
                 parsed = null;
             }
             if (parsed == null || parsed.getScheme() == null || parsed.getHost() == null

@@ -10,8 +10,12 @@ import com.google.cloud.storage.BlobId;
 import com.google.cloud.storage.BlobInfo;
 import com.google.cloud.storage.Storage;
 import com.google.cloud.storage.contrib.nio.testing.LocalStorageHelper;
+import dev.granary.ObjectInfo;
 import dev.granary.spi.Origin;
 import dev.granary.testkit.OriginContractTest;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import org.junit.jupiter.api.Test;
 
@@ -76,8 +80,8 @@ class GcsOriginContractTest extends OriginContractTest {
     private static void write(Storage storage, String name, byte[] bytes) {
         try (WriteChannel writer = storage.writer(BlobInfo.newBuilder(BUCKET, name).build())) {
             writer.write(ByteBuffer.wrap(bytes));
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
     }
 
@@ -98,8 +102,8 @@ class GcsOriginContractTest extends OriginContractTest {
     void aVersionThatIsNotAGenerationIsRejected() throws Exception {
         fixture.put("g.bin", new byte[10]);
         var e = assertThrows(IllegalArgumentException.class, () -> origin.read(
-                new dev.granary.ObjectInfo("g.bin", 10, "\"etag\""), 0,
-                java.lang.foreign.MemorySegment.ofArray(new byte[10])));
+                new ObjectInfo("g.bin", 10, "\"etag\""), 0,
+                MemorySegment.ofArray(new byte[10])));
         assertTrue(e.getMessage().contains("expected: a GCS generation"), e.getMessage());
     }
 }

@@ -20,12 +20,16 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
+import java.net.ConnectException;
+import java.net.SocketException;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -75,10 +79,10 @@ class GcsOriginFaultTest {
                     if ((name.equals("get") || name.equals("reader")) && downUntil != 0
                             && System.nanoTime() - downUntil < 0) {
                         throw new StorageException(0, "injected: the store is down",
-                                new java.net.ConnectException("Connection refused (injected)"));
+                                new ConnectException("Connection refused (injected)"));
                     }
-                    if (name.equals("get") && failStats.getAndUpdate(n -> Math.max(0, n - 1)) > 0
-                            || name.equals("reader") && failReaders.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                    if ((name.equals("get") && failStats.getAndUpdate(n -> Math.max(0, n - 1)) > 0)
+                            || (name.equals("reader") && failReaders.getAndUpdate(n -> Math.max(0, n - 1)) > 0)) {
                         throw new StorageException(statusToThrow, "injected " + statusToThrow);
                     }
                     if (name.equals("list") && bucketGone) {
@@ -109,7 +113,7 @@ class GcsOriginFaultTest {
                         long room = resetReadAfter - delivered[0];
                         if (room <= 0) {
                             resetReadAfter = -1; // once
-                            throw new java.net.SocketException("Connection reset (injected)");
+                            throw new SocketException("Connection reset (injected)");
                         }
                         if (dst.remaining() > room) {
                             ByteBuffer limited = dst.slice(dst.position(), (int) room);
@@ -234,7 +238,7 @@ class GcsOriginFaultTest {
             IOException e = assertThrows(IOException.class,
                     () -> brief.read(info, 0, MemorySegment.ofArray(new byte[10])));
             double took = (System.nanoTime() - start) / 1e9;
-            java.util.regex.Matcher m = java.util.regex.Pattern.compile("read of 'a\\.bin' in gs://faults/data/? failed"
+            Matcher m = Pattern.compile("read of 'a\\.bin' in gs://faults/data/? failed"
                     + " after (\\d+) attempts over (\\d+\\.\\d) s: injected: the store is down").matcher(e.getMessage());
             assertTrue(m.matches(), e.getMessage());
             int attempts = Integer.parseInt(m.group(1));

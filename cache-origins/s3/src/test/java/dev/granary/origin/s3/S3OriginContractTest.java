@@ -7,6 +7,7 @@ import dev.granary.ObjectInfo;
 import dev.granary.origin.s3.testkit.S3ProxyServer;
 import dev.granary.spi.Origin;
 import dev.granary.testkit.OriginContractTest;
+import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -50,7 +51,7 @@ class S3OriginContractTest extends OriginContractTest {
                 .endpoint(server.endpoint())
                 .pathStyle(true)
                 .credentials(S3ProxyServer.credentials())
-                .retryBackoff(java.time.Duration.ofMillis(1))
+                .retryBackoff(Duration.ofMillis(1))
                 .build();
         return new Fixture() {
             @Override

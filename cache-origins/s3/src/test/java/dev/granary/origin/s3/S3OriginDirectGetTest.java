@@ -23,6 +23,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -152,7 +153,7 @@ class S3OriginDirectGetTest {
             infos[i] = direct.stat("par/" + i);
         }
         List<Thread> threads = new ArrayList<>();
-        List<Throwable> failures = java.util.Collections.synchronizedList(new ArrayList<>());
+        List<Throwable> failures = Collections.synchronizedList(new ArrayList<>());
         for (int t = 0; t < 8; t++) {
             int first = t;
             threads.add(Thread.ofPlatform().start(() -> {
@@ -172,7 +173,7 @@ class S3OriginDirectGetTest {
             t.join();
         }
         assertEquals(List.of(), failures);
-        assertEquals(8 * 3 * objects, direct.directReads());
+        assertEquals(8L * 3 * objects, direct.directReads());
         assertEquals(0, direct.directFallbacks());
     }
 

@@ -17,13 +17,19 @@ import dev.granary.testkit.Await;
 import dev.granary.testkit.Bytes;
 import dev.granary.tier.MemoryTier;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -37,6 +43,7 @@ import software.amazon.awssdk.core.interceptor.ExecutionAttributes;
 import software.amazon.awssdk.core.interceptor.ExecutionInterceptor;
 import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.http.SdkHttpRequest;
+import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
 
 /**
@@ -172,7 +179,7 @@ class S3OriginFaultTest {
                 try {
                     impatient.read(info, 0, MemorySegment.ofArray(out));
                 } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
+                    throw new UncheckedIOException(e);
                 }
                 return out;
             }, task -> Thread.ofVirtual().start(task));
@@ -182,7 +189,7 @@ class S3OriginFaultTest {
             proxy.bandwidth(0); // what the dead server had sent goes through at once; then the body breaks off
             ExecutionException failed = assertTimeoutPreemptively(Duration.ofSeconds(30),
                     () -> assertThrows(ExecutionException.class, reading::get));
-            assertTrue(failed.getCause() instanceof java.io.UncheckedIOException, failed.getCause().toString());
+            assertTrue(failed.getCause() instanceof UncheckedIOException, failed.getCause().toString());
             IOException cause = (IOException) failed.getCause().getCause();
             assertTrue(cause.getMessage().contains("killed.bin") && cause.getMessage().contains("attempt"),
                     cause.getMessage());
@@ -230,7 +237,7 @@ class S3OriginFaultTest {
         put("ignored.bin", 10_000, 12);
         // A gateway that drops If-Match: the header is removed before the request is signed and sent.
         try (S3Client careless = S3Client.builder().endpointOverride(proxy.endpoint()).forcePathStyle(true)
-                .region(software.amazon.awssdk.regions.Region.US_EAST_1).credentialsProvider(S3ProxyServer.credentials())
+                .region(Region.US_EAST_1).credentialsProvider(S3ProxyServer.credentials())
                 .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry())
                         .addExecutionInterceptor(new ExecutionInterceptor() {
                             @Override
@@ -274,16 +281,16 @@ class S3OriginFaultTest {
                 .metadataTtl(Duration.ofHours(1)) // the cache keeps trusting the old version: pinning must catch it
                 .build()) {
             try (Lease head = cache.read("epoch/shard.bin", 0, pageSize)) { // page 0 of the old version cached
-                Bytes.assertSame(java.util.Arrays.copyOf(first, pageSize), head.bytes(), "page 0");
+                Bytes.assertSame(Arrays.copyOf(first, pageSize), head.bytes(), "page 0");
             }
             byte[] second = put("epoch/shard.bin", 20 * pageSize, 9);
             try (Lease whole = cache.read("epoch/shard.bin")) {
                 byte[] got = Bytes.toArray(whole.bytes());
-                assertTrue(java.util.Arrays.equals(got, second),
+                assertTrue(Arrays.equals(got, second),
                         "all bytes of the new version (the cache re-learned it after a 412), never a mix");
             }
             try (Lease again = cache.read("epoch/shard.bin", 0, pageSize)) {
-                Bytes.assertSame(java.util.Arrays.copyOf(second, pageSize), again.bytes(),
+                Bytes.assertSame(Arrays.copyOf(second, pageSize), again.bytes(),
                         "the old version's page is not served once the new version is known");
             }
         }
@@ -306,16 +313,16 @@ class S3OriginFaultTest {
                 bytes[i] = put("outage/" + i + ".bin", 64 * 1024, 100 + i);
                 infos[i] = patient.stat("outage/" + i + ".bin");
             }
-            java.util.concurrent.atomic.AtomicInteger reads = new java.util.concurrent.atomic.AtomicInteger();
-            java.util.concurrent.atomic.AtomicInteger readsAfterBack = new java.util.concurrent.atomic.AtomicInteger();
-            java.util.concurrent.atomic.AtomicBoolean back = new java.util.concurrent.atomic.AtomicBoolean();
+            AtomicInteger reads = new AtomicInteger();
+            AtomicInteger readsAfterBack = new AtomicInteger();
+            AtomicBoolean back = new AtomicBoolean();
             CompletableFuture<Void> run = CompletableFuture.runAsync(() -> {
                 byte[] out = new byte[64 * 1024];
                 for (int i = 0; !back.get() || readsAfterBack.get() < 2 * objects; i++) {
                     try {
                         patient.read(infos[i % objects], 0, MemorySegment.ofArray(out));
                     } catch (IOException e) {
-                        throw new java.io.UncheckedIOException("read " + i + " failed", e);
+                        throw new UncheckedIOException("read " + i + " failed", e);
                     }
                     assertArrayEquals(bytes[i % objects], out, "read " + i);
                     reads.incrementAndGet();
@@ -358,7 +365,7 @@ class S3OriginFaultTest {
             IOException e = assertThrows(IOException.class, () -> brief.read(info, 0, MemorySegment.ofArray(
                     new byte[1000])));
             double took = (System.nanoTime() - start) / 1e9;
-            java.util.regex.Matcher m = java.util.regex.Pattern.compile("GET of 'budget\\.bin' in s3://faults/ failed"
+            Matcher m = Pattern.compile("GET of 'budget\\.bin' in s3://faults/ failed"
                     + " after (\\d+) attempts over (\\d+\\.\\d) s: HTTP 503 SlowDown: .*").matcher(e.getMessage());
             assertTrue(m.matches(), e.getMessage());
             int attempts = Integer.parseInt(m.group(1));

@@ -17,6 +17,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * A loopback HTTP/1.1 proxy that sits in front of a real S3 server and injects the faults object stores have: added
@@ -41,8 +42,8 @@ public final class FaultProxy implements AutoCloseable {
     private volatile int failureStatus = 503;
     private volatile String failureCode = "SlowDown";
     private final AtomicLong resetAfter = new AtomicLong(-1);
-    private final java.util.concurrent.atomic.AtomicReference<byte[]> cannedAnswer =
-            new java.util.concurrent.atomic.AtomicReference<>();
+    private final AtomicReference<byte[]> cannedAnswer =
+            new AtomicReference<>();
     private final AtomicInteger requests = new AtomicInteger();
     private final AtomicInteger injected = new AtomicInteger();
     private final AtomicInteger resets = new AtomicInteger();
@@ -210,7 +211,7 @@ public final class FaultProxy implements AutoCloseable {
                     // A small window: the server cannot push a whole body into kernel buffers ahead of the pacing,
                     // so a server killed mid-response really leaves the rest unsent.
                     upstream.setReceiveBufferSize(64 * 1024);
-                    upstream.connect(new InetSocketAddress("127.0.0.1", upstreamPort), 5_000);
+                    upstream.connect(new InetSocketAddress(InetAddress.ofLiteral("127.0.0.1"), upstreamPort), 5_000);
                     upstream.setTcpNoDelay(true);
                     sockets.add(upstream);
                     connection = new Connection(client, upstream);

@@ -3,6 +3,7 @@ package dev.granary.origin.s3.testkit;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
@@ -10,6 +11,7 @@ import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
@@ -137,7 +139,7 @@ public final class S3ProxyServer implements AutoCloseable {
         IOException last = null;
         for (int tries = 0; tries < 3; tries++) {
             int candidate;
-            try (ServerSocket probe = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
                 candidate = probe.getLocalPort();
             }
             Path properties = dataDir.resolveSibling(dataDir.getFileName() + "-s3proxy.properties");
@@ -177,7 +179,7 @@ public final class S3ProxyServer implements AutoCloseable {
                         + "; its output: " + tail());
             }
             try (Socket s = new Socket()) {
-                s.connect(new InetSocketAddress("127.0.0.1", candidate), 200);
+                s.connect(new InetSocketAddress(InetAddress.ofLiteral("127.0.0.1"), candidate), 200);
                 return;
             } catch (IOException notYet) {
                 try {
@@ -207,7 +209,7 @@ public final class S3ProxyServer implements AutoCloseable {
             return;
         }
         try (var paths = Files.walk(dir)) {
-            for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+            for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
                 Files.deleteIfExists(p);
             }
         }
