@@ -11,7 +11,7 @@ import dev.granary.loader.Epoch;
 import dev.granary.loader.LoaderStats;
 import dev.granary.micrometer.DataLoaderMetrics;
 import dev.granary.micrometer.TieredCacheMetrics;
-import dev.granary.tier.DiskResidency;
+import dev.granary.bench.disk.DiskResidency;
 import dev.granary.tier.DiskTier;
 import dev.granary.tier.MemoryTier;
 import io.micrometer.core.instrument.Tags;
@@ -329,8 +329,8 @@ public final class LoaderBenchmark {
                     // disk tier's segments resident, then paged out with the tier open (verified with mincore).
                     for (boolean resident : new boolean[] {true, false}) {
                         String state = resident ? String.format(Locale.ROOT, "disk resident %.1f %%",
-                                100 * dev.granary.bench.disk.DiskResidency.warm(diskDir))
-                                : dev.granary.bench.disk.DiskResidency.pageOut(diskDir);
+                                100 * DiskResidency.warm(diskDir))
+                                : DiskResidency.pageOut(diskDir);
                         long hit0 = hitBytes(cache);
                         LoaderStats before = loader.stats();
                         long start = System.nanoTime();
