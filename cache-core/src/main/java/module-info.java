@@ -8,9 +8,12 @@
 @SuppressWarnings("module") // the qualified export names modules that are not built with this one
 module dev.granary.core {
     requires jdk.jfr; // FlightEvents: the dev.granary.* JFR events
+
     exports dev.granary;
     exports dev.granary.spi;
     exports dev.granary.origin.support;
     exports dev.granary.origin.posix;
-    exports dev.granary.internal to dev.granary.tiers, dev.granary.loader;
+    exports dev.granary.internal to
+            dev.granary.tiers,
+            dev.granary.loader;
 }

@@ -227,8 +227,8 @@ public final class CacheSimulation {
             throw new IllegalArgumentException("page index of '" + object.key() + "': " + index + " (expected: 0.."
                     + (pages(object) - 1) + " for " + object.size() + " bytes)");
         }
-        return new PageKey(cache.originUri().toString(), object.key(), object.version(), offset,
-                (int) Math.min(cache.pageSize(), object.size() - offset));
+        return new PageKey(cache.originUri().toString(), object.key(), object.version(), offset, (int)
+                Math.min(cache.pageSize(), object.size() - offset));
     }
 
     /** {@return the number of pages {@link TieredCache#read} cuts an object into (0 for an empty one)} */

@@ -60,17 +60,31 @@ public record CacheStats(
         for (int i = 0; i < tiers.size(); i++) {
             TierStats now = tiers.get(i);
             TierStats then = earlier.tiers.get(i);
-            delta.add(new TierStats(now.name(), now.hits() - then.hits(), now.misses() - then.misses(),
-                    now.hitBytes() - then.hitBytes(), now.evictions() - then.evictions(), now.usedBytes(),
-                    now.capacityBytes(), now.rejections() - then.rejections(), now.failures() - then.failures(),
+            delta.add(new TierStats(
+                    now.name(),
+                    now.hits() - then.hits(),
+                    now.misses() - then.misses(),
+                    now.hitBytes() - then.hitBytes(),
+                    now.evictions() - then.evictions(),
+                    now.usedBytes(),
+                    now.capacityBytes(),
+                    now.rejections() - then.rejections(),
+                    now.failures() - then.failures(),
                     now.corruptions() - then.corruptions()));
         }
         OriginStats o = origin;
         OriginStats p = earlier.origin;
-        return new CacheStats(delta,
-                new OriginStats(o.reads() - p.reads(), o.bytes() - p.bytes(),
-                        o.metadataRequests() - p.metadataRequests(), o.errors() - p.errors(),
-                        o.retries() - p.retries(), o.inFlight()),
-                openLeases, leakedLeases - earlier.leakedLeases, staleServes - earlier.staleServes);
+        return new CacheStats(
+                delta,
+                new OriginStats(
+                        o.reads() - p.reads(),
+                        o.bytes() - p.bytes(),
+                        o.metadataRequests() - p.metadataRequests(),
+                        o.errors() - p.errors(),
+                        o.retries() - p.retries(),
+                        o.inFlight()),
+                openLeases,
+                leakedLeases - earlier.leakedLeases,
+                staleServes - earlier.staleServes);
     }
 }

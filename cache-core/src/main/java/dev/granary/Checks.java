@@ -24,8 +24,8 @@ final class Checks {
                     "key: " + quote(key) + " (expected: a key relative to the origin's root, not an absolute path)");
         }
         if (key.indexOf('\0') >= 0) {
-            throw new IllegalArgumentException("key: " + quote(key.replace("\0", "\\0"))
-                    + " (expected: no NUL character)");
+            throw new IllegalArgumentException(
+                    "key: " + quote(key.replace("\0", "\\0")) + " (expected: no NUL character)");
         }
         int start = 0;
         while (start <= key.length()) {
@@ -51,8 +51,8 @@ final class Checks {
             throw new IllegalArgumentException("length of read of '" + key + "': " + length + " (expected: >= 0)");
         }
         if (length > Integer.MAX_VALUE - 8) {
-            throw new IllegalArgumentException("length of read of '" + key + "': " + length
-                    + " (expected: <= " + (Integer.MAX_VALUE - 8) + ", one buffer; use readInto for more)");
+            throw new IllegalArgumentException("length of read of '" + key + "': " + length + " (expected: <= "
+                    + (Integer.MAX_VALUE - 8) + ", one buffer; use readInto for more)");
         }
     }
 }

@@ -124,8 +124,9 @@ final class EpochClock {
     }
 
     synchronized String describe(EpochDriver driver) {
-        return driver.closed ? "closed" : driver.inEpoch ? "in epoch since clock " + driver.currentStart
-                : "between epochs";
+        return driver.closed
+                ? "closed"
+                : driver.inEpoch ? "in epoch since clock " + driver.currentStart : "between epochs";
     }
 
     /** The cache is closing: its tiers are not told anything any more; new drivers and epochs are refused. */
@@ -179,13 +180,12 @@ final class EpochClock {
      * @param mine the loader's own driver
      * @throws IllegalStateException if {@code mine} or the cache is closed
      */
-    synchronized Snapshot snapshot(EpochDriver mine, Supplier<List<TierSimulation>>
-            tierSimulations) {
+    synchronized Snapshot snapshot(EpochDriver mine, Supplier<List<TierSimulation>> tierSimulations) {
         ensureOpen(mine);
         ensureCacheOpen();
         if (!drivers.contains(mine)) {
-            throw new IllegalArgumentException("driver: " + mine + " (expected: a driver of the cache over "
-                    + originUri + ")");
+            throw new IllegalArgumentException(
+                    "driver: " + mine + " (expected: a driver of the cache over " + originUri + ")");
         }
         List<DriverState> others = new ArrayList<>();
         for (EpochDriver d : drivers) {
@@ -193,13 +193,17 @@ final class EpochClock {
                 others.add(new DriverState(d.previousStart, d.currentStart, d.inEpoch));
             }
         }
-        return new Snapshot(clock, new DriverState(mine.previousStart, mine.currentStart, mine.inEpoch),
-                List.copyOf(others), tierSimulations.get(), promoting);
+        return new Snapshot(
+                clock,
+                new DriverState(mine.previousStart, mine.currentStart, mine.inEpoch),
+                List.copyOf(others),
+                tierSimulations.get(),
+                promoting);
     }
 
     /** What {@link #snapshot} copied. */
-    record Snapshot(long clock, DriverState mine, List<DriverState> others,
-            List<TierSimulation> tiers, boolean promoting) {}
+    record Snapshot(
+            long clock, DriverState mine, List<DriverState> others, List<TierSimulation> tiers, boolean promoting) {}
 
     private void ensureOpen(EpochDriver driver) {
         if (driver.closed) {

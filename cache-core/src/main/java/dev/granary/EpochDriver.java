@@ -32,6 +32,7 @@ public final class EpochDriver implements AutoCloseable {
     long previousStart = -1;
     /** The cache's epoch clock when this driver's latest epoch started; -1 before its first. */
     long currentStart = -1;
+
     boolean inEpoch;
     boolean closed;
 

@@ -49,12 +49,13 @@ public final class Lease implements AutoCloseable {
     private final Page page;
     private final LeaseTracker tracker;
     private final LeaseTracker.TrackedRelease tracked;
+
     @SuppressWarnings("unused") // accessed through CLOSED
     private volatile int closed;
 
     private Lease(String key, long offset, ByteBuffer view, Page page, LeaseTracker tracker) {
-        LeaseTracker.Guard guard = tracker != null && page != null && tracker.paranoid() ? LeaseTracker.guard(view)
-                : null;
+        LeaseTracker.Guard guard =
+                tracker != null && page != null && tracker.paranoid() ? LeaseTracker.guard(view) : null;
         this.key = key;
         this.offset = offset;
         this.view = guard == null ? view : guard.view();

@@ -27,8 +27,9 @@ final class LeaseTracker {
 
     private static final System.Logger LOG = System.getLogger(LeaseTracker.class.getName());
     /** One cleaner thread for all caches: it only runs release actions of leaked leases. */
-    private static final Cleaner CLEANER = Cleaner.create(Thread.ofPlatform().daemon().name("granary-lease-cleaner")
-            .factory());
+    private static final Cleaner CLEANER = Cleaner.create(
+            Thread.ofPlatform().daemon().name("granary-lease-cleaner").factory());
+
     private static final int SAMPLE_MASK = 127;
 
     private final LeakDetection detection;
@@ -53,8 +54,8 @@ final class LeaseTracker {
         if (!track) {
             return null;
         }
-        TrackedRelease release = new TrackedRelease(page, this, new LeakTrace(lease.key(), lease.offset(),
-                lease.length()), guard);
+        TrackedRelease release =
+                new TrackedRelease(page, this, new LeakTrace(lease.key(), lease.offset(), lease.length()), guard);
         tracked.add(release);
         release.cleanable = CLEANER.register(lease, release);
         return release;
@@ -88,8 +89,11 @@ final class LeaseTracker {
                 arena.close();
             } catch (IllegalStateException e) {
                 // another thread is inside an access of it right now: the view stays valid, the page is released
-                LOG.log(System.Logger.Level.WARNING, "a lease's buffer was in use by another thread while the lease"
-                        + " closed; close leases only after their readers are done", e);
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        "a lease's buffer was in use by another thread while the lease"
+                                + " closed; close leases only after their readers are done",
+                        e);
             }
         }
     }
@@ -111,12 +115,16 @@ final class LeaseTracker {
             }
             named.add(r.trace.getMessage());
         }
-        String which = named.isEmpty() ? "none of them is tracked (LeakDetection." + detection + ")"
+        String which = named.isEmpty()
+                ? "none of them is tracked (LeakDetection." + detection + ")"
                 : (detection == LeakDetection.PARANOID ? "" : "some of them, sampled: ") + String.join("; ", named);
-        LOG.log(System.Logger.Level.WARNING, "cache over " + origin + " closed with " + open + " lease(s) still"
-                + " open: " + which + ". Their memory is freed when each is closed; close every lease (try-with-"
-                + "resources) before the cache, or use LeakDetection.PARANOID to name them all with where they were"
-                + " made.");
+        LOG.log(
+                System.Logger.Level.WARNING,
+                "cache over " + origin + " closed with " + open + " lease(s) still"
+                        + " open: " + which
+                        + ". Their memory is freed when each is closed; close every lease (try-with-"
+                        + "resources) before the cache, or use LeakDetection.PARANOID to name them all with where they were"
+                        + " made.");
     }
 
     /** Releases an untracked lease's page and counts the close. Never throws. */
@@ -174,8 +182,11 @@ final class LeaseTracker {
             release(page, tracker);
             if (!explicitlyClosed) {
                 tracker.leaked.increment(); // after the release, so a reader of the counter sees the memory freed
-                LOG.log(System.Logger.Level.ERROR, "LEAK: a Lease was garbage collected without close(); its memory"
-                        + " is released now, but close every lease (try-with-resources). It was created here:", trace);
+                LOG.log(
+                        System.Logger.Level.ERROR,
+                        "LEAK: a Lease was garbage collected without close(); its memory"
+                                + " is released now, but close every lease (try-with-resources). It was created here:",
+                        trace);
             }
         }
     }

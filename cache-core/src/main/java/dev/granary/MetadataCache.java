@@ -35,6 +35,7 @@ final class MetadataCache {
         final ObjectInfo info;
         /** {@code info.size()}, read on every hit without a second dependent load. */
         final long size;
+
         final long confirmedAt;
         /** The first tier's {@linkplain Tier#hint hint} for page 0 of this version, or null. */
         volatile Object hint;
@@ -87,8 +88,10 @@ final class MetadataCache {
                 // A flight that ended between our look and our registration has left a fresh entry: asking the
                 // origin again would make two stats of one lookup burst (SingleFlightStressTest caught it).
                 Known fresh = entries.get(key);
-                mine.complete(fresh != null && ticker.getAsLong() - fresh.confirmedAt < ttlNanos ? fresh
-                        : revalidate(key, deadlineNanos));
+                mine.complete(
+                        fresh != null && ticker.getAsLong() - fresh.confirmedAt < ttlNanos
+                                ? fresh
+                                : revalidate(key, deadlineNanos));
             } catch (IOException | RuntimeException | Error e) {
                 mine.completeExceptionally(e);
             } finally {
@@ -112,9 +115,12 @@ final class MetadataCache {
             }
             staleServes.increment();
             if (outageLogged.compareAndSet(false, true)) {
-                LOG.log(System.Logger.Level.WARNING, "cannot revalidate '" + key + "' at " + fetcher.originUri()
-                        + ": serving the last known versions of cached objects until the origin answers again"
-                        + " (stale-if-error; counted in CacheStats.staleServes)", e);
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        "cannot revalidate '" + key + "' at " + fetcher.originUri()
+                                + ": serving the last known versions of cached objects until the origin answers again"
+                                + " (stale-if-error; counted in CacheStats.staleServes)",
+                        e);
             }
             // Trust the known version for one more TTL, so an outage costs one failed stat per key and TTL rather
             // than one per read.
@@ -166,11 +172,14 @@ final class MetadataCache {
 
     private void shrink() {
         if (capacityLogged.compareAndSet(false, true)) {
-            LOG.log(System.Logger.Level.WARNING, "the versions of more than " + capacity + " objects of "
-                    + fetcher.originUri() + " are known: dropping the expired, then arbitrary others, so the next"
-                    + " read of each asks the origin again (a stat). Raise TieredCache.Builder.metadataCapacity"
-                    + " if the application reads that many objects by key within the metadata TTL (listed loader"
-                    + " datasets do not need it); this is logged once");
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "the versions of more than " + capacity + " objects of "
+                            + fetcher.originUri()
+                            + " are known: dropping the expired, then arbitrary others, so the next"
+                            + " read of each asks the origin again (a stat). Raise TieredCache.Builder.metadataCapacity"
+                            + " if the application reads that many objects by key within the metadata TTL (listed loader"
+                            + " datasets do not need it); this is logged once");
         }
         long now = ticker.getAsLong();
         entries.values().removeIf(e -> now - e.confirmedAt >= ttlNanos);

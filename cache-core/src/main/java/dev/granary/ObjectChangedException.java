@@ -44,8 +44,10 @@ public class ObjectChangedException extends IOException {
      */
     public ObjectChangedException(
             URI origin, String key, String expectedVersion, String actualVersion, Throwable cause) {
-        super("object changed: '" + key + "' in origin " + origin + " is no longer version " + expectedVersion
-                + (actualVersion == null ? "" : " (now " + actualVersion + ")"), cause);
+        super(
+                "object changed: '" + key + "' in origin " + origin + " is no longer version " + expectedVersion
+                        + (actualVersion == null ? "" : " (now " + actualVersion + ")"),
+                cause);
         this.origin = origin;
         this.key = key;
         this.expectedVersion = expectedVersion;

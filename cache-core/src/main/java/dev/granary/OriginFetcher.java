@@ -60,12 +60,14 @@ final class OriginFetcher implements AutoCloseable {
     private final URI originUri;
     /** The most platform threads one cache's fills use, whatever an origin's concurrency limit says. */
     static final int MAX_FILL_THREADS = 1024;
+
     private static final int IDLE_SECONDS = 30;
 
     /** Runs fills: a bounded platform-thread pool, or a virtual thread per fill ({@code granary.fillThreads}). */
     private final ExecutorService fills;
     /** Runs metadata requests: a virtual thread each. */
     private final ExecutorService executor;
+
     private final int maxConcurrency;
     private final Semaphore permits;
     private final ConcurrentHashMap<PageKey, Flight> flights = new ConcurrentHashMap<>();
@@ -77,15 +79,21 @@ final class OriginFetcher implements AutoCloseable {
     OriginFetcher(Origin origin) {
         this.origin = origin;
         this.originUri = origin.uri();
-        this.executor = Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("granary-origin-", 0).factory());
+        this.executor = Executors.newThreadPerTaskExecutor(
+                Thread.ofVirtual().name("granary-origin-", 0).factory());
         this.maxConcurrency = origin.maxConcurrency();
         this.permits = new Semaphore(maxConcurrency);
         if ("virtual".equals(System.getProperty("granary.fillThreads"))) {
             this.fills = executor;
         } else {
             int threads = Math.max(1, Math.min(maxConcurrency, MAX_FILL_THREADS));
-            ThreadPoolExecutor pool = new ThreadPoolExecutor(threads, threads, IDLE_SECONDS, TimeUnit.SECONDS,
-                    new LinkedBlockingQueue<>(), Thread.ofPlatform().daemon().name("granary-fill-", 0).factory());
+            ThreadPoolExecutor pool = new ThreadPoolExecutor(
+                    threads,
+                    threads,
+                    IDLE_SECONDS,
+                    TimeUnit.SECONDS,
+                    new LinkedBlockingQueue<>(),
+                    Thread.ofPlatform().daemon().name("granary-fill-", 0).factory());
             pool.allowCoreThreadTimeOut(true);
             this.fills = pool;
         }
@@ -254,8 +262,10 @@ final class OriginFetcher implements AutoCloseable {
             long remaining = deadlineNanos - System.nanoTime();
             return future.get(Math.max(0, remaining), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
-            throw new IOException("timed out waiting for " + what.get()
-                    + " from the origin (the cache's readTimeout elapsed; is the origin reachable?)", e);
+            throw new IOException(
+                    "timed out waiting for " + what.get()
+                            + " from the origin (the cache's readTimeout elapsed; is the origin reachable?)",
+                    e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new InterruptedIOException("interrupted waiting for " + what.get() + " from the origin");
@@ -278,7 +288,12 @@ final class OriginFetcher implements AutoCloseable {
     }
 
     OriginStats stats() {
-        return new OriginStats(reads.sum(), bytes.sum(), metadataRequests.sum(), errors.sum(), origin.retries(),
+        return new OriginStats(
+                reads.sum(),
+                bytes.sum(),
+                metadataRequests.sum(),
+                errors.sum(),
+                origin.retries(),
                 maxConcurrency - permits.availablePermits());
     }
 

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary;
 
-import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -79,16 +78,19 @@ final class Prestage {
     private final AtomicBoolean full = new AtomicBoolean();
     /** The staging tiers' medium failures when the prestage started: a refusal with no new failure means no room. */
     private long failuresAtStart;
+
     private final List<PrestageResult.Failure> failures = new ArrayList<>(); // guarded by itself
     private volatile long objectsTotal = -1;
     private volatile long bytesTotal = -1;
 
     /** The objects to stage: listed ones carry their version, keys are stat'ed by the worker that takes them. */
     private final Object source = new Object();
+
     private final Iterator<?> items; // guarded by source
     private final String sourceName;
     /** The same objects again, for the final look-up after evictions. */
     private final Reopen reopen;
+
     private boolean sourceFailed; // guarded by source
     private long listed; // guarded by source
     private long listedBytes; // guarded by source; -1 for keys, whose sizes are not known in advance
@@ -99,8 +101,16 @@ final class Prestage {
         Stream<?> open() throws IOException;
     }
 
-    Prestage(TieredCache cache, int from, Iterator<?> items, Reopen reopen, String sourceName, long objectsTotal,
-            Consumer<Progress> listener, int concurrency, long timeoutNanos) {
+    Prestage(
+            TieredCache cache,
+            int from,
+            Iterator<?> items,
+            Reopen reopen,
+            String sourceName,
+            long objectsTotal,
+            Consumer<Progress> listener,
+            int concurrency,
+            long timeoutNanos) {
         this.cache = cache;
         this.from = from;
         this.items = items;
@@ -140,8 +150,9 @@ final class Prestage {
     private PrestageResult stageAll(Stream<ObjectInfo> counter) {
         boolean interrupted = false;
         CountDownLatch finished = new CountDownLatch(workers);
-        Thread counting = counter == null ? null : Thread.ofVirtual().name("granary-prestage-count").start(() ->
-                count(counter));
+        Thread counting = counter == null
+                ? null
+                : Thread.ofVirtual().name("granary-prestage-count").start(() -> count(counter));
         RuntimeException listenerFailure = null;
         try (ExecutorService executor = Executors.newThreadPerTaskExecutor(
                 Thread.ofVirtual().name("granary-prestage-", 0).factory())) {
@@ -197,8 +208,17 @@ final class Prestage {
         synchronized (failures) {
             kept = List.copyOf(failures);
         }
-        return new PrestageResult(objectsStaged.get(), bytesDone.get(), alreadyCached.get(), bytesFetched.get(), kept,
-                failedCount.get(), cancel.get(), elapsed(), notStaged.get(), bytesNotStaged.get());
+        return new PrestageResult(
+                objectsStaged.get(),
+                bytesDone.get(),
+                alreadyCached.get(),
+                bytesFetched.get(),
+                kept,
+                failedCount.get(),
+                cancel.get(),
+                elapsed(),
+                notStaged.get(),
+                bytesNotStaged.get());
     }
 
     /**
@@ -270,9 +290,16 @@ final class Prestage {
         }
         long lost = Math.max(0, result.objects() - held);
         long lostBytes = Math.max(0, result.bytes() - heldBytes);
-        return new PrestageResult(result.objects() - lost, result.bytes() - lostBytes,
-                Math.min(result.alreadyCached(), result.objects() - lost), result.bytesFetched(), result.failed(),
-                result.failedCount(), result.cancelled(), elapsed(), result.notStaged() + lost,
+        return new PrestageResult(
+                result.objects() - lost,
+                result.bytes() - lostBytes,
+                Math.min(result.alreadyCached(), result.objects() - lost),
+                result.bytesFetched(),
+                result.failed(),
+                result.failedCount(),
+                result.cancelled(),
+                elapsed(),
+                result.notStaged() + lost,
                 result.bytesNotStaged() + lostBytes);
     }
 
@@ -291,8 +318,17 @@ final class Prestage {
     }
 
     private Progress progress() {
-        return new Progress(objectsDone.get(), objectsTotal, bytesDone.get(), bytesTotal, bytesFetched.get(),
-                alreadyCached.get(), failedCount.get(), notStaged.get(), elapsed(), cancel);
+        return new Progress(
+                objectsDone.get(),
+                objectsTotal,
+                bytesDone.get(),
+                bytesTotal,
+                bytesFetched.get(),
+                alreadyCached.get(),
+                failedCount.get(),
+                notStaged.get(),
+                elapsed(),
+                cancel);
     }
 
     /** The counting listing: sets the totals when it reaches the end; stops early when the prestage is over. */
@@ -488,7 +524,8 @@ final class Prestage {
             return "timed out waiting for the origin (the cache's readTimeout elapsed)";
         }
         String message = t.getMessage();
-        String text = message == null ? t.getClass().getSimpleName() : t.getClass().getSimpleName() + ": " + message;
+        String text =
+                message == null ? t.getClass().getSimpleName() : t.getClass().getSimpleName() + ": " + message;
         return text.replace('\n', ' ');
     }
 
@@ -498,10 +535,12 @@ final class Prestage {
         final AtomicInteger pending = new AtomicInteger(1);
         /** What this object added to {@link #bytesDone}, taken back if it fails or is cancelled. */
         final AtomicLong counted = new AtomicLong();
+
         final CompletableFuture<Void> done = new CompletableFuture<>();
         volatile boolean fetching;
         /** A page of this object found no room: the object counts as not staged. */
         volatile boolean noRoom;
+
         volatile Throwable error;
         volatile PageKey errorKey;
 

@@ -23,8 +23,17 @@ import java.util.List;
  *                      they refuse one), or, in a directory other processes share, they evicted some of it
  * @param bytesNotStaged the bytes of those objects
  */
-public record PrestageResult(long objects, long bytes, long alreadyCached, long bytesFetched, List<Failure> failed,
-        long failedCount, boolean cancelled, Duration elapsed, long notStaged, long bytesNotStaged) {
+public record PrestageResult(
+        long objects,
+        long bytes,
+        long alreadyCached,
+        long bytesFetched,
+        List<Failure> failed,
+        long failedCount,
+        boolean cancelled,
+        Duration elapsed,
+        long notStaged,
+        long bytesNotStaged) {
 
     /** How many failures a result keeps by name: a prestage whose every object fails keeps bounded memory. */
     public static final int MAX_FAILURES_KEPT = 1000;

@@ -30,8 +30,17 @@ public final class Progress {
     private final Duration elapsed;
     private final AtomicBoolean cancel;
 
-    Progress(long objectsDone, long objectsTotal, long bytesDone, long bytesTotal, long bytesFetched,
-            long alreadyCached, long failed, long notStaged, Duration elapsed, AtomicBoolean cancel) {
+    Progress(
+            long objectsDone,
+            long objectsTotal,
+            long bytesDone,
+            long bytesTotal,
+            long bytesFetched,
+            long alreadyCached,
+            long failed,
+            long notStaged,
+            Duration elapsed,
+            AtomicBoolean cancel) {
         this.objectsDone = objectsDone;
         this.objectsTotal = objectsTotal;
         this.bytesDone = bytesDone;

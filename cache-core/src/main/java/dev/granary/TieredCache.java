@@ -70,6 +70,7 @@ public final class TieredCache implements AutoCloseable {
     private final LeaseTracker leases;
     /** The loaders' epochs: while one runs, fills go to one tier only and hits are not promoted. */
     private final EpochClock epochs;
+
     private final LoaderSupport loaderSupport;
     private final boolean carryOnClose;
     private volatile boolean closed;
@@ -89,8 +90,8 @@ public final class TieredCache implements AutoCloseable {
         this.pageSize = b.pageSize;
         this.readTimeoutNanos = b.readTimeout.toNanos();
         this.fetcher = new OriginFetcher(origin);
-        this.metadata = new MetadataCache(fetcher, b.metadataTtl.toNanos(), b.metadataCapacity, b.ticker,
-                readTimeoutNanos);
+        this.metadata =
+                new MetadataCache(fetcher, b.metadataTtl.toNanos(), b.metadataCapacity, b.ticker, readTimeoutNanos);
         this.leases = new LeaseTracker(b.leakDetection);
         this.epochs = new EpochClock(tiers, originUri);
         this.loaderSupport = new LoaderSupport(this);
@@ -255,7 +256,8 @@ public final class TieredCache implements AutoCloseable {
         }
         if (first == last) {
             Page page = lookup(pageKey(info, first));
-            return page == null ? null
+            return page == null
+                    ? null
                     : Lease.ofPage(info.key(), offset, page, (int) (offset - page.offset()), length, leases);
         }
         byte[] bytes = new byte[length];
@@ -520,8 +522,16 @@ public final class TieredCache implements AutoCloseable {
                 throw new IllegalArgumentException("prefix '" + prefix + "': no object under it at " + originUri
                         + " (expected: a prefix that lists at least one object)");
             }
-            Prestage run = new Prestage(this, stagingFrom(), items, () -> fetcher.list(prefix),
-                    "listing of '" + prefix + "'", -1, listener, prestageConcurrency(), readTimeoutNanos);
+            Prestage run = new Prestage(
+                    this,
+                    stagingFrom(),
+                    items,
+                    () -> fetcher.list(prefix),
+                    "listing of '" + prefix + "'",
+                    -1,
+                    listener,
+                    prestageConcurrency(),
+                    readTimeoutNanos);
             return run.run(counting);
         }
     }
@@ -541,22 +551,32 @@ public final class TieredCache implements AutoCloseable {
     public PrestageResult prestage(List<String> keys, Consumer<Progress> listener) {
         ensureOpen();
         if (keys == null || keys.isEmpty()) {
-            throw new IllegalArgumentException("keys: " + (keys == null ? "null" : "empty")
-                    + " (expected: a list of at least one object key)");
+            throw new IllegalArgumentException(
+                    "keys: " + (keys == null ? "null" : "empty") + " (expected: a list of at least one object key)");
         }
-        List<String> copy = List.copyOf(keys.stream().map(k -> k == null ? "" : k).toList());
+        List<String> copy =
+                List.copyOf(keys.stream().map(k -> k == null ? "" : k).toList());
         for (String key : copy) {
             Checks.key(key);
         }
         checkListener(listener);
-        return new Prestage(this, stagingFrom(), copy.iterator(), copy::stream, "keys", copy.size(), listener,
-                prestageConcurrency(), readTimeoutNanos).run(null);
+        return new Prestage(
+                        this,
+                        stagingFrom(),
+                        copy.iterator(),
+                        copy::stream,
+                        "keys",
+                        copy.size(),
+                        listener,
+                        prestageConcurrency(),
+                        readTimeoutNanos)
+                .run(null);
     }
 
     private static void checkListener(Consumer<Progress> listener) {
         if (listener == null) {
-            throw new IllegalArgumentException("progress listener: null (expected: a Consumer<Progress>, p -> {} for"
-                    + " none)");
+            throw new IllegalArgumentException(
+                    "progress listener: null (expected: a Consumer<Progress>, p -> {} for" + " none)");
         }
     }
 
@@ -644,15 +664,18 @@ public final class TieredCache implements AutoCloseable {
     /** Starts (or joins) the fill of a page into the staging tiers; the caller releases the flight's page. */
     OriginFetcher.Flight stageFetch(ObjectInfo info, PageKey key, int from) {
         ensureOpen();
-        return fetcher.fetch(key, k -> {
-            for (int i = from; i < tiers.length; i++) {
-                Page page = tiers[i].peek(k);
-                if (page != null) {
-                    return page;
-                }
-            }
-            return null;
-        }, k -> stageFill(info, k, from));
+        return fetcher.fetch(
+                key,
+                k -> {
+                    for (int i = from; i < tiers.length; i++) {
+                        Page page = tiers[i].peek(k);
+                        if (page != null) {
+                            return page;
+                        }
+                    }
+                    return null;
+                },
+                k -> stageFill(info, k, from));
     }
 
     /**
@@ -796,18 +819,29 @@ public final class TieredCache implements AutoCloseable {
                     }
                 });
             } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "cache over " + originUri + ": carrying the pages of tier '"
-                        + upper.name() + "' to disk at close failed after " + carried[0] + " pages; the rest are not"
-                        + " kept: " + e, e);
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        "cache over " + originUri + ": carrying the pages of tier '"
+                                + upper.name() + "' to disk at close failed after " + carried[0]
+                                + " pages; the rest are not"
+                                + " kept: " + e,
+                        e);
             }
         }
         long took = System.nanoTime() - t0;
         if (carried[0] > 0) {
             // Worth an operator's attention when close took noticeably long; routine otherwise.
             System.Logger.Level level = took >= 1_000_000_000L ? System.Logger.Level.INFO : System.Logger.Level.DEBUG;
-            LOG.log(level, () -> String.format(Locale.ROOT, "cache over %s: carried %d"
-                    + " pages (%.1f MiB) held only in memory into durable tiers at close, in %.2f s", originUri,
-                    carried[0], carried[1] / 1048576.0, took / 1e9));
+            LOG.log(
+                    level,
+                    () -> String.format(
+                            Locale.ROOT,
+                            "cache over %s: carried %d"
+                                    + " pages (%.1f MiB) held only in memory into durable tiers at close, in %.2f s",
+                            originUri,
+                            carried[0],
+                            carried[1] / 1048576.0,
+                            took / 1e9));
         }
     }
 
@@ -880,8 +914,10 @@ public final class TieredCache implements AutoCloseable {
                         for (Tier tier : tiers) {
                             tier.remove(page.key());
                         }
-                        throw new IOException("cannot read cached " + page + ": the cache file under it was damaged"
-                                + " (truncated or failing); the page is dropped and the next read fetches it again", e);
+                        throw new IOException(
+                                "cannot read cached " + page + ": the cache file under it was damaged"
+                                        + " (truncated or failing); the page is dropped and the next read fetches it again",
+                                e);
                     }
                 }
             } finally {
@@ -1214,8 +1250,8 @@ public final class TieredCache implements AutoCloseable {
             }
             for (Tier t : tiers) {
                 if (t == tier) {
-                    throw new IllegalArgumentException("tier: '" + tier.name() + "' added twice (expected: each"
-                            + " tier once)");
+                    throw new IllegalArgumentException(
+                            "tier: '" + tier.name() + "' added twice (expected: each" + " tier once)");
                 }
             }
             tiers.add(tier);
@@ -1247,8 +1283,8 @@ public final class TieredCache implements AutoCloseable {
          */
         public Builder pageSize(int bytes) {
             if (bytes < 16 || bytes > (1 << 30)) {
-                throw new IllegalArgumentException("page size: " + bytes + " bytes (expected: "
-                        + ByteSizes.range(16, 1 << 30) + ")");
+                throw new IllegalArgumentException(
+                        "page size: " + bytes + " bytes (expected: " + ByteSizes.range(16, 1 << 30) + ")");
             }
             this.pageSize = bytes;
             return this;
@@ -1334,8 +1370,8 @@ public final class TieredCache implements AutoCloseable {
          */
         public Builder leakDetection(LeakDetection detection) {
             if (detection == null) {
-                throw new IllegalArgumentException("leak detection: null (expected: one of "
-                        + List.of(LeakDetection.values()) + ")");
+                throw new IllegalArgumentException(
+                        "leak detection: null (expected: one of " + List.of(LeakDetection.values()) + ")");
             }
             this.leakDetection = detection;
             return this;
@@ -1351,7 +1387,8 @@ public final class TieredCache implements AutoCloseable {
          */
         public Builder ticker(LongSupplier nanoTicker) {
             if (nanoTicker == null) {
-                throw new IllegalArgumentException("ticker: null (expected: a nanosecond clock such as System::nanoTime)");
+                throw new IllegalArgumentException(
+                        "ticker: null (expected: a nanosecond clock such as System::nanoTime)");
             }
             this.ticker = nanoTicker;
             return this;

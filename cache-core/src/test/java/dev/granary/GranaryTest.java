@@ -36,7 +36,11 @@ class GranaryTest {
     }
 
     private static Path classesDirectory() throws Exception {
-        return Path.of(Granary.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        return Path.of(Granary.class
+                .getProtectionDomain()
+                .getCodeSource()
+                .getLocation()
+                .toURI());
     }
 
     /** Runs {@code java -cp classPath dev.granary.Granary} and returns its standard output. */
@@ -59,7 +63,8 @@ class GranaryTest {
 
     @Test
     void mainPrintsTheVersion() throws Exception {
-        assertEquals("Granary " + projectVersion() + System.lineSeparator(),
+        assertEquals(
+                "Granary " + projectVersion() + System.lineSeparator(),
                 runMain(classesDirectory().toString()));
     }
 
@@ -70,7 +75,8 @@ class GranaryTest {
         manifest.getMainAttributes().put(Attributes.Name.IMPLEMENTATION_VERSION, "9.8.7-manifest");
         Path jar = temp.resolve("cache-core.jar");
         Path classes = classesDirectory();
-        try (OutputStream file = Files.newOutputStream(jar); JarOutputStream out = new JarOutputStream(file, manifest)) {
+        try (OutputStream file = Files.newOutputStream(jar);
+                JarOutputStream out = new JarOutputStream(file, manifest)) {
             for (String entry : List.of("dev/granary/Granary.class", "dev/granary/version.properties")) {
                 out.putNextEntry(new JarEntry(entry));
                 out.write(Files.readAllBytes(classes.resolve(entry)));

@@ -111,18 +111,43 @@ public final class ColdCpuBenchmark {
 
     private static final String BUCKET = "coldcpu";
     /** The subjects; a {@code -vt} suffix runs Granary's fills on virtual threads ({@code granary.fillThreads}). */
-    private static final List<String> SUBJECTS = List.of("sdk", "sdk-ranged", "memory", "disk", "memory-vt",
-            "disk-vt", "memory-touched", "memory-s3client", "disk-s3client", "memory-pretouch", "disk-pretouch",
-            "disk-direct", "disk-pretouch-direct", "disk-nowriteback");
+    private static final List<String> SUBJECTS = List.of(
+            "sdk",
+            "sdk-ranged",
+            "memory",
+            "disk",
+            "memory-vt",
+            "disk-vt",
+            "memory-touched",
+            "memory-s3client",
+            "disk-s3client",
+            "memory-pretouch",
+            "disk-pretouch",
+            "disk-direct",
+            "disk-pretouch-direct",
+            "disk-nowriteback");
 
     private ColdCpuBenchmark() {}
 
-    record Config(int objects, int size, int readers, int latencyMs, int mbps, int rounds, int warmup,
-            List<String> subjects, boolean threads) {
+    record Config(
+            int objects,
+            int size,
+            int readers,
+            int latencyMs,
+            int mbps,
+            int rounds,
+            int warmup,
+            List<String> subjects,
+            boolean threads) {
         static Config parse(String[] args) {
-            return new Config(intOption(args, "objects", 4000), intOption(args, "size", 131072),
-                    intOption(args, "readers", 16), intOption(args, "latency-ms", 20), intOption(args, "mbps", 0),
-                    intOption(args, "rounds", 5), intOption(args, "warmup", 400),
+            return new Config(
+                    intOption(args, "objects", 4000),
+                    intOption(args, "size", 131072),
+                    intOption(args, "readers", 16),
+                    intOption(args, "latency-ms", 20),
+                    intOption(args, "mbps", 0),
+                    intOption(args, "rounds", 5),
+                    intOption(args, "warmup", 400),
                     List.of(option(args, "subjects", "sdk,memory,disk").split(",")),
                     option(args, "threads", "true").equals("true"));
         }
@@ -141,7 +166,11 @@ public final class ColdCpuBenchmark {
     }
 
     /** One epoch's figures. */
-    record Epoch(double mbPerSecond, double cpuSeconds, double serverCpuSeconds, double seconds,
+    record Epoch(
+            double mbPerSecond,
+            double cpuSeconds,
+            double serverCpuSeconds,
+            double seconds,
             Map<String, Double> threads) {
 
         /**
@@ -156,7 +185,11 @@ public final class ColdCpuBenchmark {
 
     public static void main(String[] args) throws Exception {
         if (args.length > 0 && args[0].equals("serve")) {
-            serve(Path.of(args[1]), Integer.parseInt(args[2]), Integer.parseInt(args[3]), Integer.parseInt(args[4]),
+            serve(
+                    Path.of(args[1]),
+                    Integer.parseInt(args[2]),
+                    Integer.parseInt(args[3]),
+                    Integer.parseInt(args[4]),
                     Integer.parseInt(args[5]));
             return;
         }
@@ -168,10 +201,18 @@ public final class ColdCpuBenchmark {
         }
         Path dir = Path.of(System.getProperty("granary.bench.dir", "target")).resolve("coldcpu-bench");
         Files.createDirectories(dir);
-        System.out.printf(Locale.ROOT, "cold-epoch CPU: %d objects x %d B = %.0f MiB; %d readers; latency %d ms/request;"
-                        + " bandwidth cap %s; %d rounds; JDK %s; %d CPUs; JVM %s%n", c.objects, c.size,
-                c.objects * (double) c.size / (1 << 20), c.readers, c.latencyMs,
-                c.mbps == 0 ? "none" : c.mbps + " MB/s per connection", c.rounds, Runtime.version(),
+        System.out.printf(
+                Locale.ROOT,
+                "cold-epoch CPU: %d objects x %d B = %.0f MiB; %d readers; latency %d ms/request;"
+                        + " bandwidth cap %s; %d rounds; JDK %s; %d CPUs; JVM %s%n",
+                c.objects,
+                c.size,
+                c.objects * (double) c.size / (1 << 20),
+                c.readers,
+                c.latencyMs,
+                c.mbps == 0 ? "none" : c.mbps + " MB/s per connection",
+                c.rounds,
+                Runtime.version(),
                 Runtime.getRuntime().availableProcessors(),
                 ManagementFactory.getRuntimeMXBean().getInputArguments());
         Process server = startServer(dir, c);
@@ -191,12 +232,23 @@ public final class ColdCpuBenchmark {
 
     private static Process startServer(Path dir, Config c) throws IOException {
         String java = ProcessHandle.current().info().command().orElse("java");
-        List<String> command = new ArrayList<>(List.of(java, "-Xmx512m", "-XX:+UseSerialGC",
+        List<String> command = new ArrayList<>(List.of(
+                java,
+                "-Xmx512m",
+                "-XX:+UseSerialGC",
                 "-Dgranary.s3proxy.jar=" + System.getProperty("granary.s3proxy.jar"),
-                "-cp", System.getProperty("java.class.path"), ColdCpuBenchmark.class.getName(), "serve",
-                dir.toString(), Integer.toString(c.objects), Integer.toString(c.size),
-                Integer.toString(c.latencyMs), Integer.toString(c.mbps)));
-        Process p = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+                "-cp",
+                System.getProperty("java.class.path"),
+                ColdCpuBenchmark.class.getName(),
+                "serve",
+                dir.toString(),
+                Integer.toString(c.objects),
+                Integer.toString(c.size),
+                Integer.toString(c.latencyMs),
+                Integer.toString(c.mbps)));
+        Process p = new ProcessBuilder(command)
+                .redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             p.descendants().forEach(ProcessHandle::destroyForcibly);
             p.destroyForcibly();
@@ -205,8 +257,7 @@ public final class ColdCpuBenchmark {
     }
 
     private static String awaitEndpoint(Process server) throws IOException {
-        BufferedReader out = new BufferedReader(new InputStreamReader(server.getInputStream(),
-                StandardCharsets.UTF_8));
+        BufferedReader out = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
         for (String line = out.readLine(); line != null; line = out.readLine()) {
             if (line.startsWith("endpoint ")) {
                 return line.substring("endpoint ".length());
@@ -276,21 +327,31 @@ public final class ColdCpuBenchmark {
             if (round % 2 == 0) {
                 Collections.reverse(subjects); // A B C, then C B A
             }
-            StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "round %d (load %.2f):", round,
+            StringBuilder line = new StringBuilder(String.format(
+                    Locale.ROOT,
+                    "round %d (load %.2f):",
+                    round,
                     ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage()));
             for (String s : subjects) {
                 Epoch e = epoch(s, c, endpoint, dir, order, server);
                 results.get(s).add(e);
-                line.append(String.format(Locale.ROOT, "  %s %.1f MB/s %.2f cpu-s (server %.2f) %.1f s", s,
-                        e.mbPerSecond, e.cpuSeconds, e.serverCpuSeconds, e.seconds));
+                line.append(String.format(
+                        Locale.ROOT,
+                        "  %s %.1f MB/s %.2f cpu-s (server %.2f) %.1f s",
+                        s,
+                        e.mbPerSecond,
+                        e.cpuSeconds,
+                        e.serverCpuSeconds,
+                        e.seconds));
                 {
-                    line.append(String.format(Locale.ROOT, " [listing %.1f s, %.2f cpu-s]", listingNanos / 1e9,
-                            listingCpuNanos / 1e9));
+                    line.append(String.format(
+                            Locale.ROOT, " [listing %.1f s, %.2f cpu-s]", listingNanos / 1e9, listingCpuNanos / 1e9));
                 }
                 line.append(';');
                 if (c.threads) {
                     StringBuilder t = new StringBuilder("    " + s + " threads (cpu-s):");
-                    e.threads.entrySet().stream().filter(g -> g.getValue() >= 0.05)
+                    e.threads.entrySet().stream()
+                            .filter(g -> g.getValue() >= 0.05)
                             .sorted(Map.Entry.<String, Double>comparingByValue().reversed())
                             .forEach(g -> t.append(String.format(Locale.ROOT, " [%s] %.2f", g.getKey(), g.getValue())));
                     threadLines.add(t.toString());
@@ -301,9 +362,16 @@ public final class ColdCpuBenchmark {
             threadLines.clear();
         }
         System.out.println();
-        System.out.printf(Locale.ROOT, "%-8s %-26s %-26s %-26s %-26s %-26s %-26s%n", "subject",
-                "MB/s median (min-max)", "reader cpu-s/epoch", "cpu / sdk (per round)", "MB/s / sdk (per round)",
-                "cpu-s without JIT", "without JIT / sdk");
+        System.out.printf(
+                Locale.ROOT,
+                "%-8s %-26s %-26s %-26s %-26s %-26s %-26s%n",
+                "subject",
+                "MB/s median (min-max)",
+                "reader cpu-s/epoch",
+                "cpu / sdk (per round)",
+                "MB/s / sdk (per round)",
+                "cpu-s without JIT",
+                "without JIT / sdk");
         List<Epoch> sdk = results.get("sdk");
         for (var entry : results.entrySet()) {
             List<Epoch> es = entry.getValue();
@@ -323,21 +391,29 @@ public final class ColdCpuBenchmark {
                 rateRatio = summary(rr, "%.2f");
                 noJitRatio = summary(nr, "%.2f");
             }
-            System.out.printf(Locale.ROOT, "%-8s %-26s %-26s %-26s %-26s %-26s %-26s%n", entry.getKey(),
+            System.out.printf(
+                    Locale.ROOT,
+                    "%-8s %-26s %-26s %-26s %-26s %-26s %-26s%n",
+                    entry.getKey(),
                     summary(es.stream().mapToDouble(Epoch::mbPerSecond).toArray(), "%.1f"),
-                    summary(es.stream().mapToDouble(Epoch::cpuSeconds).toArray(), "%.2f"), cpuRatio, rateRatio,
-                    summary(es.stream().mapToDouble(Epoch::cpuSecondsWithoutJit).toArray(), "%.2f"), noJitRatio);
+                    summary(es.stream().mapToDouble(Epoch::cpuSeconds).toArray(), "%.2f"),
+                    cpuRatio,
+                    rateRatio,
+                    summary(es.stream().mapToDouble(Epoch::cpuSecondsWithoutJit).toArray(), "%.2f"),
+                    noJitRatio);
         }
-        System.out.printf(Locale.ROOT, "(reader cpu-s: this process only, every thread; S3Proxy and the latency proxy"
-                + " run in child JVMs; without JIT: less the compiler threads'. load average at the end: %.2f)%n",
+        System.out.printf(
+                Locale.ROOT,
+                "(reader cpu-s: this process only, every thread; S3Proxy and the latency proxy"
+                        + " run in child JVMs; without JIT: less the compiler threads'. load average at the end: %.2f)%n",
                 ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
     }
 
     static String summary(double[] values, String format) {
         double[] s = values.clone();
         Arrays.sort(s);
-        return String.format(Locale.ROOT, format + " (" + format + "-" + format + ")", s[s.length / 2], s[0],
-                s[s.length - 1]);
+        return String.format(
+                Locale.ROOT, format + " (" + format + "-" + format + ")", s[s.length / 2], s[0], s[s.length - 1]);
     }
 
     private static int index(String key) {
@@ -355,20 +431,25 @@ public final class ColdCpuBenchmark {
                     long cpu = processCpuNanos();
                     long start = System.nanoTime();
                     Map<String, String> etags = new HashMap<>();
-                    s3.listObjectsV2Paginator(b -> b.bucket(BUCKET)).contents()
+                    s3.listObjectsV2Paginator(b -> b.bucket(BUCKET))
+                            .contents()
                             .forEach(o -> etags.put(o.key(), o.eTag()));
                     long listed = etags.size();
                     if (listed < c.objects) {
-                        throw new IllegalStateException("listed " + listed + " objects (expected: >= " + c.objects
-                                + ")");
+                        throw new IllegalStateException(
+                                "listed " + listed + " objects (expected: >= " + c.objects + ")");
                     }
                     listingCpuNanos = processCpuNanos() - cpu;
                     listingNanos = System.nanoTime() - start;
                     String range = "bytes=0-" + (c.size - 1);
                     yield timed(c, order, server, (key, scratch) -> {
-                        try (ResponseInputStream<GetObjectResponse> in = s3.getObject(ranged
-                                ? b -> b.bucket(BUCKET).key(key).range(range).ifMatch(etags.get(key))
-                                : b -> b.bucket(BUCKET).key(key))) {
+                        try (ResponseInputStream<GetObjectResponse> in = s3.getObject(
+                                ranged
+                                        ? b -> b.bucket(BUCKET)
+                                                .key(key)
+                                                .range(range)
+                                                .ifMatch(etags.get(key))
+                                        : b -> b.bucket(BUCKET).key(key))) {
                             int n = in.readNBytes(scratch, 0, scratch.length);
                             if (n != c.size || in.read() != -1) {
                                 throw new IllegalStateException(key + ": " + n + " bytes (expected: " + c.size + ")");
@@ -378,8 +459,18 @@ public final class ColdCpuBenchmark {
                     });
                 }
             }
-            case "memory", "disk", "memory-vt", "disk-vt", "memory-touched", "memory-s3client", "disk-s3client",
-                    "memory-pretouch", "disk-pretouch", "disk-direct", "disk-pretouch-direct", "disk-nowriteback" -> {
+            case "memory",
+                    "disk",
+                    "memory-vt",
+                    "disk-vt",
+                    "memory-touched",
+                    "memory-s3client",
+                    "disk-s3client",
+                    "memory-pretouch",
+                    "disk-pretouch",
+                    "disk-direct",
+                    "disk-pretouch-direct",
+                    "disk-nowriteback" -> {
                 // Read when the cache is built: the -vt subjects put each fill on a virtual thread, as before
                 // decision 0010, so that both run in one process, alternated.
                 if (subject.endsWith("-vt")) {
@@ -389,19 +480,28 @@ public final class ColdCpuBenchmark {
                 }
                 // -s3client: every ranged GET through the S3 client's pipeline, as before decision 0012.
                 boolean directGet = !subject.endsWith("-s3client");
-                S3Origin origin = S3Origin.builder().bucket(BUCKET).endpoint(endpoint).pathStyle(true)
-                        .credentials(S3ProxyServer.credentials()).maxConcurrency(c.readers).directGet(directGet)
+                S3Origin origin = S3Origin.builder()
+                        .bucket(BUCKET)
+                        .endpoint(endpoint)
+                        .pathStyle(true)
+                        .credentials(S3ProxyServer.credentials())
+                        .maxConcurrency(c.readers)
+                        .directGet(directGet)
                         .build();
                 long capacity = (long) c.objects * c.size + (64L << 20);
                 TieredCache.Builder builder = TieredCache.builder(origin)
                         .metadataTtl(Duration.ofHours(1)) // a slow epoch on a loaded box must not turn into HEADs
                         // memory-pretouch: the whole capacity reserved and touched here, at build, outside the epoch
-                        .tier(MemoryTier.builder().capacity(capacity).preTouch(subject.contains("-pretouch"))
+                        .tier(MemoryTier.builder()
+                                .capacity(capacity)
+                                .preTouch(subject.contains("-pretouch"))
                                 .build());
                 Path diskDir = null;
                 if (subject.startsWith("disk")) {
                     diskDir = Files.createTempDirectory(dir, "disk-");
-                    DiskTier.Builder disk = DiskTier.builder().directory(diskDir).capacity(capacity)
+                    DiskTier.Builder disk = DiskTier.builder()
+                            .directory(diskDir)
+                            .capacity(capacity)
                             .directWrites(subject.endsWith("-direct"));
                     if (subject.endsWith("-nowriteback")) {
                         disk.writebackEvery(0); // as before decision 0016; the others keep the tier's default
@@ -415,8 +515,8 @@ public final class ColdCpuBenchmark {
                         try (Lease lease = cache.read(key)) {
                             ByteBuffer b = lease.bytes();
                             if (b.remaining() != c.size) {
-                                throw new IllegalStateException(key + ": " + b.remaining() + " bytes (expected: "
-                                        + c.size + ")");
+                                throw new IllegalStateException(
+                                        key + ": " + b.remaining() + " bytes (expected: " + c.size + ")");
                             }
                             b.get(0, scratch, 0, c.size);
                         }
@@ -436,15 +536,16 @@ public final class ColdCpuBenchmark {
                         listed = listing.count();
                     }
                     if (listed < c.objects) {
-                        throw new IllegalStateException("listed " + listed + " objects (expected: >= " + c.objects
-                                + ")");
+                        throw new IllegalStateException(
+                                "listed " + listed + " objects (expected: >= " + c.objects + ")");
                     }
                     listingCpuNanos = processCpuNanos() - cpu;
                     listingNanos = System.nanoTime() - start;
                     Epoch e = timed(c, order, server, read);
                     var stats = cache.stats().origin();
                     int passes = touched ? 2 : 1;
-                    if (stats.reads() != (long) passes * order.size() || stats.metadataRequests() != passes) { // listings
+                    if (stats.reads() != (long) passes * order.size()
+                            || stats.metadataRequests() != passes) { // listings
                         throw new IllegalStateException("expected one listing and one read per object: " + stats);
                     }
                     if (origin.directReads() != (directGet ? (long) passes * order.size() : 0)) {
@@ -459,13 +560,14 @@ public final class ColdCpuBenchmark {
                     }
                 }
             }
-            default -> throw new IllegalArgumentException("subject: '" + subject + "' (expected: one of " + SUBJECTS
-                    + ")");
+            default ->
+                throw new IllegalArgumentException("subject: '" + subject + "' (expected: one of " + SUBJECTS + ")");
         };
     }
 
     /** How long and how much CPU the last Granary listing took (reported, not part of the epoch). */
     static volatile long listingNanos;
+
     static volatile long listingCpuNanos;
 
     private static void check(String key, byte[] scratch, int size) {
@@ -550,8 +652,7 @@ public final class ColdCpuBenchmark {
     }
 
     private static long processCpuNanos() {
-        return ((OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
-                .getProcessCpuTime();
+        return ((OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
     }
 
     /** The server child's CPU and its descendants' (S3Proxy), as the kernel accounts it. */
@@ -566,9 +667,14 @@ public final class ColdCpuBenchmark {
     /** The plain loop's client: configured as {@link S3Origin} configures its own, with the SDK's default retries. */
     @SuppressWarnings("deprecation") // ApacheHttpClient: S3Origin's own client (decision 0004), compared like for like
     static S3Client sdkClient(int readers, URI endpoint) {
-        return S3ReadBenchmark.clientBuilder(ApacheHttpClient.builder().maxConnections(readers + 16)
-                        .connectionTimeout(Duration.ofSeconds(10)).socketTimeout(Duration.ofSeconds(10))
-                        .connectionAcquisitionTimeout(Duration.ofSeconds(10)).tcpKeepAlive(true), endpoint)
+        return S3ReadBenchmark.clientBuilder(
+                        ApacheHttpClient.builder()
+                                .maxConnections(readers + 16)
+                                .connectionTimeout(Duration.ofSeconds(10))
+                                .socketTimeout(Duration.ofSeconds(10))
+                                .connectionAcquisitionTimeout(Duration.ofSeconds(10))
+                                .tcpKeepAlive(true),
+                        endpoint)
                 .build(); // the SDK's default retries, as a user's loop has them: S3Origin retries by itself
     }
 }

@@ -83,22 +83,23 @@ public final class DatasetHeapBenchmark {
      * @throws Exception if the origin or the dataset fails
      */
     public static void main(String[] args) throws Exception {
-        Map<String, String> o = new LinkedHashMap<>(Map.of("dataset", "objects", "origin", "s3",
-                "samples", "100000,1000000,5000000", "trials", "3"));
+        Map<String, String> o = new LinkedHashMap<>(
+                Map.of("dataset", "objects", "origin", "s3", "samples", "100000,1000000,5000000", "trials", "3"));
         for (String arg : args) {
             int eq = arg.indexOf('=');
             String name = arg.startsWith("--") && eq > 2 ? arg.substring(2, eq) : null;
             if (name == null || !o.containsKey(name)) {
-                throw new IllegalArgumentException("argument: '" + arg + "' (expected: --name=value with a name in "
-                        + o.keySet() + ")");
+                throw new IllegalArgumentException(
+                        "argument: '" + arg + "' (expected: --name=value with a name in " + o.keySet() + ")");
             }
             o.put(name, arg.substring(eq + 1));
         }
         String kind = o.get("dataset");
         String style = kind.equals("web") ? "web" : o.get("origin");
         int trials = Integer.parseInt(o.get("trials"));
-        System.out.printf("dataset=%s origin=%s max heap %d MiB, %s%n", kind, style,
-                Runtime.getRuntime().maxMemory() >> 20, Runtime.version());
+        System.out.printf(
+                "dataset=%s origin=%s max heap %d MiB, %s%n",
+                kind, style, Runtime.getRuntime().maxMemory() >> 20, Runtime.version());
         System.out.println("samples     retained B/sample (trials)          median   peak B/sample (median)   build s");
         for (String n : o.get("samples").split(",")) {
             int samples = Integer.parseInt(n.strip().replace("_", ""));
@@ -115,8 +116,9 @@ public final class DatasetHeapBenchmark {
             for (double r : retained) {
                 all.append(String.format("%.1f ", r));
             }
-            System.out.printf("%9d   %-32s %8.1f   %14.1f          %6.2f%n", samples, all.toString().strip(),
-                    median(retained), median(peak), median(seconds));
+            System.out.printf(
+                    "%9d   %-32s %8.1f   %14.1f          %6.2f%n",
+                    samples, all.toString().strip(), median(retained), median(peak), median(seconds));
         }
     }
 
@@ -127,12 +129,13 @@ public final class DatasetHeapBenchmark {
             case "synthetic" -> SyntheticOrigin.of(samples, 64);
             case "s3", "gcs", "posix" -> new ListedOrigin(samples, style);
             case "web" -> new TarShardOrigin(samples);
-            default -> throw new IllegalArgumentException("--origin: '" + style
-                    + "' (expected: synthetic, s3, gcs or posix)");
+            default ->
+                throw new IllegalArgumentException("--origin: '" + style + "' (expected: synthetic, s3, gcs or posix)");
         };
         try (TieredCache cache = TieredCache.builder(origin)
                 .tier(MemoryTier.builder().capacity(256L << 20).build())
-                .leakDetection(LeakDetection.DISABLED).build()) {
+                .leakDetection(LeakDetection.DISABLED)
+                .build()) {
             long base = usedAfterGc();
             // The caller's keys count in the peak, not in what the dataset retains: the caller drops them.
             List<String> given = kind.equals("keys") ? ((ListedOrigin) origin).keyList() : null;
@@ -142,8 +145,8 @@ public final class DatasetHeapBenchmark {
                 case "objects" -> Dataset.ofObjects(cache, "");
                 case "keys" -> Dataset.ofKeys(cache, given);
                 case "web" -> WebDataset.of(cache, ((TarShardOrigin) origin).shardKeys());
-                default -> throw new IllegalArgumentException("--dataset: '" + kind
-                        + "' (expected: objects, keys or web)");
+                default ->
+                    throw new IllegalArgumentException("--dataset: '" + kind + "' (expected: objects, keys or web)");
             };
             double seconds = (System.nanoTime() - start) / 1e9;
             long peak = watch.stop();
@@ -154,8 +157,9 @@ public final class DatasetHeapBenchmark {
             try {
                 long after = usedAfterGc();
                 check(dataset, origin, samples);
-                return new double[] {(after - base) / (double) samples,
-                        Math.max(0, peak - base) / (double) samples, seconds};
+                return new double[] {
+                    (after - base) / (double) samples, Math.max(0, peak - base) / (double) samples, seconds
+                };
             } finally {
                 Reference.reachabilityFence(dataset);
             }
@@ -239,7 +243,8 @@ public final class DatasetHeapBenchmark {
                 used += u.getUsed();
             }
             // Non-heap pools (metaspace, code cache) are in the map too; they hardly move during a build.
-            long nonHeap = ManagementFactory.getMemoryMXBean().getNonHeapMemoryUsage().getUsed();
+            long nonHeap =
+                    ManagementFactory.getMemoryMXBean().getNonHeapMemoryUsage().getUsed();
             peak.accumulateAndGet(used - nonHeap, Math::max);
         }
 
@@ -282,8 +287,10 @@ public final class DatasetHeapBenchmark {
             return switch (style) {
                 case "s3" -> "\"" + hex16(a) + hex16(b) + "\"";
                 case "gcs" -> Long.toString(1_732_400_000_000_000L + Math.floorMod(a, 10_000_000_000L));
-                default -> Long.toHexString(size(i)) + "-" + Long.toHexString(1_732_400_000_000_000_000L
-                        + Math.floorMod(a, 1_000_000_000_000L)) + "-" + Long.toHexString(1000 + i);
+                default ->
+                    Long.toHexString(size(i)) + "-"
+                            + Long.toHexString(1_732_400_000_000_000_000L + Math.floorMod(a, 1_000_000_000_000L)) + "-"
+                            + Long.toHexString(1000 + i);
             };
         }
 
@@ -334,7 +341,8 @@ public final class DatasetHeapBenchmark {
 
         @Override
         public Stream<ObjectInfo> list(String prefix) {
-            return IntStream.range(0, count).mapToObj(i -> new ObjectInfo(key(i), size(i), version(i)))
+            return IntStream.range(0, count)
+                    .mapToObj(i -> new ObjectInfo(key(i), size(i), version(i)))
                     .filter(info -> info.key().startsWith(prefix));
         }
 
@@ -357,7 +365,9 @@ public final class DatasetHeapBenchmark {
         }
 
         List<String> shardKeys() {
-            return IntStream.range(0, shards).mapToObj(s -> String.format("shards/%06d.tar", s)).toList();
+            return IntStream.range(0, shards)
+                    .mapToObj(s -> String.format("shards/%06d.tar", s))
+                    .toList();
         }
 
         String sampleKey(int i) {

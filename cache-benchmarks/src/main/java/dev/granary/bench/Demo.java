@@ -59,12 +59,23 @@ import java.util.stream.Stream;
 public final class Demo {
 
     private static final double MB = 1e6;
-    private static final Map<String, String> DEFAULTS = new TreeMap<>(Map.ofEntries(Map.entry("shards", "32"),
-            Map.entry("samples-per-shard", "128"), Map.entry("sample-size", "16384"), Map.entry("files", "1024"),
-            Map.entry("file-size", "16384"), Map.entry("latency-ms", "20"), Map.entry("mbps", "25"),
-            Map.entry("concurrency", "16"), Map.entry("batch", "32"), Map.entry("compute-ms", "20"),
-            Map.entry("epochs", "3"), Map.entry("memory-mb", "48"), Map.entry("disk-mb", "128"),
-            Map.entry("workers", "2"), Map.entry("seed", "1"), Map.entry("index-files", "1"),
+    private static final Map<String, String> DEFAULTS = new TreeMap<>(Map.ofEntries(
+            Map.entry("shards", "32"),
+            Map.entry("samples-per-shard", "128"),
+            Map.entry("sample-size", "16384"),
+            Map.entry("files", "1024"),
+            Map.entry("file-size", "16384"),
+            Map.entry("latency-ms", "20"),
+            Map.entry("mbps", "25"),
+            Map.entry("concurrency", "16"),
+            Map.entry("batch", "32"),
+            Map.entry("compute-ms", "20"),
+            Map.entry("epochs", "3"),
+            Map.entry("memory-mb", "48"),
+            Map.entry("disk-mb", "128"),
+            Map.entry("workers", "2"),
+            Map.entry("seed", "1"),
+            Map.entry("index-files", "1"),
             Map.entry("stream-shards", "1")));
 
     private Demo() {}
@@ -97,28 +108,55 @@ public final class Demo {
     private static int run(Map<String, Long> o, Path dir) throws Exception {
         long t0 = System.nanoTime();
         System.out.println("Granary demo: starting S3Proxy on 127.0.0.1 and uploading a synthetic dataset ...");
-        try (LoaderWorld world = LoaderWorld.start(dir, o.get("shards").intValue(),
-                o.get("samples-per-shard").intValue(), o.get("sample-size").intValue(), o.get("files").intValue(),
-                o.get("file-size").intValue(), o.get("seed"))) {
+        try (LoaderWorld world = LoaderWorld.start(
+                dir,
+                o.get("shards").intValue(),
+                o.get("samples-per-shard").intValue(),
+                o.get("sample-size").intValue(),
+                o.get("files").intValue(),
+                o.get("file-size").intValue(),
+                o.get("seed"))) {
             if (o.get("index-files") != 0) {
                 world.writeIndexes();
             }
             world.network(Duration.ofMillis(o.get("latency-ms")), o.get("mbps") * 1_000_000);
-            System.out.printf(Locale.ROOT, "dataset: %d WebDataset shards (%d samples, %.1f MB), %d files (%.1f MB);"
-                    + " ready in %.1f s%n", world.shards.size(), world.samples, world.shardBytes / MB,
-                    world.files.size(), world.fileBytes / MB, (System.nanoTime() - t0) / 1e9);
-            System.out.printf(Locale.ROOT, "origin: S3 at %s behind %d ms per request, %d MB/s per connection,"
-                    + " %d concurrent requests%n", world.proxy.endpoint(), o.get("latency-ms"), o.get("mbps"),
+            System.out.printf(
+                    Locale.ROOT,
+                    "dataset: %d WebDataset shards (%d samples, %.1f MB), %d files (%.1f MB);" + " ready in %.1f s%n",
+                    world.shards.size(),
+                    world.samples,
+                    world.shardBytes / MB,
+                    world.files.size(),
+                    world.fileBytes / MB,
+                    (System.nanoTime() - t0) / 1e9);
+            System.out.printf(
+                    Locale.ROOT,
+                    "origin: S3 at %s behind %d ms per request, %d MB/s per connection," + " %d concurrent requests%n",
+                    world.proxy.endpoint(),
+                    o.get("latency-ms"),
+                    o.get("mbps"),
                     o.get("concurrency"));
-            System.out.printf(Locale.ROOT, "cache: memory %d MiB + disk %d MiB (exclusive under the loader);"
-                    + " model: %d ms per batch of %d%n%n", o.get("memory-mb"), o.get("disk-mb"), o.get("compute-ms"),
+            System.out.printf(
+                    Locale.ROOT,
+                    "cache: memory %d MiB + disk %d MiB (exclusive under the loader);"
+                            + " model: %d ms per batch of %d%n%n",
+                    o.get("memory-mb"),
+                    o.get("disk-mb"),
+                    o.get("compute-ms"),
                     o.get("batch"));
-            MemoryTier memory = MemoryTier.builder().capacity(o.get("memory-mb") << 20).build();
-            DiskTier disk = DiskTier.builder().directory(dir.resolve("disk")).capacity(o.get("disk-mb") << 20)
-                    .segmentSize(8L << 20).build();
+            MemoryTier memory =
+                    MemoryTier.builder().capacity(o.get("memory-mb") << 20).build();
+            DiskTier disk = DiskTier.builder()
+                    .directory(dir.resolve("disk"))
+                    .capacity(o.get("disk-mb") << 20)
+                    .segmentSize(8L << 20)
+                    .build();
             AtomicLong mismatches = new AtomicLong();
-            try (TieredCache cache = TieredCache.builder(world.origin(o.get("concurrency").intValue()))
-                    .tier(memory).tier(disk).build()) {
+            try (TieredCache cache = TieredCache.builder(
+                            world.origin(o.get("concurrency").intValue()))
+                    .tier(memory)
+                    .tier(disk)
+                    .build()) {
                 long i0 = System.nanoTime();
                 int requests0 = world.proxy.requests();
                 int step = Math.max(1, world.shards.size() / 4);
@@ -126,32 +164,63 @@ public final class Demo {
                 WebDataset shards = WebDataset.of(cache, world.shards, p -> {
                     fromFiles[0] += p.fromIndexFile() ? 1 : 0;
                     if (p.shardsDone() % step == 0 || p.done()) {
-                        System.out.printf(Locale.ROOT, "indexing: %3d/%d shards (%d from index files, %d scanned in"
-                                + " 8 MiB parts), %.1f MB read, %d requests, %.2f s%n", p.shardsDone(),
-                                p.shardsTotal(), fromFiles[0], p.shardsDone() - fromFiles[0], p.bytesRead() / MB,
-                                p.originRequests(), p.elapsedNanos() / 1e9);
+                        System.out.printf(
+                                Locale.ROOT,
+                                "indexing: %3d/%d shards (%d from index files, %d scanned in"
+                                        + " 8 MiB parts), %.1f MB read, %d requests, %.2f s%n",
+                                p.shardsDone(),
+                                p.shardsTotal(),
+                                fromFiles[0],
+                                p.shardsDone() - fromFiles[0],
+                                p.bytesRead() / MB,
+                                p.originRequests(),
+                                p.elapsedNanos() / 1e9);
                     }
                 });
-                System.out.printf(Locale.ROOT, "indexed %d shards in %.1f s (%d requests) -> %d samples%n%n",
-                        shards.shards().size(), (System.nanoTime() - i0) / 1e9, world.proxy.requests() - requests0,
+                System.out.printf(
+                        Locale.ROOT,
+                        "indexed %d shards in %.1f s (%d requests) -> %d samples%n%n",
+                        shards.shards().size(),
+                        (System.nanoTime() - i0) / 1e9,
+                        world.proxy.requests() - requests0,
                         shards.size());
                 Dataset files = Dataset.ofObjects(cache, "files/");
                 try (DataLoader<Integer> train = DataLoader.builder(shards, sample -> {
-                            if (!LoaderWorld.verifyShardSample(sample)) {
-                                mismatches.incrementAndGet();
-                            }
-                            return sample.index();
-                        }).batchSize(o.get("batch").intValue()).shuffle(42).workers(o.get("workers").intValue())
-                        .streamShards(o.get("stream-shards") != 0).prefetch(8).build();
+                                    if (!LoaderWorld.verifyShardSample(sample)) {
+                                        mismatches.incrementAndGet();
+                                    }
+                                    return sample.index();
+                                })
+                                .batchSize(o.get("batch").intValue())
+                                .shuffle(42)
+                                .workers(o.get("workers").intValue())
+                                .streamShards(o.get("stream-shards") != 0)
+                                .prefetch(8)
+                                .build();
                         DataLoader<Integer> validate = DataLoader.builder(files, sample -> {
-                            if (!LoaderWorld.verifyFile(sample.bytes())) {
-                                mismatches.incrementAndGet();
-                            }
-                            return sample.index();
-                        }).batchSize(64).workers(o.get("workers").intValue()).prefetch(8).build()) {
-                    System.out.printf(Locale.ROOT, "%-5s %-5s %8s %9s %8s %8s %8s %9s %9s %9s %6s%n", "epoch",
-                            "set", "samples", "samples/s", "MB/s", "mem hit", "disk hit", "origin rq", "origin MB",
-                            "data-wait", "cpu s");
+                                    if (!LoaderWorld.verifyFile(sample.bytes())) {
+                                        mismatches.incrementAndGet();
+                                    }
+                                    return sample.index();
+                                })
+                                .batchSize(64)
+                                .workers(o.get("workers").intValue())
+                                .prefetch(8)
+                                .build()) {
+                    System.out.printf(
+                            Locale.ROOT,
+                            "%-5s %-5s %8s %9s %8s %8s %8s %9s %9s %9s %6s%n",
+                            "epoch",
+                            "set",
+                            "samples",
+                            "samples/s",
+                            "MB/s",
+                            "mem hit",
+                            "disk hit",
+                            "origin rq",
+                            "origin MB",
+                            "data-wait",
+                            "cpu s");
                     long computeNanos = TimeUnit.MILLISECONDS.toNanos(o.get("compute-ms"));
                     for (int epoch = 0; epoch < o.get("epochs"); epoch++) {
                         report(epoch, "train", train, computeNanos);
@@ -160,9 +229,14 @@ public final class Demo {
                 }
                 CacheStats stats = cache.stats();
                 boolean clean = mismatches.get() == 0 && stats.openLeases() == 0 && stats.leakedLeases() == 0;
-                System.out.printf(Locale.ROOT, "%nchecked every sample: %d mismatches; open leases %d, leaked %d;"
-                        + " total %.1f s -> %s%n", mismatches.get(), stats.openLeases(), stats.leakedLeases(),
-                        (System.nanoTime() - t0) / 1e9, clean ? "OK" : "FAILED");
+                System.out.printf(
+                        Locale.ROOT,
+                        "%nchecked every sample: %d mismatches; open leases %d, leaked %d;" + " total %.1f s -> %s%n",
+                        mismatches.get(),
+                        stats.openLeases(),
+                        stats.leakedLeases(),
+                        (System.nanoTime() - t0) / 1e9,
+                        clean ? "OK" : "FAILED");
                 return clean ? 0 : 1;
             }
         }
@@ -183,15 +257,25 @@ public final class Demo {
         double seconds = (System.nanoTime() - start) / 1e9;
         LoaderStats s = loader.stats().minus(before);
         double cpu = (processCpuNanos() - cpu0) / 1e9;
-        System.out.printf(Locale.ROOT, "%-5d %-5s %8d %9.0f %8.1f %8.2f %8.2f %9d %9.1f %8.1f%% %6.1f%n", epoch + 1,
-                set, s.samples(), s.samples() / seconds, s.bytes() / MB / seconds, s.hitRatio(0), s.hitRatio(1),
-                s.originReads(), s.originBytes() / MB, 100.0 * s.dataWaitNanos() / 1e9 / seconds, cpu);
+        System.out.printf(
+                Locale.ROOT,
+                "%-5d %-5s %8d %9.0f %8.1f %8.2f %8.2f %9d %9.1f %8.1f%% %6.1f%n",
+                epoch + 1,
+                set,
+                s.samples(),
+                s.samples() / seconds,
+                s.bytes() / MB / seconds,
+                s.hitRatio(0),
+                s.hitRatio(1),
+                s.originReads(),
+                s.originBytes() / MB,
+                100.0 * s.dataWaitNanos() / 1e9 / seconds,
+                cpu);
     }
 
     /** CPU time of this process (the cache, the loader, the proxy in front of S3; not the S3 server's own JVM). */
     private static long processCpuNanos() {
-        return ((OperatingSystemMXBean) ManagementFactory
-                .getOperatingSystemMXBean()).getProcessCpuTime();
+        return ((OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
     }
 
     /** The stand-in model: a GPU step of fixed length; the trainer thread waits for it, the CPU is free. */

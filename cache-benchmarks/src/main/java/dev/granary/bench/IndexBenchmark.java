@@ -60,10 +60,16 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class IndexBenchmark {
 
     private static final double MB = 1e6;
-    private static final Map<String, String> DEFAULTS = new TreeMap<>(Map.ofEntries(Map.entry("shards", "32"),
-            Map.entry("samples-per-shard", "128"), Map.entry("sample-size", "16384"), Map.entry("latency-ms", "20"),
-            Map.entry("mbps", "25"), Map.entry("concurrency", "16"), Map.entry("rounds", "2"),
-            Map.entry("batch", "32"), Map.entry("workers", "2")));
+    private static final Map<String, String> DEFAULTS = new TreeMap<>(Map.ofEntries(
+            Map.entry("shards", "32"),
+            Map.entry("samples-per-shard", "128"),
+            Map.entry("sample-size", "16384"),
+            Map.entry("latency-ms", "20"),
+            Map.entry("mbps", "25"),
+            Map.entry("concurrency", "16"),
+            Map.entry("rounds", "2"),
+            Map.entry("batch", "32"),
+            Map.entry("workers", "2")));
 
     private static final AtomicLong MISMATCHES = new AtomicLong();
 
@@ -93,12 +99,27 @@ public final class IndexBenchmark {
         }
         Path dir = Files.createTempDirectory(Path.of(System.getProperty("granary.bench.dir", ".")), "index-bench-");
         int k = o.get("concurrency").intValue();
-        try (LoaderWorld world = LoaderWorld.start(dir, o.get("shards").intValue(),
-                o.get("samples-per-shard").intValue(), o.get("sample-size").intValue(), 0, 0, 1)) {
-            System.out.printf(Locale.ROOT, "index benchmark: %d shards, %d samples, %.1f MB; %d ms per request,"
-                    + " %d MB/s per connection, concurrency %d; JVM %s, %d CPUs; options %s%n", world.shards.size(),
-                    world.samples, world.shardBytes / MB, o.get("latency-ms"), o.get("mbps"), k, Runtime.version(),
-                    Runtime.getRuntime().availableProcessors(), o);
+        try (LoaderWorld world = LoaderWorld.start(
+                dir,
+                o.get("shards").intValue(),
+                o.get("samples-per-shard").intValue(),
+                o.get("sample-size").intValue(),
+                0,
+                0,
+                1)) {
+            System.out.printf(
+                    Locale.ROOT,
+                    "index benchmark: %d shards, %d samples, %.1f MB; %d ms per request,"
+                            + " %d MB/s per connection, concurrency %d; JVM %s, %d CPUs; options %s%n",
+                    world.shards.size(),
+                    world.samples,
+                    world.shardBytes / MB,
+                    o.get("latency-ms"),
+                    o.get("mbps"),
+                    k,
+                    Runtime.version(),
+                    Runtime.getRuntime().availableProcessors(),
+                    o);
             List<Result[]> rounds = new ArrayList<>();
             for (int round = 1; round <= o.get("rounds"); round++) {
                 deleteIndexes(world);
@@ -108,10 +129,17 @@ public final class IndexBenchmark {
                 world.writeIndexes();
                 Result a = run(world, o, "a", "(a) index files");
                 rounds.add(new Result[] {a, b, c});
-                System.out.printf(Locale.ROOT, "round %d: index time c/a %.0fx, c/b %.1fx; index + first epoch"
-                        + " c/a %.2fx, c/b %.2fx; requests to index: a %d, b %d, c %d%n%n", round,
-                        c.indexSeconds() / a.indexSeconds(), c.indexSeconds() / b.indexSeconds(),
-                        c.total() / a.total(), c.total() / b.total(), a.indexRequests(), b.indexRequests(),
+                System.out.printf(
+                        Locale.ROOT,
+                        "round %d: index time c/a %.0fx, c/b %.1fx; index + first epoch"
+                                + " c/a %.2fx, c/b %.2fx; requests to index: a %d, b %d, c %d%n%n",
+                        round,
+                        c.indexSeconds() / a.indexSeconds(),
+                        c.indexSeconds() / b.indexSeconds(),
+                        c.total() / a.total(),
+                        c.total() / b.total(),
+                        a.indexRequests(),
+                        b.indexRequests(),
                         c.indexRequests());
             }
             double[] ratio = new double[2];
@@ -119,8 +147,13 @@ public final class IndexBenchmark {
                 ratio[0] += r[2].total() / r[0].total() / rounds.size();
                 ratio[1] += r[2].total() / r[1].total() / rounds.size();
             }
-            System.out.printf(Locale.ROOT, "mean over %d rounds: index + first epoch, c/a %.2fx, c/b %.2fx;"
-                    + " sample mismatches %d%n", rounds.size(), ratio[0], ratio[1], MISMATCHES.get());
+            System.out.printf(
+                    Locale.ROOT,
+                    "mean over %d rounds: index + first epoch, c/a %.2fx, c/b %.2fx;" + " sample mismatches %d%n",
+                    rounds.size(),
+                    ratio[0],
+                    ratio[1],
+                    MISMATCHES.get());
             System.exit(MISMATCHES.get() == 0 ? 0 : 1);
         } finally {
             try (var paths = Files.walk(dir)) {
@@ -133,8 +166,12 @@ public final class IndexBenchmark {
 
     private static TieredCache cache(S3Origin origin, LoaderWorld world) {
         // Room for every sample and every part; slabs large enough to hold an 8 MiB part.
-        return TieredCache.builder(origin).tier(MemoryTier.builder().capacity(3 * world.shardBytes + (64L << 20))
-                .slabSize(16L << 20).build()).build();
+        return TieredCache.builder(origin)
+                .tier(MemoryTier.builder()
+                        .capacity(3 * world.shardBytes + (64L << 20))
+                        .slabSize(16L << 20)
+                        .build())
+                .build();
     }
 
     /** Indexes the shards one way on a new cache, then runs the first epoch; prints and returns the figures. */
@@ -163,12 +200,17 @@ public final class IndexBenchmark {
             OriginStats before = cache.stats().origin();
             long e0 = System.nanoTime();
             try (DataLoader<Integer> loader = DataLoader.builder(dataset, sample -> {
-                        if (!LoaderWorld.verifyShardSample(sample)) {
-                            MISMATCHES.incrementAndGet();
-                        }
-                        return sample.index();
-                    }).batchSize(o.get("batch").intValue()).shuffle(42).workers(o.get("workers").intValue())
-                    .prefetch(8).build(); Epoch<Integer> epoch = loader.epoch(0)) {
+                                if (!LoaderWorld.verifyShardSample(sample)) {
+                                    MISMATCHES.incrementAndGet();
+                                }
+                                return sample.index();
+                            })
+                            .batchSize(o.get("batch").intValue())
+                            .shuffle(42)
+                            .workers(o.get("workers").intValue())
+                            .prefetch(8)
+                            .build();
+                    Epoch<Integer> epoch = loader.epoch(0)) {
                 for (Batch<Integer> _ : epoch) {
                     // no model: the loader's own speed
                 }
@@ -176,10 +218,17 @@ public final class IndexBenchmark {
             double epochSeconds = (System.nanoTime() - e0) / 1e9;
             OriginStats after = cache.stats().origin();
             long epochRequests = after.reads() + after.metadataRequests() - before.reads() - before.metadataRequests();
-            System.out.printf(Locale.ROOT, "%-26s index %6.2f s, %5d requests%s; first epoch %6.2f s, %5d requests;"
-                    + " index + epoch %6.2f s%n", name, indexSeconds, indexRequests, way.equals("c") ? ""
-                    : String.format(Locale.ROOT, " (%d shards from index files)", fromFiles[0]), epochSeconds,
-                    epochRequests, indexSeconds + epochSeconds);
+            System.out.printf(
+                    Locale.ROOT,
+                    "%-26s index %6.2f s, %5d requests%s; first epoch %6.2f s, %5d requests;"
+                            + " index + epoch %6.2f s%n",
+                    name,
+                    indexSeconds,
+                    indexRequests,
+                    way.equals("c") ? "" : String.format(Locale.ROOT, " (%d shards from index files)", fromFiles[0]),
+                    epochSeconds,
+                    epochRequests,
+                    indexSeconds + epochSeconds);
             return new Result(indexSeconds, indexRequests, epochSeconds, epochRequests);
         }
     }
@@ -196,6 +245,7 @@ public final class IndexBenchmark {
 
     /** The read-ahead window of the old scan through runs of small members, and what made a member small. */
     private static final int WINDOW = 64 * 1024;
+
     private static final int SMALL_SPAN = 4096;
 
     /**

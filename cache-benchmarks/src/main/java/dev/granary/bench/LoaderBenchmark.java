@@ -4,6 +4,7 @@ package dev.granary.bench;
 import com.sun.management.OperatingSystemMXBean;
 import dev.granary.TierStats;
 import dev.granary.TieredCache;
+import dev.granary.bench.disk.DiskResidency;
 import dev.granary.loader.Batch;
 import dev.granary.loader.DataLoader;
 import dev.granary.loader.Dataset;
@@ -11,7 +12,6 @@ import dev.granary.loader.Epoch;
 import dev.granary.loader.LoaderStats;
 import dev.granary.micrometer.DataLoaderMetrics;
 import dev.granary.micrometer.TieredCacheMetrics;
-import dev.granary.bench.disk.DiskResidency;
 import dev.granary.tier.DiskTier;
 import dev.granary.tier.MemoryTier;
 import io.micrometer.core.instrument.Tags;
@@ -81,12 +81,23 @@ public final class LoaderBenchmark {
     private static final double MB = 1e6;
     private static final double GIB = 1L << 30;
     private static final long SEGMENT = 16L << 20;
-    private static final Map<String, String> DEFAULTS = new TreeMap<>(Map.ofEntries(Map.entry("only", "0"),
-            Map.entry("objects", "4096"), Map.entry("size", "131072"), Map.entry("concurrency", "64"),
-            Map.entry("latency-ms", "20"), Map.entry("mbps", "25"), Map.entry("rounds", "3"),
-            Map.entry("batch", "32"), Map.entry("workers", "2"), Map.entry("epochs", "4"),
-            Map.entry("cache-percent", "50"), Map.entry("stall-batch", "16"), Map.entry("compute-ms", "2"),
-            Map.entry("hit-latency-ms", "1"), Map.entry("fresh-cache", "0"), Map.entry("scrape-ms", "1000"),
+    private static final Map<String, String> DEFAULTS = new TreeMap<>(Map.ofEntries(
+            Map.entry("only", "0"),
+            Map.entry("objects", "4096"),
+            Map.entry("size", "131072"),
+            Map.entry("concurrency", "64"),
+            Map.entry("latency-ms", "20"),
+            Map.entry("mbps", "25"),
+            Map.entry("rounds", "3"),
+            Map.entry("batch", "32"),
+            Map.entry("workers", "2"),
+            Map.entry("epochs", "4"),
+            Map.entry("cache-percent", "50"),
+            Map.entry("stall-batch", "16"),
+            Map.entry("compute-ms", "2"),
+            Map.entry("hit-latency-ms", "1"),
+            Map.entry("fresh-cache", "0"),
+            Map.entry("scrape-ms", "1000"),
             Map.entry("warm-epochs", "2")));
     private static final OperatingSystemMXBean OS =
             (OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
@@ -111,10 +122,20 @@ public final class LoaderBenchmark {
         Path dir = Files.createTempDirectory(Path.of(System.getProperty("granary.bench.dir", ".")), "loader-bench-");
         int objects = o.get("objects").intValue();
         int size = o.get("size").intValue();
-        System.out.printf(Locale.ROOT, "loader benchmark: %d objects x %d B = %.0f MiB; K=%d; %d ms/request;"
-                + " %d MB/s per connection; JVM %s, %d CPUs, load %.2f; options %s%n", objects, size,
-                objects * (double) size / (1 << 20), o.get("concurrency"), o.get("latency-ms"), o.get("mbps"),
-                Runtime.version(), Runtime.getRuntime().availableProcessors(), OS.getSystemLoadAverage(), o);
+        System.out.printf(
+                Locale.ROOT,
+                "loader benchmark: %d objects x %d B = %.0f MiB; K=%d; %d ms/request;"
+                        + " %d MB/s per connection; JVM %s, %d CPUs, load %.2f; options %s%n",
+                objects,
+                size,
+                objects * (double) size / (1 << 20),
+                o.get("concurrency"),
+                o.get("latency-ms"),
+                o.get("mbps"),
+                Runtime.version(),
+                Runtime.getRuntime().availableProcessors(),
+                OS.getSystemLoadAverage(),
+                o);
         long t0 = System.nanoTime();
         try (LoaderWorld world = LoaderWorld.start(dir, 0, 0, 0, objects, size, 1, true)) {
             System.out.printf(Locale.ROOT, "uploaded in %.1f s%n", (System.nanoTime() - t0) / 1e9);
@@ -150,8 +171,10 @@ public final class LoaderBenchmark {
         System.out.println();
         System.out.println("1. cold epoch: Granary DataLoader vs a plain parallel client, same K, alternated");
         boolean fresh = o.get("fresh-cache") != 0;
-        System.out.println(fresh ? "(a new cache every round: its memory is touched for the first time)"
-                : "(one cache for every round, emptied by invalidate() before each: cold data, memory in use before)");
+        System.out.println(
+                fresh
+                        ? "(a new cache every round: its memory is touched for the first time)"
+                        : "(one cache for every round, emptied by invalidate() before each: cold data, memory in use before)");
         TieredCache shared = fresh ? null : granaryCache(world, k);
         try {
             coldGranary(world, o, k, Math.min(256, world.files.size()), shared); // warm-up
@@ -166,7 +189,10 @@ public final class LoaderBenchmark {
 
     private static TieredCache granaryCache(LoaderWorld world, int k) {
         return TieredCache.builder(world.origin(k))
-                .tier(MemoryTier.builder().capacity(world.fileBytes + (64L << 20)).build()).build();
+                .tier(MemoryTier.builder()
+                        .capacity(world.fileBytes + (64L << 20))
+                        .build())
+                .build();
     }
 
     private static void cold(LoaderWorld world, Map<String, Long> o, int k, List<String> order, TieredCache shared)
@@ -185,14 +211,31 @@ public final class LoaderBenchmark {
             }
             double gRate = bytes / g[0] / MB;
             double pRate = bytes / p[0] / MB;
-            rows.add(new double[] {gRate / pRate, (g[1] / (bytes / GIB)) / (p[1] / (bytes / GIB)), gRate, pRate,
-                    g[1] / (bytes / GIB), p[1] / (bytes / GIB)});
-            System.out.printf(Locale.ROOT, "round %d: granary %.1f MB/s (listing %.0f ms apart), plain %.1f MB/s;"
-                    + " CPU-s per GiB: granary %.2f, plain %.2f%n", round, gRate, g[2] * 1e3, pRate,
-                    g[1] / (bytes / GIB), p[1] / (bytes / GIB));
+            rows.add(new double[] {
+                gRate / pRate,
+                (g[1] / (bytes / GIB)) / (p[1] / (bytes / GIB)),
+                gRate,
+                pRate,
+                g[1] / (bytes / GIB),
+                p[1] / (bytes / GIB)
+            });
+            System.out.printf(
+                    Locale.ROOT,
+                    "round %d: granary %.1f MB/s (listing %.0f ms apart), plain %.1f MB/s;"
+                            + " CPU-s per GiB: granary %.2f, plain %.2f%n",
+                    round,
+                    gRate,
+                    g[2] * 1e3,
+                    pRate,
+                    g[1] / (bytes / GIB),
+                    p[1] / (bytes / GIB));
         }
-        double model = Math.min(k * (double) o.get("size") / (o.get("latency-ms") / 1e3 + o.get("size")
-                / (o.get("mbps") * 1e6)), 1.9e9) / MB;
+        double model = Math.min(
+                        k
+                                * (double) o.get("size")
+                                / (o.get("latency-ms") / 1e3 + o.get("size") / (o.get("mbps") * 1e6)),
+                        1.9e9)
+                / MB;
         S3ReadBenchmark.report("granary cold / plain", rows, r -> r[0]);
         S3ReadBenchmark.report("CPU per GiB granary / plain", rows, r -> r[1]);
         System.out.printf(Locale.ROOT, "(model min(K*S/(L+S/B), link) = %.0f MB/s)%n", model);
@@ -202,8 +245,8 @@ public final class LoaderBenchmark {
      * {@return read seconds, CPU seconds, listing seconds} of one cold epoch (or of its first {@code limit}), on
      * {@code shared} emptied first, or on a new cache if it is null.
      */
-    private static double[] coldGranary(LoaderWorld world, Map<String, Long> o, int k, int limit,
-            TieredCache shared) throws Exception {
+    private static double[] coldGranary(LoaderWorld world, Map<String, Long> o, int k, int limit, TieredCache shared)
+            throws Exception {
         if (shared != null) {
             for (String key : world.files) {
                 shared.invalidate(key);
@@ -222,13 +265,17 @@ public final class LoaderBenchmark {
             double listing = (System.nanoTime() - l0) / 1e9;
             AtomicLong bad = new AtomicLong();
             try (DataLoader<Integer> loader = DataLoader.builder(dataset, s -> {
-                if (!LoaderWorld.verifyFile(s.bytes())) {
-                    bad.incrementAndGet();
-                }
-                return s.index();
-            }).batchSize(o.get("batch").intValue()).shuffle(7).workers(o.get("workers").intValue())
-                    .readAhead(Math.max(k, o.get("batch").intValue())).prefetch(Math.max(4, 2 * k
-                            / o.get("batch").intValue())).build()) {
+                        if (!LoaderWorld.verifyFile(s.bytes())) {
+                            bad.incrementAndGet();
+                        }
+                        return s.index();
+                    })
+                    .batchSize(o.get("batch").intValue())
+                    .shuffle(7)
+                    .workers(o.get("workers").intValue())
+                    .readAhead(Math.max(k, o.get("batch").intValue()))
+                    .prefetch(Math.max(4, 2 * k / o.get("batch").intValue()))
+                    .build()) {
                 long cpu0 = OS.getProcessCpuTime();
                 long start = System.nanoTime();
                 long n = 0;
@@ -240,8 +287,8 @@ public final class LoaderBenchmark {
                 double seconds = (System.nanoTime() - start) / 1e9;
                 double cpu = (OS.getProcessCpuTime() - cpu0) / 1e9;
                 if (bad.get() != 0 || n != dataset.size()) {
-                    throw new IllegalStateException("granary: " + bad.get() + " bad samples, " + n + " of "
-                            + dataset.size() + " delivered");
+                    throw new IllegalStateException(
+                            "granary: " + bad.get() + " bad samples, " + n + " of " + dataset.size() + " delivered");
                 }
                 return new double[] {seconds, cpu, listing};
             }
@@ -254,13 +301,21 @@ public final class LoaderBenchmark {
         try (S3Client client = S3ReadBenchmark.plainClient(k, world.proxy.endpoint())) {
             long cpu0 = OS.getProcessCpuTime();
             long start = System.nanoTime();
-            S3ReadBenchmark.parallel(k, order, (key, scratch) -> {
-                byte[] body = client.getObject(b -> b.bucket(LoaderWorld.BUCKET).key(key).range("bytes=0-"),
-                        ResponseTransformer.toBytes()).asByteArrayUnsafe();
-                if (!LoaderWorld.verifyFile(ByteBuffer.wrap(body))) {
-                    bad.incrementAndGet();
-                }
-            }, 1);
+            S3ReadBenchmark.parallel(
+                    k,
+                    order,
+                    (key, scratch) -> {
+                        byte[] body = client.getObject(
+                                        b -> b.bucket(LoaderWorld.BUCKET)
+                                                .key(key)
+                                                .range("bytes=0-"),
+                                        ResponseTransformer.toBytes())
+                                .asByteArrayUnsafe();
+                        if (!LoaderWorld.verifyFile(ByteBuffer.wrap(body))) {
+                            bad.incrementAndGet();
+                        }
+                    },
+                    1);
             double seconds = (System.nanoTime() - start) / 1e9;
             double cpu = (OS.getProcessCpuTime() - cpu0) / 1e9;
             if (bad.get() != 0) {
@@ -281,12 +336,17 @@ public final class LoaderBenchmark {
         long disk = (c - mem) / SEGMENT * SEGMENT;
         double ceiling = (double) (mem + disk) / n;
         System.out.println();
-        System.out.printf(Locale.ROOT, "2. hit ratio over %d shuffled epochs: memory %.0f MiB + disk %.0f MiB for"
-                + " %.0f MiB of data, ceiling (C_mem + C_disk)/N = %.3f%n", o.get("epochs"), mem / 1048576.0,
-                disk / 1048576.0, n / 1048576.0, ceiling);
+        System.out.printf(
+                Locale.ROOT,
+                "2. hit ratio over %d shuffled epochs: memory %.0f MiB + disk %.0f MiB for"
+                        + " %.0f MiB of data, ceiling (C_mem + C_disk)/N = %.3f%n",
+                o.get("epochs"),
+                mem / 1048576.0,
+                disk / 1048576.0,
+                n / 1048576.0,
+                ceiling);
         for (boolean drive : new boolean[] {true, false}) {
-            double[] ratios = epochs(world, o, dir.resolve(drive ? "disk-driven" : "disk-undriven"), mem, disk,
-                    drive);
+            double[] ratios = epochs(world, o, dir.resolve(drive ? "disk-driven" : "disk-undriven"), mem, disk, drive);
             double steady = 0;
             int count = 0;
             StringBuilder line = new StringBuilder();
@@ -298,21 +358,36 @@ public final class LoaderBenchmark {
                 }
             }
             steady /= Math.max(1, count);
-            System.out.printf(Locale.ROOT, "%-9s byte hit ratio per epoch:%s; steady state %.3f = %.3f of the"
-                    + " ceiling%n", drive ? "driven" : "undriven", line, steady, steady / ceiling);
+            System.out.printf(
+                    Locale.ROOT,
+                    "%-9s byte hit ratio per epoch:%s; steady state %.3f = %.3f of the" + " ceiling%n",
+                    drive ? "driven" : "undriven",
+                    line,
+                    steady,
+                    steady / ceiling);
         }
     }
 
-    private static double[] epochs(LoaderWorld world, Map<String, Long> o, Path diskDir, long mem, long disk,
-            boolean drive) throws Exception {
+    private static double[] epochs(
+            LoaderWorld world, Map<String, Long> o, Path diskDir, long mem, long disk, boolean drive) throws Exception {
         double[] ratios = new double[o.get("epochs").intValue()];
-        try (TieredCache cache = TieredCache.builder(world.origin(o.get("concurrency").intValue()))
+        try (TieredCache cache = TieredCache.builder(
+                        world.origin(o.get("concurrency").intValue()))
                 .tier(MemoryTier.builder().capacity(mem).build())
-                .tier(DiskTier.builder().directory(diskDir).capacity(disk).segmentSize(SEGMENT).build()).build()) {
+                .tier(DiskTier.builder()
+                        .directory(diskDir)
+                        .capacity(disk)
+                        .segmentSize(SEGMENT)
+                        .build())
+                .build()) {
             Dataset dataset = Dataset.ofObjects(cache, "files/");
             try (DataLoader<Integer> loader = DataLoader.builder(dataset, s -> s.index())
-                    .batchSize(o.get("batch").intValue()).shuffle(11).workers(o.get("workers").intValue())
-                    .readAhead(o.get("concurrency").intValue()).driveCache(drive).build()) {
+                    .batchSize(o.get("batch").intValue())
+                    .shuffle(11)
+                    .workers(o.get("workers").intValue())
+                    .readAhead(o.get("concurrency").intValue())
+                    .driveCache(drive)
+                    .build()) {
                 for (int e = 0; e < ratios.length; e++) {
                     long hit0 = hitBytes(cache);
                     LoaderStats before = loader.stats();
@@ -328,8 +403,8 @@ public final class LoaderBenchmark {
                     // The hit ratio does not depend on the page cache; the epoch's speed does. Two more epochs, the
                     // disk tier's segments resident, then paged out with the tier open (verified with mincore).
                     for (boolean resident : new boolean[] {true, false}) {
-                        String state = resident ? String.format(Locale.ROOT, "disk resident %.1f %%",
-                                100 * DiskResidency.warm(diskDir))
+                        String state = resident
+                                ? String.format(Locale.ROOT, "disk resident %.1f %%", 100 * DiskResidency.warm(diskDir))
                                 : DiskResidency.pageOut(diskDir);
                         long hit0 = hitBytes(cache);
                         LoaderStats before = loader.stats();
@@ -341,10 +416,15 @@ public final class LoaderBenchmark {
                         }
                         double wall = (System.nanoTime() - start) / 1e9;
                         LoaderStats s = loader.stats().minus(before);
-                        System.out.printf(Locale.ROOT, "driven, extra epoch with the disk tier %s: %.0f MB/s, hit"
-                                + " ratio %.3f (%s; misses go to the origin at %d ms)%n", resident ? "resident"
-                                : "paged out", s.bytes() / MB / wall, (double) (hitBytes(cache) - hit0) / s.bytes(),
-                                state, o.get("hit-latency-ms"));
+                        System.out.printf(
+                                Locale.ROOT,
+                                "driven, extra epoch with the disk tier %s: %.0f MB/s, hit"
+                                        + " ratio %.3f (%s; misses go to the origin at %d ms)%n",
+                                resident ? "resident" : "paged out",
+                                s.bytes() / MB / wall,
+                                (double) (hitBytes(cache) - hit0) / s.bytes(),
+                                state,
+                                o.get("hit-latency-ms"));
                     }
                 }
             }
@@ -367,18 +447,31 @@ public final class LoaderBenchmark {
         int batch = o.get("stall-batch").intValue();
         long compute = o.get("compute-ms") * 1_000_000;
         System.out.println();
-        System.out.printf(Locale.ROOT, "3. stall with a warm cache: %d ms of model per batch of %d (%.0f MB/s"
-                + " needed)%n", o.get("compute-ms"), batch, batch * (double) o.get("size") / (compute / 1e9) / MB);
-        try (TieredCache cache = TieredCache.builder(world.origin(o.get("concurrency").intValue()))
-                .tier(MemoryTier.builder().capacity(world.fileBytes + (64L << 20)).build()).build()) {
+        System.out.printf(
+                Locale.ROOT,
+                "3. stall with a warm cache: %d ms of model per batch of %d (%.0f MB/s" + " needed)%n",
+                o.get("compute-ms"),
+                batch,
+                batch * (double) o.get("size") / (compute / 1e9) / MB);
+        try (TieredCache cache = TieredCache.builder(
+                        world.origin(o.get("concurrency").intValue()))
+                .tier(MemoryTier.builder()
+                        .capacity(world.fileBytes + (64L << 20))
+                        .build())
+                .build()) {
             Dataset dataset = Dataset.ofObjects(cache, "files/");
             AtomicLong bad = new AtomicLong();
             try (DataLoader<Integer> loader = DataLoader.builder(dataset, s -> {
-                if (!LoaderWorld.verifyFile(s.bytes())) {
-                    bad.incrementAndGet();
-                }
-                return s.index();
-            }).batchSize(batch).shuffle(3).workers(o.get("workers").intValue()).prefetch(8).build()) {
+                        if (!LoaderWorld.verifyFile(s.bytes())) {
+                            bad.incrementAndGet();
+                        }
+                        return s.index();
+                    })
+                    .batchSize(batch)
+                    .shuffle(3)
+                    .workers(o.get("workers").intValue())
+                    .prefetch(8)
+                    .build()) {
                 for (int e = 0; e < 4; e++) {
                     LoaderStats before = loader.stats();
                     long start = System.nanoTime();
@@ -395,10 +488,18 @@ public final class LoaderBenchmark {
                     }
                     double wall = (System.nanoTime() - start) / 1e9;
                     LoaderStats s = loader.stats().minus(before);
-                    System.out.printf(Locale.ROOT, "epoch %d (%s): %.2f s, %.0f MB/s, data-wait %.2f %% of wall"
-                            + " (first batch after %.1f ms), mean ready batches at take %.1f, hit ratio %.3f%n",
-                            e + 1, e == 0 ? "cold, no model" : "warm", wall, s.bytes() / MB / wall,
-                            100 * s.dataWaitNanos() / 1e9 / wall, first / 1e6, s.meanDepthAtTake(), s.hitRatio());
+                    System.out.printf(
+                            Locale.ROOT,
+                            "epoch %d (%s): %.2f s, %.0f MB/s, data-wait %.2f %% of wall"
+                                    + " (first batch after %.1f ms), mean ready batches at take %.1f, hit ratio %.3f%n",
+                            e + 1,
+                            e == 0 ? "cold, no model" : "warm",
+                            wall,
+                            s.bytes() / MB / wall,
+                            100 * s.dataWaitNanos() / 1e9 / wall,
+                            first / 1e6,
+                            s.meanDepthAtTake(),
+                            s.hitRatio());
                 }
             }
             if (bad.get() != 0) {
@@ -412,9 +513,12 @@ public final class LoaderBenchmark {
     private static void observe(LoaderWorld world, Map<String, Long> o, Path dir) throws Exception {
         world.network(Duration.ofMillis(o.get("latency-ms")), o.get("mbps") * 1_000_000);
         System.out.println();
-        System.out.printf(Locale.ROOT, "4. observability overhead: plain vs Micrometer binders (Prometheus scrape"
-                + " every %d ms) + JFR recording of the dev.granary events; alternated over %d rounds%n",
-                o.get("scrape-ms"), o.get("rounds"));
+        System.out.printf(
+                Locale.ROOT,
+                "4. observability overhead: plain vs Micrometer binders (Prometheus scrape"
+                        + " every %d ms) + JFR recording of the dev.granary events; alternated over %d rounds%n",
+                o.get("scrape-ms"),
+                o.get("rounds"));
         observed(world, o, dir, false); // warm-up, both paths
         observed(world, o, dir, true);
         List<double[]> rows = new ArrayList<>();
@@ -429,10 +533,17 @@ public final class LoaderBenchmark {
                 plain = observed(world, o, dir, false);
             }
             rows.add(new double[] {plain[0] / seen[0], plain[1] / seen[1]});
-            System.out.printf(Locale.ROOT, "round %d: cold plain %.1f MB/s, observed %.1f MB/s; warm plain %.0f MB/s,"
-                    + " observed %.0f MB/s (%d JFR events, %d scrapes)%n", round, world.fileBytes / plain[0] / MB,
-                    world.fileBytes / seen[0] / MB, warmBytes(world, o) / plain[1] / MB,
-                    warmBytes(world, o) / seen[1] / MB, (long) seen[2], (long) seen[3]);
+            System.out.printf(
+                    Locale.ROOT,
+                    "round %d: cold plain %.1f MB/s, observed %.1f MB/s; warm plain %.0f MB/s,"
+                            + " observed %.0f MB/s (%d JFR events, %d scrapes)%n",
+                    round,
+                    world.fileBytes / plain[0] / MB,
+                    world.fileBytes / seen[0] / MB,
+                    warmBytes(world, o) / plain[1] / MB,
+                    warmBytes(world, o) / seen[1] / MB,
+                    (long) seen[2],
+                    (long) seen[3]);
         }
         S3ReadBenchmark.report("cold observed / plain", rows, r -> r[0]);
         S3ReadBenchmark.report("warm observed / plain", rows, r -> r[1]);
@@ -450,30 +561,30 @@ public final class LoaderBenchmark {
             throws Exception {
         int k = o.get("concurrency").intValue();
         Path jfr = dir.resolve("observe.jfr");
-        PrometheusMeterRegistry registry =
-                new PrometheusMeterRegistry(
-                        PrometheusConfig.DEFAULT);
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         try (TieredCache cache = granaryCache(world, k);
-             Recording recording = new Recording()) {
+                Recording recording = new Recording()) {
             Dataset dataset = Dataset.ofObjects(cache, "files/");
             AtomicLong bad = new AtomicLong();
             AtomicLong scrapes = new AtomicLong();
             try (DataLoader<Integer> loader = DataLoader.builder(dataset, s -> {
-                if (!LoaderWorld.verifyFile(s.bytes())) {
-                    bad.incrementAndGet();
-                }
-                return s.index();
-            }).batchSize(o.get("batch").intValue()).shuffle(7).workers(o.get("workers").intValue())
-                    .readAhead(Math.max(k, o.get("batch").intValue())).prefetch(Math.max(4, 2 * k
-                            / o.get("batch").intValue())).build()) {
+                        if (!LoaderWorld.verifyFile(s.bytes())) {
+                            bad.incrementAndGet();
+                        }
+                        return s.index();
+                    })
+                    .batchSize(o.get("batch").intValue())
+                    .shuffle(7)
+                    .workers(o.get("workers").intValue())
+                    .readAhead(Math.max(k, o.get("batch").intValue()))
+                    .prefetch(Math.max(4, 2 * k / o.get("batch").intValue()))
+                    .build()) {
                 Thread scraper = null;
                 if (observe) {
-                    new TieredCacheMetrics(cache, "bench", Tags
-                            .empty()).bindTo(registry);
-                    new DataLoaderMetrics(loader, "bench", Tags
-                            .empty()).bindTo(registry);
-                    for (String event : List.of("OriginRead", "CoalescedMiss", "Eviction", "DiskRecovery",
-                            "BatchWait")) {
+                    new TieredCacheMetrics(cache, "bench", Tags.empty()).bindTo(registry);
+                    new DataLoaderMetrics(loader, "bench", Tags.empty()).bindTo(registry);
+                    for (String event :
+                            List.of("OriginRead", "CoalescedMiss", "Eviction", "DiskRecovery", "BatchWait")) {
                         recording.enable("dev.granary." + event).withoutThreshold();
                     }
                     recording.setToDisk(true);
@@ -517,7 +628,8 @@ public final class LoaderBenchmark {
                 if (observe) {
                     recording.stop();
                     result[2] = RecordingFile.readAllEvents(jfr).stream()
-                            .filter(ev -> ev.getEventType().getName().startsWith("dev.granary.")).count();
+                            .filter(ev -> ev.getEventType().getName().startsWith("dev.granary."))
+                            .count();
                     result[3] = scrapes.get();
                     if (result[2] < dataset.size()) {
                         throw new IllegalStateException("only " + (long) result[2] + " Granary events recorded");

@@ -57,14 +57,23 @@ final class LoaderWorld implements AutoCloseable {
      * Starts the server and the proxy over {@code dir} and uploads the data (straight to the server, not through the
      * proxy).
      */
-    static LoaderWorld start(Path dir, int shardCount, int samplesPerShard, int sampleSize, int fileCount,
-            int fileSize, long seed) throws IOException, InterruptedException {
+    static LoaderWorld start(
+            Path dir, int shardCount, int samplesPerShard, int sampleSize, int fileCount, int fileSize, long seed)
+            throws IOException, InterruptedException {
         return start(dir, shardCount, samplesPerShard, sampleSize, fileCount, fileSize, seed, false);
     }
 
     /** As above; with {@code uniformSizes} every sample and file has exactly its mean size. */
-    static LoaderWorld start(Path dir, int shardCount, int samplesPerShard, int sampleSize, int fileCount,
-            int fileSize, long seed, boolean uniformSizes) throws IOException, InterruptedException {
+    static LoaderWorld start(
+            Path dir,
+            int shardCount,
+            int samplesPerShard,
+            int sampleSize,
+            int fileCount,
+            int fileSize,
+            long seed,
+            boolean uniformSizes)
+            throws IOException, InterruptedException {
         S3ProxyServer server = S3ProxyServer.start(dir.resolve("s3"));
         FaultProxy proxy = null;
         try {
@@ -89,8 +98,13 @@ final class LoaderWorld implements AutoCloseable {
 
     /** {@return a new S3 origin over the proxy} */
     S3Origin origin(int concurrency) {
-        return S3Origin.builder().bucket(BUCKET).endpoint(proxy.endpoint()).pathStyle(true)
-                .credentials(S3ProxyServer.credentials()).maxConcurrency(concurrency).build();
+        return S3Origin.builder()
+                .bucket(BUCKET)
+                .endpoint(proxy.endpoint())
+                .pathStyle(true)
+                .credentials(S3ProxyServer.credentials())
+                .maxConcurrency(concurrency)
+                .build();
     }
 
     /**
@@ -98,10 +112,17 @@ final class LoaderWorld implements AutoCloseable {
      * not through the proxy: setup, not measured.
      */
     void writeIndexes() throws IOException {
-        S3Origin direct = S3Origin.builder().bucket(BUCKET).endpoint(server.endpoint()).pathStyle(true)
-                .credentials(S3ProxyServer.credentials()).build();
+        S3Origin direct = S3Origin.builder()
+                .bucket(BUCKET)
+                .endpoint(server.endpoint())
+                .pathStyle(true)
+                .credentials(S3ProxyServer.credentials())
+                .build();
         try (TieredCache cache = TieredCache.builder(direct)
-                .tier(MemoryTier.builder().capacity(64L << 20).slabSize(16L << 20).build())
+                .tier(MemoryTier.builder()
+                        .capacity(64L << 20)
+                        .slabSize(16L << 20)
+                        .build())
                 .build()) {
             for (String shard : shards) {
                 WebDataset.writeIndex(cache, shard);
@@ -114,7 +135,13 @@ final class LoaderWorld implements AutoCloseable {
         return S3ProxyServer.client(proxy.endpoint());
     }
 
-    private void upload(int shardCount, int samplesPerShard, int sampleSize, int fileCount, int fileSize, long seed,
+    private void upload(
+            int shardCount,
+            int samplesPerShard,
+            int sampleSize,
+            int fileCount,
+            int fileSize,
+            long seed,
             boolean uniform) {
         SplittableRandom random = new SplittableRandom(seed);
         List<String> keys = new ArrayList<>();
@@ -149,13 +176,16 @@ final class LoaderWorld implements AutoCloseable {
             bodies.add(body);
             fileBytes += size;
         }
-        try (S3Client client = server.client(); ExecutorService pool = Executors.newFixedThreadPool(8)) {
+        try (S3Client client = server.client();
+                ExecutorService pool = Executors.newFixedThreadPool(8)) {
             client.createBucket(b -> b.bucket(BUCKET));
             List<CompletableFuture<Void>> puts = new ArrayList<>();
             for (int i = 0; i < keys.size(); i++) {
                 int index = i;
-                puts.add(CompletableFuture.runAsync(() -> client.putObject(b -> b.bucket(BUCKET)
-                        .key(keys.get(index)), RequestBody.fromBytes(bodies.get(index))), pool));
+                puts.add(CompletableFuture.runAsync(
+                        () -> client.putObject(
+                                b -> b.bucket(BUCKET).key(keys.get(index)), RequestBody.fromBytes(bodies.get(index))),
+                        pool));
             }
             CompletableFuture.allOf(puts.toArray(CompletableFuture[]::new)).join();
         }

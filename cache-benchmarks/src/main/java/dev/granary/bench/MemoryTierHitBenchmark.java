@@ -80,9 +80,15 @@ import org.openjdk.jmh.annotations.Warmup;
 @OutputTimeUnit(TimeUnit.SECONDS)
 @Warmup(iterations = 5, time = 2)
 @Measurement(iterations = 5, time = 2)
-@Fork(value = 3, jvmArgsAppend = {
-        "--enable-native-access=ALL-UNNAMED", "-Xms1g", "-Xmx1g", "-XX:+AlwaysPreTouch",
-        "-XX:MaxDirectMemorySize=3g"})
+@Fork(
+        value = 3,
+        jvmArgsAppend = {
+            "--enable-native-access=ALL-UNNAMED",
+            "-Xms1g",
+            "-Xmx1g",
+            "-XX:+AlwaysPreTouch",
+            "-XX:MaxDirectMemorySize=3g"
+        })
 @State(Scope.Benchmark)
 public class MemoryTierHitBenchmark {
 
@@ -137,8 +143,9 @@ public class MemoryTierHitBenchmark {
             case "tier" -> TIER;
             case "raw" -> RAW;
             case "caffeine" -> CAFFEINE;
-            default -> throw new IllegalArgumentException("subject: '" + subject
-                    + "' (expected: granary, tier, raw or caffeine)");
+            default ->
+                throw new IllegalArgumentException(
+                        "subject: '" + subject + "' (expected: granary, tier, raw or caffeine)");
         };
         if (mode == GRANARY || mode == TIER) {
             setUpCache(origin);
@@ -149,8 +156,11 @@ public class MemoryTierHitBenchmark {
 
     private void setUpCache(SyntheticOrigin origin) throws IOException {
         // Room for every page plus one slab, so neither the policy nor slab tails ever evict or refuse.
-        tier = MemoryTier.builder().capacity(TOTAL_BYTES + (64L << 20)).slabSize(64L << 20)
-                .policy(WindowTinyLfuPolicy.sampling(sampling)).build();
+        tier = MemoryTier.builder()
+                .capacity(TOTAL_BYTES + (64L << 20))
+                .slabSize(64L << 20)
+                .policy(WindowTinyLfuPolicy.sampling(sampling))
+                .build();
         cache = TieredCache.builder(origin)
                 .tier(tier)
                 .pageSize(pageSize)
@@ -291,6 +301,5 @@ public class MemoryTierHitBenchmark {
         return (long) LONGS.get(scratch, 0) ^ (long) LONGS.get(scratch, n - 8);
     }
 
-    private static final VarHandle LONGS =
-            MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 }

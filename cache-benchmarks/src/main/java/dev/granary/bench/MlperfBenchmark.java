@@ -6,6 +6,7 @@ import dev.granary.TieredCache;
 import dev.granary.bench.Utilisation.Accelerator;
 import dev.granary.bench.Utilisation.Measurement;
 import dev.granary.bench.Utilisation.Sweep;
+import dev.granary.bench.disk.DiskResidency;
 import dev.granary.loader.Batch;
 import dev.granary.loader.DataLoader;
 import dev.granary.loader.Dataset;
@@ -13,7 +14,6 @@ import dev.granary.loader.Epoch;
 import dev.granary.origin.s3.S3Origin;
 import dev.granary.origin.s3.testkit.FaultProxy;
 import dev.granary.origin.s3.testkit.S3ProxyServer;
-import dev.granary.bench.disk.DiskResidency;
 import dev.granary.tier.DiskTier;
 import dev.granary.tier.MemoryTier;
 import java.io.IOException;
@@ -116,19 +116,31 @@ import software.amazon.awssdk.services.s3.S3Client;
  */
 public final class MlperfBenchmark {
 
-    private static final Map<String, String> DEFAULTS = new TreeMap<>(Map.ofEntries(Map.entry("objects", "3000"),
-            Map.entry("size", "150528"), Map.entry("batch", "8"), Map.entry("mbps", "20"),
-            Map.entry("memory-mib", "64"), Map.entry("concurrency", "32"), Map.entry("prefetch", "4"),
-            Map.entry("steps", "16"), Map.entry("latency-ms", "20"), Map.entry("runs", "3"),
-            Map.entry("max-accelerators", "64"), Map.entry("patience", "2"), Map.entry("seed", "0"),
-            Map.entry("upload", "1"), Map.entry("listing", "1"), Map.entry("direct", "1")));
+    private static final Map<String, String> DEFAULTS = new TreeMap<>(Map.ofEntries(
+            Map.entry("objects", "3000"),
+            Map.entry("size", "150528"),
+            Map.entry("batch", "8"),
+            Map.entry("mbps", "20"),
+            Map.entry("memory-mib", "64"),
+            Map.entry("concurrency", "32"),
+            Map.entry("prefetch", "4"),
+            Map.entry("steps", "16"),
+            Map.entry("latency-ms", "20"),
+            Map.entry("runs", "3"),
+            Map.entry("max-accelerators", "64"),
+            Map.entry("patience", "2"),
+            Map.entry("seed", "0"),
+            Map.entry("upload", "1"),
+            Map.entry("listing", "1"),
+            Map.entry("direct", "1")));
     private static final List<String> STRINGS = List.of("endpoint", "bucket", "region", "prefix");
-    private static final int[] LADDER = {1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 80, 96,
-            112, 128, 160, 192, 224, 256};
+    private static final int[] LADDER = {
+        1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256
+    };
     private static final long SEGMENT = 16L << 20;
     private static final String LOCAL_BUCKET = "granary-mlperf";
-    static final List<String> SUBJECTS = List.of("ceiling", "granary-e1", "plain", "granary-e2+ resident",
-            "granary-e2+ paged-out");
+    static final List<String> SUBJECTS =
+            List.of("ceiling", "granary-e1", "plain", "granary-e2+ resident", "granary-e2+ paged-out");
 
     private final Map<String, Long> o;
     private final Map<String, String> s;
@@ -136,6 +148,7 @@ public final class MlperfBenchmark {
     private final S3Client client;
     /** Where the Granary origin's own client goes ({@code --direct=1}); null for AWS's default endpoint. */
     private final URI endpoint;
+
     private final AwsCredentialsProvider credentials;
     private final String bucket;
     private final List<String> keys;
@@ -143,8 +156,15 @@ public final class MlperfBenchmark {
     private final long computeNanos;
     private final long sampleBytes;
 
-    private MlperfBenchmark(Map<String, Long> o, Map<String, String> s, Path dir, S3Client client, String bucket,
-            List<String> keys, URI endpoint, AwsCredentialsProvider credentials) {
+    private MlperfBenchmark(
+            Map<String, Long> o,
+            Map<String, String> s,
+            Path dir,
+            S3Client client,
+            String bucket,
+            List<String> keys,
+            URI endpoint,
+            AwsCredentialsProvider credentials) {
         this.endpoint = endpoint;
         this.credentials = credentials;
         this.o = o;
@@ -183,9 +203,16 @@ public final class MlperfBenchmark {
                 throw new IllegalArgumentException("--endpoint and --bucket: one without the other (expected: both,"
                         + " or neither for the local S3Proxy)");
             }
-            if (o.get("objects") < 1 || o.get("size") < 5 || o.get("batch") < 1 || o.get("mbps") < 1
-                    || o.get("concurrency") < 1 || o.get("prefetch") < 1 || o.get("steps") < 3
-                    || o.get("runs") < 1 || o.get("max-accelerators") < 1 || o.get("patience") < 1) {
+            if (o.get("objects") < 1
+                    || o.get("size") < 5
+                    || o.get("batch") < 1
+                    || o.get("mbps") < 1
+                    || o.get("concurrency") < 1
+                    || o.get("prefetch") < 1
+                    || o.get("steps") < 3
+                    || o.get("runs") < 1
+                    || o.get("max-accelerators") < 1
+                    || o.get("patience") < 1) {
                 throw new IllegalArgumentException("options: " + o + " (expected: objects, batch, mbps, concurrency,"
                         + " prefetch, runs, max-accelerators, patience >= 1; size >= 5; steps >= 3)");
             }
@@ -221,15 +248,29 @@ public final class MlperfBenchmark {
                 for (int i = 0; i < o.get("objects"); i++) {
                     keys.add(String.format(Locale.ROOT, "%s%08d.bin", strings.get("prefix"), i));
                 }
-                System.out.printf(Locale.ROOT, "mlperf benchmark: %d objects x %d B = %.0f MB at %s (%s); JVM %s,"
-                        + " %d CPUs; load %s; options %s %s%n", keys.size(), o.get("size"),
-                        keys.size() * (double) o.get("size") / 1e6, endpoint == null ? "AWS" : endpoint,
-                        proxy != null ? "S3Proxy 4.1.0 behind FaultProxy, " + o.get("latency-ms") + " ms/request"
-                                : "real endpoint", Runtime.version(), Runtime.getRuntime().availableProcessors(),
-                        loadAverage(), o, strings);
+                System.out.printf(
+                        Locale.ROOT,
+                        "mlperf benchmark: %d objects x %d B = %.0f MB at %s (%s); JVM %s,"
+                                + " %d CPUs; load %s; options %s %s%n",
+                        keys.size(),
+                        o.get("size"),
+                        keys.size() * (double) o.get("size") / 1e6,
+                        endpoint == null ? "AWS" : endpoint,
+                        proxy != null
+                                ? "S3Proxy 4.1.0 behind FaultProxy, " + o.get("latency-ms") + " ms/request"
+                                : "real endpoint",
+                        Runtime.version(),
+                        Runtime.getRuntime().availableProcessors(),
+                        loadAverage(),
+                        o,
+                        strings);
                 if (o.get("upload") != 0) {
                     long t0 = System.nanoTime();
-                    upload(server != null ? server.client() : shared, bucket, keys, o.get("size").intValue(),
+                    upload(
+                            server != null ? server.client() : shared,
+                            bucket,
+                            keys,
+                            o.get("size").intValue(),
                             server != null);
                     System.out.printf(Locale.ROOT, "uploaded in %.1f s%n", (System.nanoTime() - t0) / 1e9);
                 }
@@ -256,9 +297,13 @@ public final class MlperfBenchmark {
      */
     @SuppressWarnings("deprecation") // ApacheHttpClient: S3Origin's own client (decision 0004), compared like for like
     private static S3Client client(URI endpoint, String region, AwsCredentialsProvider credentials, int connections) {
-        var builder = S3Client.builder().region(Region.of(region)).credentialsProvider(credentials)
+        var builder = S3Client.builder()
+                .region(Region.of(region))
+                .credentialsProvider(credentials)
                 .forcePathStyle(endpoint != null)
-                .httpClientBuilder(ApacheHttpClient.builder().maxConnections(connections).tcpKeepAlive(true)
+                .httpClientBuilder(ApacheHttpClient.builder()
+                        .maxConnections(connections)
+                        .tcpKeepAlive(true)
                         // A loaded machine can keep every connection busy for seconds: wait, do not fail.
                         .connectionAcquisitionTimeout(Duration.ofSeconds(120))
                         .socketTimeout(Duration.ofSeconds(60)))
@@ -279,8 +324,10 @@ public final class MlperfBenchmark {
             List<CompletableFuture<Void>> puts = new ArrayList<>();
             for (int i = 0; i < keys.size(); i++) {
                 int index = i;
-                puts.add(CompletableFuture.runAsync(() -> client.putObject(b -> b.bucket(bucket)
-                        .key(keys.get(index)), RequestBody.fromBytes(body(index, size))), pool));
+                puts.add(CompletableFuture.runAsync(
+                        () -> client.putObject(
+                                b -> b.bucket(bucket).key(keys.get(index)), RequestBody.fromBytes(body(index, size))),
+                        pool));
             }
             CompletableFuture.allOf(puts.toArray(CompletableFuture[]::new)).join();
         }
@@ -300,10 +347,17 @@ public final class MlperfBenchmark {
         int runs = o.get("runs").intValue();
         long dataset = keys.size() * sampleBytes;
         long memory = o.get("memory-mib") << 20;
-        System.out.printf(Locale.ROOT, "profile: batch %d x %d B, %.1f ms of compute per batch = %d MB/s per"
+        System.out.printf(
+                Locale.ROOT,
+                "profile: batch %d x %d B, %.1f ms of compute per batch = %d MB/s per"
                         + " accelerator (MLPerf ResNet-50 on an H100: 400 x 114 660 B per 0.224 s = 205 MB/s);"
-                        + " dataset %.1f x the memory tier (%d MiB)%s%n", batch, sampleBytes, computeNanos / 1e6,
-                o.get("mbps"), (double) dataset / memory, o.get("memory-mib"),
+                        + " dataset %.1f x the memory tier (%d MiB)%s%n",
+                batch,
+                sampleBytes,
+                computeNanos / 1e6,
+                o.get("mbps"),
+                (double) dataset / memory,
+                o.get("memory-mib"),
                 dataset < 5 * memory ? " -- WARNING: under MLPerf's 5x" : "");
         Map<String, List<String>> verdicts = new LinkedHashMap<>();
         for (String subject : SUBJECTS) {
@@ -314,12 +368,15 @@ public final class MlperfBenchmark {
             Map<String, Sweep> sweeps = runOnce(run, seed);
             sweeps.forEach((subject, sweep) -> verdicts.get(subject).add(sweep.verdict()));
         }
-        System.out.printf(Locale.ROOT, "%nlargest number of emulated accelerators with mean AU >= %.0f %%, per run"
-                + " (load now %s):%n", 100 * Utilisation.PASS, loadAverage());
+        System.out.printf(
+                Locale.ROOT,
+                "%nlargest number of emulated accelerators with mean AU >= %.0f %%, per run" + " (load now %s):%n",
+                100 * Utilisation.PASS,
+                loadAverage());
         System.out.printf(Locale.ROOT, "| %-22s | %-20s |%n", "subject", "runs");
         System.out.printf("|%s|%s|%n", "-".repeat(24), "-".repeat(22));
-        verdicts.forEach((subject, v) -> System.out.printf(Locale.ROOT, "| %-22s | %-20s |%n", subject,
-                String.join(", ", v)));
+        verdicts.forEach(
+                (subject, v) -> System.out.printf(Locale.ROOT, "| %-22s | %-20s |%n", subject, String.join(", ", v)));
     }
 
     private Map<String, Sweep> runOnce(int run, long seed) throws Exception {
@@ -330,25 +387,34 @@ public final class MlperfBenchmark {
         }
         Path warmDir = dir.resolve("warm-" + run);
         int k = o.get("concurrency").intValue();
-        try (TieredCache warm = cache(warmDir); ExecutorService pool = Executors.newFixedThreadPool(k)) {
+        try (TieredCache warm = cache(warmDir);
+                ExecutorService pool = Executors.newFixedThreadPool(k)) {
             Dataset warmSet = dataset(warm);
             long t0 = System.nanoTime();
             fill(warmSet, seed);
             double fillSeconds = (System.nanoTime() - t0) / 1e9;
-            System.out.printf(Locale.ROOT, "warm cache filled by one epoch in %.1f s (%.0f MB/s): %s%n", fillSeconds,
-                    keys.size() * sampleBytes / 1e6 / fillSeconds, tiers(warm));
+            System.out.printf(
+                    Locale.ROOT,
+                    "warm cache filled by one epoch in %.1f s (%.0f MB/s): %s%n",
+                    fillSeconds,
+                    keys.size() * sampleBytes / 1e6 / fillSeconds,
+                    tiers(warm));
             long epoch = 1;
-            System.out.printf("%-4s %-22s %6s %8s %8s %9s %9s  %s%n", "N", "subject", "steps", "AU mean", "AU min",
-                    "MB/s", "pass", "notes");
+            System.out.printf(
+                    "%-4s %-22s %6s %8s %8s %9s %9s  %s%n",
+                    "N", "subject", "steps", "AU mean", "AU min", "MB/s", "pass", "notes");
             int maxCount = o.get("max-accelerators").intValue();
             for (int n : LADDER) {
                 if (n > maxCount || sweeps.values().stream().allMatch(Sweep::done)) {
                     break;
                 }
-                int steps = Utilisation.steps(keys.size(), n, batch, o.get("steps").intValue());
+                int steps =
+                        Utilisation.steps(keys.size(), n, batch, o.get("steps").intValue());
                 if (steps < 3) {
-                    System.out.printf("(stopping at %d accelerators: %d batches each would exceed one pass over the"
-                            + " dataset; add --objects)%n", n, 3);
+                    System.out.printf(
+                            "(stopping at %d accelerators: %d batches each would exceed one pass over the"
+                                    + " dataset; add --objects)%n",
+                            n, 3);
                     break;
                 }
                 for (String subject : SUBJECTS) {
@@ -361,16 +427,23 @@ public final class MlperfBenchmark {
                         case "granary-e1" -> cold(n, steps, seed, dir.resolve("cold-" + run + "-" + n));
                         case "plain" -> plain(n, steps, seed, pool);
                         case "granary-e2+ resident" -> {
-                            String residency = String.format(Locale.ROOT, "disk resident %.1f %% before",
-                                    100 * DiskResidency.warm(warmDir));
+                            String residency = String.format(
+                                    Locale.ROOT, "disk resident %.1f %% before", 100 * DiskResidency.warm(warmDir));
                             yield granary(warm, warmSet, n, steps, seed, epoch++, residency);
                         }
-                        default -> granary(warm, warmSet, n, steps, seed, epoch++,
-                                DiskResidency.pageOut(warmDir));
+                        default -> granary(warm, warmSet, n, steps, seed, epoch++, DiskResidency.pageOut(warmDir));
                     };
                     sweep.record(n, m.passes());
-                    System.out.printf(Locale.ROOT, "%-4d %-22s %6d %7.1f%% %7.1f%% %9.1f %9s  %s%n", n, subject,
-                            steps, 100 * m.meanAu(), 100 * m.minAu(), m.mbPerSecond(), m.passes() ? "yes" : "NO",
+                    System.out.printf(
+                            Locale.ROOT,
+                            "%-4d %-22s %6d %7.1f%% %7.1f%% %9.1f %9s  %s%n",
+                            n,
+                            subject,
+                            steps,
+                            100 * m.meanAu(),
+                            100 * m.minAu(),
+                            m.mbPerSecond(),
+                            m.passes() ? "yes" : "NO",
                             m.note());
                 }
             }
@@ -378,8 +451,13 @@ public final class MlperfBenchmark {
             deleteTree(warmDir);
         }
         sweeps.values().forEach(Sweep::cap);
-        System.out.printf(Locale.ROOT, "run %d: largest N with AU >= 90 %%: %s%n", run, sweeps.entrySet().stream()
-                .map(e -> e.getKey() + " " + e.getValue().verdict()).toList());
+        System.out.printf(
+                Locale.ROOT,
+                "run %d: largest N with AU >= 90 %%: %s%n",
+                run,
+                sweeps.entrySet().stream()
+                        .map(e -> e.getKey() + " " + e.getValue().verdict())
+                        .toList());
         return sweeps;
     }
 
@@ -389,7 +467,9 @@ public final class MlperfBenchmark {
         Files.createDirectories(diskDir);
         long dataset = keys.size() * (sampleBytes + 4096);
         long disk = (dataset / SEGMENT + 3) * SEGMENT;
-        S3Origin.Builder b = S3Origin.builder().bucket(bucket).maxConcurrency(o.get("concurrency").intValue());
+        S3Origin.Builder b = S3Origin.builder()
+                .bucket(bucket)
+                .maxConcurrency(o.get("concurrency").intValue());
         if (o.get("direct") == 0) {
             b.client(client); // the plain loop's client: every GET through the S3 client's pipeline
         } else {
@@ -402,7 +482,11 @@ public final class MlperfBenchmark {
         S3Origin origin = b.build();
         return TieredCache.builder(origin)
                 .tier(MemoryTier.builder().capacity(o.get("memory-mib") << 20).build())
-                .tier(DiskTier.builder().directory(diskDir).capacity(disk).segmentSize(SEGMENT).build())
+                .tier(DiskTier.builder()
+                        .directory(diskDir)
+                        .capacity(disk)
+                        .segmentSize(SEGMENT)
+                        .build())
                 .build();
     }
 
@@ -417,7 +501,8 @@ public final class MlperfBenchmark {
             return Dataset.ofKeys(cache, keys);
         }
         Dataset listed = Dataset.ofObjects(cache, s.get("prefix"));
-        if (listed.size() != keys.size() || !listed.key(0).equals(keys.get(0))
+        if (listed.size() != keys.size()
+                || !listed.key(0).equals(keys.get(0))
                 || !listed.key(keys.size() - 1).equals(keys.get(keys.size() - 1))) {
             throw new IllegalStateException("prefix '" + s.get("prefix") + "' lists " + listed.size() + " objects ("
                     + listed.key(0) + " ...), expected exactly the " + keys.size() + " samples " + keys.get(0)
@@ -443,15 +528,20 @@ public final class MlperfBenchmark {
         }
     }
 
-    private DataLoader<Boolean> loader(Dataset dataset, long seed, int rank, int ranks, AtomicLong bad,
-            int prefetch) {
+    private DataLoader<Boolean> loader(Dataset dataset, long seed, int rank, int ranks, AtomicLong bad, int prefetch) {
         return DataLoader.builder(dataset, sample -> {
-            boolean ok = LoaderWorld.verifyFile(sample.bytes());
-            if (!ok) {
-                bad.incrementAndGet();
-            }
-            return ok;
-        }).batchSize(batch).shuffle(seed).shard(rank, ranks).workers(1).prefetch(prefetch).build();
+                    boolean ok = LoaderWorld.verifyFile(sample.bytes());
+                    if (!ok) {
+                        bad.incrementAndGet();
+                    }
+                    return ok;
+                })
+                .batchSize(batch)
+                .shuffle(seed)
+                .shard(rank, ranks)
+                .workers(1)
+                .prefetch(prefetch)
+                .build();
     }
 
     private Measurement ceiling(int n, int steps) throws Exception {
@@ -471,8 +561,9 @@ public final class MlperfBenchmark {
         }
     }
 
-    private Measurement granary(TieredCache cache, Dataset dataset, int n, int steps, long seed, long epochNumber,
-            String note) throws Exception {
+    private Measurement granary(
+            TieredCache cache, Dataset dataset, int n, int steps, long seed, long epochNumber, String note)
+            throws Exception {
         AtomicLong bad = new AtomicLong();
         List<DataLoader<Boolean>> loaders = new ArrayList<>();
         List<Epoch<Boolean>> epochs = new ArrayList<>();
@@ -508,10 +599,17 @@ public final class MlperfBenchmark {
             }
             List<TierStats> tiers = cache.stats().tiers();
             for (int t = 0; t < hits.length; t++) {
-                split.append(String.format(Locale.ROOT, "%s%s %.0f%%", split.isEmpty() ? "hits: " : ", ",
-                        tiers.get(t).name(), total == 0 ? 0.0 : 100.0 * (hits[t] - hits0[t]) / total));
+                split.append(String.format(
+                        Locale.ROOT,
+                        "%s%s %.0f%%",
+                        split.isEmpty() ? "hits: " : ", ",
+                        tiers.get(t).name(),
+                        total == 0 ? 0.0 : 100.0 * (hits[t] - hits0[t]) / total));
             }
-            return new Measurement(m.accelerators(), m.bytes(), m.wallNanos(),
+            return new Measurement(
+                    m.accelerators(),
+                    m.bytes(),
+                    m.wallNanos(),
                     (note.isEmpty() ? "" : note + "; ") + split + (total == 0 ? " (all from the origin)" : ""));
         } finally {
             synchronized (epochs) {
@@ -533,7 +631,9 @@ public final class MlperfBenchmark {
         for (int r = 0; r < n; r++) {
             int rank = r;
             // This rank's samples: every n-th of the permutation, as DistributedSampler deals them.
-            int[] mine = IntStream.range(0, order.length / n).map(i -> order[i * n + rank]).toArray();
+            int[] mine = IntStream.range(0, order.length / n)
+                    .map(i -> order[i * n + rank])
+                    .toArray();
             BlockingQueue<List<Future<Boolean>>> inFlight = new ArrayBlockingQueue<>(prefetch + 1);
             int[] next = {0};
             sources.add(() -> {
@@ -542,8 +642,9 @@ public final class MlperfBenchmark {
                     for (int j = 0; j < batch; j++) {
                         String key = keys.get(mine[next[0]++]);
                         reads.add(pool.submit(() -> {
-                            byte[] body = client.getObject(b -> b.bucket(bucket).key(key),
-                                    ResponseTransformer.toBytes()).asByteArrayUnsafe();
+                            byte[] body = client.getObject(
+                                            b -> b.bucket(bucket).key(key), ResponseTransformer.toBytes())
+                                    .asByteArrayUnsafe();
                             boolean ok = body.length == sampleBytes && LoaderWorld.verifyFile(ByteBuffer.wrap(body));
                             if (!ok) {
                                 bad.incrementAndGet();
@@ -571,8 +672,7 @@ public final class MlperfBenchmark {
     }
 
     /** Runs {@code sources.size()} accelerators from one start gate; {@code bytes} counted from batch sizes. */
-    private Measurement accelerators(List<Utilisation.BatchSource> sources, int steps, String note)
-            throws Exception {
+    private Measurement accelerators(List<Utilisation.BatchSource> sources, int steps, String note) throws Exception {
         int n = sources.size();
         CountDownLatch gate = new CountDownLatch(1);
         AtomicLong samples = new AtomicLong();
@@ -585,13 +685,16 @@ public final class MlperfBenchmark {
             threads.add(Thread.ofPlatform().name("accelerator-" + r).start(() -> {
                 try {
                     gate.await();
-                    result.complete(Utilisation.run(() -> {
-                        int size = source.next();
-                        if (size > 0) {
-                            samples.addAndGet(size);
-                        }
-                        return size;
-                    }, steps, computeNanos));
+                    result.complete(Utilisation.run(
+                            () -> {
+                                int size = source.next();
+                                if (size > 0) {
+                                    samples.addAndGet(size);
+                                }
+                                return size;
+                            },
+                            steps,
+                            computeNanos));
                 } catch (Throwable t) {
                     result.completeExceptionally(t);
                 }
@@ -603,8 +706,8 @@ public final class MlperfBenchmark {
         for (CompletableFuture<Accelerator> r : results) {
             Accelerator a = r.join();
             if (a == null || a.batches() != steps) {
-                throw new IllegalStateException("an accelerator got " + (a == null ? 0 : a.batches()) + " of "
-                        + steps + " batches");
+                throw new IllegalStateException(
+                        "an accelerator got " + (a == null ? 0 : a.batches()) + " of " + steps + " batches");
             }
             accelerators.add(a);
         }
@@ -635,8 +738,11 @@ public final class MlperfBenchmark {
     }
 
     private static String tiers(TieredCache cache) {
-        return String.join(", ", cache.stats().tiers().stream().map(t -> String.format(Locale.ROOT,
-                "%s %.0f MiB used", t.name(), t.usedBytes() / 1048576.0)).toList());
+        return String.join(
+                ", ",
+                cache.stats().tiers().stream()
+                        .map(t -> String.format(Locale.ROOT, "%s %.0f MiB used", t.name(), t.usedBytes() / 1048576.0))
+                        .toList());
     }
 
     static String loadAverage() {

@@ -24,8 +24,8 @@ public final class Options {
             int eq = arg.indexOf('=');
             String name = arg.startsWith("--") && eq > 2 ? arg.substring(2, eq) : null;
             if (name == null || !defaults.containsKey(name)) {
-                throw new IllegalArgumentException("argument: '" + arg + "' (expected: --name=value with a name in "
-                        + defaults.keySet() + ")");
+                throw new IllegalArgumentException(
+                        "argument: '" + arg + "' (expected: --name=value with a name in " + defaults.keySet() + ")");
             }
             values.put(name, number(name, arg.substring(eq + 1)));
         }

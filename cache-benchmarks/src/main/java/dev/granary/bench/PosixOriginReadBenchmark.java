@@ -55,7 +55,9 @@ import org.openjdk.jmh.annotations.Warmup;
 @OutputTimeUnit(TimeUnit.SECONDS)
 @Warmup(iterations = 4, time = 2)
 @Measurement(iterations = 5, time = 2)
-@Fork(value = 2, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "-Xms512m", "-Xmx512m"})
+@Fork(
+        value = 2,
+        jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "-Xms512m", "-Xmx512m"})
 @State(Scope.Thread)
 public class PosixOriginReadBenchmark {
 
@@ -95,8 +97,8 @@ public class PosixOriginReadBenchmark {
         for (int i = 0; i < FILES; i++) {
             origin.read(objects[i], 0, dst);
             if (dst.get(ValueLayout.JAVA_BYTE, 0) != (byte) i) {
-                throw new IllegalStateException("object " + i + ": first byte " + dst.get(
-                        ValueLayout.JAVA_BYTE, 0) + " (expected: " + (byte) i + ")");
+                throw new IllegalStateException("object " + i + ": first byte " + dst.get(ValueLayout.JAVA_BYTE, 0)
+                        + " (expected: " + (byte) i + ")");
             }
         }
     }

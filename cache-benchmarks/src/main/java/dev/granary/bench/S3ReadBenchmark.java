@@ -2,7 +2,6 @@
 package dev.granary.bench;
 
 import dev.granary.Lease;
-import dev.granary.ObjectInfo;
 import dev.granary.TieredCache;
 import dev.granary.origin.s3.S3Origin;
 import dev.granary.origin.s3.testkit.FaultProxy;
@@ -95,13 +94,28 @@ public final class S3ReadBenchmark {
 
     private S3ReadBenchmark() {}
 
-    record Config(int objects, int size, int concurrency, int latencyMs, int mbps, int rounds, int naiveObjects,
-            List<String> subjects, boolean ifMatch, boolean plainOriginClient) {
+    record Config(
+            int objects,
+            int size,
+            int concurrency,
+            int latencyMs,
+            int mbps,
+            int rounds,
+            int naiveObjects,
+            List<String> subjects,
+            boolean ifMatch,
+            boolean plainOriginClient) {
         static Config parse(String[] args) {
-            return new Config(intOption(args, "objects", 8192), intOption(args, "size", 131072),
-                    intOption(args, "concurrency", 64), intOption(args, "latency-ms", 20), intOption(args, "mbps", 25),
-                    intOption(args, "rounds", 3), intOption(args, "naive-objects", 200),
-                    List.of(option(args, "subjects", "granary,sync-apache,async-netty,crt").split(",")),
+            return new Config(
+                    intOption(args, "objects", 8192),
+                    intOption(args, "size", 131072),
+                    intOption(args, "concurrency", 64),
+                    intOption(args, "latency-ms", 20),
+                    intOption(args, "mbps", 25),
+                    intOption(args, "rounds", 3),
+                    intOption(args, "naive-objects", 200),
+                    List.of(option(args, "subjects", "granary,sync-apache,async-netty,crt")
+                            .split(",")),
                     !option(args, "if-match", "true").equals("false"),
                     option(args, "origin-client", "own").equals("plain"));
         }
@@ -135,8 +149,7 @@ public final class S3ReadBenchmark {
             }
             return n;
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("--" + name + ": '" + value + "' (expected: an integer >= " + min
-                    + ")");
+            throw new IllegalArgumentException("--" + name + ": '" + value + "' (expected: an integer >= " + min + ")");
         }
     }
 
@@ -144,10 +157,20 @@ public final class S3ReadBenchmark {
         Config c = Config.parse(args);
         Path dir = Path.of(System.getProperty("granary.bench.dir", "target")).resolve("s3-bench");
         Files.createDirectories(dir);
-        System.out.printf(Locale.ROOT, "S3 reads: %d objects x %d B = %.0f MiB; K=%d; latency %d ms/request; %d MB/s"
-                        + " per connection; %d rounds; origin ifMatch=%s, client=%s; JDK %s; %d CPUs%n", c.objects,
-                c.size, c.objects * (double) c.size / (1 << 20), c.concurrency, c.latencyMs, c.mbps, c.rounds,
-                c.ifMatch, c.plainOriginClient ? "plain" : "own", Runtime.version(),
+        System.out.printf(
+                Locale.ROOT,
+                "S3 reads: %d objects x %d B = %.0f MiB; K=%d; latency %d ms/request; %d MB/s"
+                        + " per connection; %d rounds; origin ifMatch=%s, client=%s; JDK %s; %d CPUs%n",
+                c.objects,
+                c.size,
+                c.objects * (double) c.size / (1 << 20),
+                c.concurrency,
+                c.latencyMs,
+                c.mbps,
+                c.rounds,
+                c.ifMatch,
+                c.plainOriginClient ? "plain" : "own",
+                Runtime.version(),
                 Runtime.getRuntime().availableProcessors());
         try (S3ProxyServer server = S3ProxyServer.start(dir.resolve("data"));
                 FaultProxy proxy = FaultProxy.start(server.port())) {
@@ -178,7 +201,8 @@ public final class S3ReadBenchmark {
 
     /** Creates the bucket (if it is not there) and uploads object {@code i} as {@link #content}{@code (i, size)}. */
     static void upload(S3ProxyServer server, String bucket, List<String> keys, int size) throws Exception {
-        try (S3Client client = server.client(); ExecutorService pool = Executors.newFixedThreadPool(8)) {
+        try (S3Client client = server.client();
+                ExecutorService pool = Executors.newFixedThreadPool(8)) {
             try {
                 client.createBucket(b -> b.bucket(bucket));
             } catch (S3Exception e) {
@@ -189,8 +213,11 @@ public final class S3ReadBenchmark {
             List<CompletableFuture<Void>> puts = new ArrayList<>();
             for (int i = 0; i < keys.size(); i++) {
                 int index = i;
-                puts.add(CompletableFuture.runAsync(() -> client.putObject(b -> b.bucket(bucket).key(keys.get(index)),
-                        RequestBody.fromBytes(content(index, size))), pool));
+                puts.add(CompletableFuture.runAsync(
+                        () -> client.putObject(
+                                b -> b.bucket(bucket).key(keys.get(index)),
+                                RequestBody.fromBytes(content(index, size))),
+                        pool));
             }
             CompletableFuture.allOf(puts.toArray(CompletableFuture[]::new)).join();
         }
@@ -205,11 +232,22 @@ public final class S3ReadBenchmark {
     private static void run(Config c, URI endpoint, List<String> order) throws Exception {
         double bytes = (double) c.objects * c.size;
         List<double[]> rows = new ArrayList<>(); // per round: granary, each client, naive, warm, raw (MB/s)
-        List<String> clients = c.subjects.stream().filter(s -> !s.equals("granary")).toList();
+        List<String> clients =
+                c.subjects.stream().filter(s -> !s.equals("granary")).toList();
         // Warm-up (JIT, connections, the server's own warm-up): every subject once over a small prefix of the order.
-        Config small = new Config(Math.min(512, c.objects), c.size, c.concurrency, c.latencyMs, c.mbps, 1,
-                Math.min(10, c.naiveObjects), c.subjects, c.ifMatch, c.plainOriginClient);
-        List<String> warmupOrder = order.stream().filter(k -> Integer.parseInt(k.substring(6, 12)) < small.objects)
+        Config small = new Config(
+                Math.min(512, c.objects),
+                c.size,
+                c.concurrency,
+                c.latencyMs,
+                c.mbps,
+                1,
+                Math.min(10, c.naiveObjects),
+                c.subjects,
+                c.ifMatch,
+                c.plainOriginClient);
+        List<String> warmupOrder = order.stream()
+                .filter(k -> Integer.parseInt(k.substring(6, 12)) < small.objects)
                 .toList();
         granaryPasses(small, endpoint, warmupOrder, 1, new double[4 + clients.size()], clients.size());
         for (String client : clients) {
@@ -229,14 +267,18 @@ public final class S3ReadBenchmark {
             }
             row[row.length - 1] = naiveRate(c, endpoint, order);
             rows.add(row);
-            StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "round %d: granary cold %.1f MB/s",
-                    round, row[0]));
+            StringBuilder line =
+                    new StringBuilder(String.format(Locale.ROOT, "round %d: granary cold %.1f MB/s", round, row[0]));
             for (int i = 0; i < clients.size(); i++) {
                 line.append(String.format(Locale.ROOT, ", %s %.1f", clients.get(i), row[1 + i]));
             }
-            line.append(String.format(Locale.ROOT, ", naive %.1f; warm: granary %.0f MB/s, raw %.0f MB/s;"
-                    + " granary's listing took %.0f ms", row[row.length - 1], row[1 + clients.size()],
-                    row[2 + clients.size()], listingNanos / 1e6));
+            line.append(String.format(
+                    Locale.ROOT,
+                    ", naive %.1f; warm: granary %.0f MB/s, raw %.0f MB/s;" + " granary's listing took %.0f ms",
+                    row[row.length - 1],
+                    row[1 + clients.size()],
+                    row[2 + clients.size()],
+                    listingNanos / 1e6));
             System.out.println(line);
         }
         System.out.println();
@@ -260,7 +302,12 @@ public final class S3ReadBenchmark {
 
     static void report(String what, List<double[]> rows, ToDoubleFunction<double[]> f) {
         double[] ratios = rows.stream().mapToDouble(f).sorted().toArray();
-        System.out.printf(Locale.ROOT, "%-28s %6.2f   (%.2f-%.2f)%n", what, ratios[ratios.length / 2], ratios[0],
+        System.out.printf(
+                Locale.ROOT,
+                "%-28s %6.2f   (%.2f-%.2f)%n",
+                what,
+                ratios[ratios.length / 2],
+                ratios[0],
                 ratios[ratios.length - 1]);
     }
 
@@ -269,10 +316,10 @@ public final class S3ReadBenchmark {
     }
 
     /** Granary cold, then warm on the same cache, then the raw ceiling of the warm pass. */
-    private static void granaryPasses(Config c, URI endpoint, List<String> order, double bytes, double[] row,
-            int clients) throws Exception {
-        S3Origin.Builder builder = S3Origin.builder().bucket(BUCKET).maxConcurrency(c.concurrency)
-                .ifMatch(c.ifMatch);
+    private static void granaryPasses(
+            Config c, URI endpoint, List<String> order, double bytes, double[] row, int clients) throws Exception {
+        S3Origin.Builder builder =
+                S3Origin.builder().bucket(BUCKET).maxConcurrency(c.concurrency).ifMatch(c.ifMatch);
         S3Client own = null;
         if (c.plainOriginClient) { // diagnostic: the origin over the sync-apache subject's client configuration
             own = plainClient(c, endpoint);
@@ -297,22 +344,27 @@ public final class S3ReadBenchmark {
                 throw new IllegalStateException("listed " + listed + " objects, expected at least " + c.objects);
             }
             AtomicInteger checked = new AtomicInteger();
-            parallel(c.concurrency, order, (key, scratch) -> {
-                try (Lease lease = cache.read(key)) {
-                    ByteBuffer b = lease.bytes();
-                    b.get(0, scratch, 0, b.remaining());
-                    int index = Integer.parseInt(key.substring(6, 12));
-                    if (index % 64 == 0) { // spot-check the bytes: a fast wrong answer is no answer
-                        if (!Arrays.equals(scratch, 0, b.remaining(), content(index, c.size), 0, c.size)) {
-                            throw new IllegalStateException("wrong bytes for " + key);
+            parallel(
+                    c.concurrency,
+                    order,
+                    (key, scratch) -> {
+                        try (Lease lease = cache.read(key)) {
+                            ByteBuffer b = lease.bytes();
+                            b.get(0, scratch, 0, b.remaining());
+                            int index = Integer.parseInt(key.substring(6, 12));
+                            if (index % 64 == 0) { // spot-check the bytes: a fast wrong answer is no answer
+                                if (!Arrays.equals(scratch, 0, b.remaining(), content(index, c.size), 0, c.size)) {
+                                    throw new IllegalStateException("wrong bytes for " + key);
+                                }
+                                checked.incrementAndGet();
+                            }
                         }
-                        checked.incrementAndGet();
-                    }
-                }
-            }, c.size);
+                    },
+                    c.size);
             row[0] = mbPerSecond(bytes, System.nanoTime() - start);
             if (cache.stats().origin().metadataRequests() != 1) {
-                throw new IllegalStateException("expected one listing and no stat: " + cache.stats().origin());
+                throw new IllegalStateException(
+                        "expected one listing and no stat: " + cache.stats().origin());
             }
             // Warm: WARM_PASSES passes of the cache alternated with passes of the raw ceiling; the medians.
             try (Arena arena = Arena.ofShared()) {
@@ -321,25 +373,34 @@ public final class S3ReadBenchmark {
                 double[] raw = new double[WARM_PASSES];
                 for (int pass = 0; pass < WARM_PASSES; pass++) {
                     start = System.nanoTime();
-                    parallel(c.concurrency, order, (key, scratch) -> {
-                        try (Lease lease = cache.read(key)) {
-                            ByteBuffer b = lease.bytes();
-                            b.get(0, scratch, 0, b.remaining());
-                        }
-                    }, c.size);
+                    parallel(
+                            c.concurrency,
+                            order,
+                            (key, scratch) -> {
+                                try (Lease lease = cache.read(key)) {
+                                    ByteBuffer b = lease.bytes();
+                                    b.get(0, scratch, 0, b.remaining());
+                                }
+                            },
+                            c.size);
                     warm[pass] = mbPerSecond(bytes, System.nanoTime() - start);
                     start = System.nanoTime();
-                    parallel(c.concurrency, order, (key, scratch) -> {
-                        ByteBuffer b = slices[Integer.parseInt(key.substring(6, 12))];
-                        b.get(0, scratch, 0, b.remaining());
-                    }, c.size);
+                    parallel(
+                            c.concurrency,
+                            order,
+                            (key, scratch) -> {
+                                ByteBuffer b = slices[Integer.parseInt(key.substring(6, 12))];
+                                b.get(0, scratch, 0, b.remaining());
+                            },
+                            c.size);
                     raw[pass] = mbPerSecond(bytes, System.nanoTime() - start);
                 }
                 row[1 + clients] = median(warm);
                 row[2 + clients] = median(raw);
             }
             if (cache.stats().origin().reads() != c.objects) {
-                throw new IllegalStateException("the warm pass went to the origin: " + cache.stats().origin());
+                throw new IllegalStateException(
+                        "the warm pass went to the origin: " + cache.stats().origin());
             }
         } finally {
             if (own != null) {
@@ -400,45 +461,69 @@ public final class S3ReadBenchmark {
             case "sync-apache" -> {
                 try (S3Client client = plainClient(c, endpoint)) {
                     long start = System.nanoTime();
-                    parallel(c.concurrency, order, (key, scratch) -> client.getObject(
-                            b -> b.bucket(BUCKET).key(key).range(range), ResponseTransformer.toBytes())
-                            .asByteArrayUnsafe(), c.size);
+                    parallel(
+                            c.concurrency,
+                            order,
+                            (key, scratch) -> client.getObject(
+                                            b -> b.bucket(BUCKET).key(key).range(range), ResponseTransformer.toBytes())
+                                    .asByteArrayUnsafe(),
+                            c.size);
                     yield System.nanoTime() - start;
                 }
             }
             case "sync-apache-pinned" -> { // diagnostic: the origin's request shape (Range + If-Match), no cache
                 try (S3Client client = plainClient(c, endpoint)) {
                     Map<String, String> etags = new HashMap<>();
-                    client.listObjectsV2Paginator(b -> b.bucket(BUCKET)).contents()
+                    client.listObjectsV2Paginator(b -> b.bucket(BUCKET))
+                            .contents()
                             .forEach(o -> etags.put(o.key(), o.eTag()));
                     long start = System.nanoTime(); // the read phase, as for granary: the listing is not timed
-                    parallel(c.concurrency, order, (key, scratch) -> client.getObject(
-                            b -> b.bucket(BUCKET).key(key).range(range).ifMatch(etags.get(key)),
-                            ResponseTransformer.toBytes()).asByteArrayUnsafe(), c.size);
+                    parallel(
+                            c.concurrency,
+                            order,
+                            (key, scratch) -> client.getObject(
+                                            b -> b.bucket(BUCKET)
+                                                    .key(key)
+                                                    .range(range)
+                                                    .ifMatch(etags.get(key)),
+                                            ResponseTransformer.toBytes())
+                                    .asByteArrayUnsafe(),
+                            c.size);
                     yield System.nanoTime() - start;
                 }
             }
             case "async-netty" -> {
-                try (S3AsyncClient client = S3AsyncClient.builder().endpointOverride(endpoint).forcePathStyle(true)
-                        .region(Region.US_EAST_1).credentialsProvider(S3ProxyServer.credentials())
-                        .httpClientBuilder(NettyNioAsyncHttpClient.builder().maxConcurrency(c.concurrency)
+                try (S3AsyncClient client = S3AsyncClient.builder()
+                        .endpointOverride(endpoint)
+                        .forcePathStyle(true)
+                        .region(Region.US_EAST_1)
+                        .credentialsProvider(S3ProxyServer.credentials())
+                        .httpClientBuilder(NettyNioAsyncHttpClient.builder()
+                                .maxConcurrency(c.concurrency)
                                 .maxPendingConnectionAcquires(c.objects))
                         .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
                         .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
                         .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry()))
                         .build()) {
-                    yield asyncPass(c, order, key -> client.getObject(b -> b.bucket(BUCKET).key(key).range(range),
-                            AsyncResponseTransformer.toBytes()));
+                    yield asyncPass(
+                            c,
+                            order,
+                            key -> client.getObject(
+                                    b -> b.bucket(BUCKET).key(key).range(range), AsyncResponseTransformer.toBytes()));
                 }
             }
             case "crt" -> {
                 try (S3AsyncClient client = crtClient(c, endpoint)) {
-                    yield asyncPass(c, order, key -> client.getObject(b -> b.bucket(BUCKET).key(key).range(range),
-                            AsyncResponseTransformer.toBytes()));
+                    yield asyncPass(
+                            c,
+                            order,
+                            key -> client.getObject(
+                                    b -> b.bucket(BUCKET).key(key).range(range), AsyncResponseTransformer.toBytes()));
                 }
             }
-            default -> throw new IllegalArgumentException("subject: '" + subject
-                    + "' (expected: granary, sync-apache, async-netty or crt)");
+            default ->
+                throw new IllegalArgumentException(
+                        "subject: '" + subject + "' (expected: granary, sync-apache, async-netty or crt)");
         };
     }
 
@@ -448,9 +533,13 @@ public final class S3ReadBenchmark {
     // switch the same way, and a changed subject would not compare with the recorded figures.
     @SuppressWarnings("deprecation")
     private static S3AsyncClient crtClient(Config c, URI endpoint) {
-        return S3AsyncClient.crtBuilder().endpointOverride(endpoint).forcePathStyle(true)
-                .region(Region.US_EAST_1).credentialsProvider(S3ProxyServer.credentials())
-                .maxConcurrency(c.concurrency).checksumValidationEnabled(false)
+        return S3AsyncClient.crtBuilder()
+                .endpointOverride(endpoint)
+                .forcePathStyle(true)
+                .region(Region.US_EAST_1)
+                .credentialsProvider(S3ProxyServer.credentials())
+                .maxConcurrency(c.concurrency)
+                .checksumValidationEnabled(false)
                 .build();
     }
 
@@ -474,16 +563,19 @@ public final class S3ReadBenchmark {
      */
     @SuppressWarnings("deprecation") // ApacheHttpClient: S3Origin's own client (decision 0004), compared like for like
     static S3ClientBuilder clientBuilder(ApacheHttpClient.Builder http, URI endpoint) {
-        return S3Client.builder().endpointOverride(endpoint).forcePathStyle(true)
-                .region(Region.US_EAST_1).credentialsProvider(S3ProxyServer.credentials())
+        return S3Client.builder()
+                .endpointOverride(endpoint)
+                .forcePathStyle(true)
+                .region(Region.US_EAST_1)
+                .credentialsProvider(S3ProxyServer.credentials())
                 .httpClientBuilder(http)
                 .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
                 .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED);
     }
 
     /** K requests in flight, started as earlier ones complete. */
-    private static long asyncPass(Config c, List<String> order,
-            Function<String, CompletableFuture<?>> get) throws Exception {
+    private static long asyncPass(Config c, List<String> order, Function<String, CompletableFuture<?>> get)
+            throws Exception {
         Semaphore inFlight = new Semaphore(c.concurrency);
         AtomicLong failures = new AtomicLong();
         List<CompletableFuture<?>> all = new ArrayList<>(order.size());
@@ -507,8 +599,11 @@ public final class S3ReadBenchmark {
 
     private static double naiveRate(Config c, URI endpoint, List<String> order) {
         int n = Math.min(c.naiveObjects, order.size());
-        try (S3Client client = S3Client.builder().endpointOverride(endpoint).forcePathStyle(true)
-                .region(Region.US_EAST_1).credentialsProvider(S3ProxyServer.credentials())
+        try (S3Client client = S3Client.builder()
+                .endpointOverride(endpoint)
+                .forcePathStyle(true)
+                .region(Region.US_EAST_1)
+                .credentialsProvider(S3ProxyServer.credentials())
                 .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
                 .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
                 .build()) {

@@ -59,12 +59,21 @@ public final class ShardStreamBenchmark {
 
     private static final double MB = 1e6;
     private static final long SEGMENT = 16L << 20;
-    private static final Map<String, String> DEFAULTS = new TreeMap<>(Map.ofEntries(Map.entry("only", "0"),
-            Map.entry("shards", "32"), Map.entry("samples", "160"), Map.entry("size", "102400"),
-            Map.entry("part", Integer.toString(8 << 20)), Map.entry("concurrency", "16"),
-            Map.entry("latency-ms", "20"), Map.entry("mbps", "25"), Map.entry("rounds", "3"),
-            Map.entry("batch", "32"), Map.entry("workers", "2"), Map.entry("epochs", "5"),
-            Map.entry("cache-divisor", "4"), Map.entry("steady-latency-ms", "1")));
+    private static final Map<String, String> DEFAULTS = new TreeMap<>(Map.ofEntries(
+            Map.entry("only", "0"),
+            Map.entry("shards", "32"),
+            Map.entry("samples", "160"),
+            Map.entry("size", "102400"),
+            Map.entry("part", Integer.toString(8 << 20)),
+            Map.entry("concurrency", "16"),
+            Map.entry("latency-ms", "20"),
+            Map.entry("mbps", "25"),
+            Map.entry("rounds", "3"),
+            Map.entry("batch", "32"),
+            Map.entry("workers", "2"),
+            Map.entry("epochs", "5"),
+            Map.entry("cache-divisor", "4"),
+            Map.entry("steady-latency-ms", "1")));
     private static final OperatingSystemMXBean OS =
             (OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
 
@@ -86,14 +95,30 @@ public final class ShardStreamBenchmark {
             return;
         }
         Path dir = Files.createTempDirectory(Path.of(System.getProperty("granary.bench.dir", ".")), "stream-bench-");
-        System.out.printf(Locale.ROOT, "shard stream benchmark: JVM %s, %d CPUs, load %.2f; options %s%n",
-                Runtime.version(), Runtime.getRuntime().availableProcessors(), OS.getSystemLoadAverage(), o);
+        System.out.printf(
+                Locale.ROOT,
+                "shard stream benchmark: JVM %s, %d CPUs, load %.2f; options %s%n",
+                Runtime.version(),
+                Runtime.getRuntime().availableProcessors(),
+                OS.getSystemLoadAverage(),
+                o);
         long t0 = System.nanoTime();
-        try (LoaderWorld world = LoaderWorld.start(dir, o.get("shards").intValue(), o.get("samples").intValue(),
-                o.get("size").intValue(), 0, 0, 1)) {
-            System.out.printf(Locale.ROOT, "uploaded %d shards, %d samples, %.1f MiB of shards (%.1f MiB of samples)"
-                    + " in %.1f s%n", world.shards.size(), world.samples, world.shardBytes / 1048576.0,
-                    world.sampleBytes / 1048576.0, (System.nanoTime() - t0) / 1e9);
+        try (LoaderWorld world = LoaderWorld.start(
+                dir,
+                o.get("shards").intValue(),
+                o.get("samples").intValue(),
+                o.get("size").intValue(),
+                0,
+                0,
+                1)) {
+            System.out.printf(
+                    Locale.ROOT,
+                    "uploaded %d shards, %d samples, %.1f MiB of shards (%.1f MiB of samples)" + " in %.1f s%n",
+                    world.shards.size(),
+                    world.samples,
+                    world.shardBytes / 1048576.0,
+                    world.sampleBytes / 1048576.0,
+                    (System.nanoTime() - t0) / 1e9);
             long only = o.get("only");
             if (only == 0 || only == 1) {
                 cold(world, o);
@@ -117,16 +142,26 @@ public final class ShardStreamBenchmark {
         int part = o.get("part").intValue();
         world.network(Duration.ofMillis(o.get("latency-ms")), o.get("mbps") * 1_000_000);
         System.out.println();
-        System.out.printf(Locale.ROOT, "1. cold epoch, K=%d, %d ms/request, %d MB/s per connection: (a) streamed in"
-                + " parts of %d MiB, (b) plain client GETting whole shards, (c) one ranged GET per sample%n", k,
-                o.get("latency-ms"), o.get("mbps"), part >> 20);
+        System.out.printf(
+                Locale.ROOT,
+                "1. cold epoch, K=%d, %d ms/request, %d MB/s per connection: (a) streamed in"
+                        + " parts of %d MiB, (b) plain client GETting whole shards, (c) one ranged GET per sample%n",
+                k,
+                o.get("latency-ms"),
+                o.get("mbps"),
+                part >> 20);
         // (a) and (c) on caches of their own: the memory (c)'s small extents leave behind is not (a)'s to reuse.
-        try (TieredCache cache = coldCache(world, k); TieredCache single = coldCache(world, k)) {
+        try (TieredCache cache = coldCache(world, k);
+                TieredCache single = coldCache(world, k)) {
             long i0 = System.nanoTime();
             WebDataset dataset = WebDataset.of(cache, world.shards);
             CacheStats indexed = cache.stats();
-            System.out.printf(Locale.ROOT, "indexing (once, apart): %.2f s, %d GETs + %d HEADs%n",
-                    (System.nanoTime() - i0) / 1e9, indexed.origin().reads(), indexed.origin().metadataRequests());
+            System.out.printf(
+                    Locale.ROOT,
+                    "indexing (once, apart): %.2f s, %d GETs + %d HEADs%n",
+                    (System.nanoTime() - i0) / 1e9,
+                    indexed.origin().reads(),
+                    indexed.origin().metadataRequests());
             WebDataset singleDataset = WebDataset.of(single, world.shards);
             long bound = 0;
             for (String shard : world.shards) {
@@ -154,32 +189,65 @@ public final class ShardStreamBenchmark {
                 double aRate = bytes / a[0] / MB;
                 double bRate = bytes / b[0] / MB;
                 double cRate = bytes / c[0] / MB;
-                rows.add(new double[] {aRate / bRate, aRate, bRate, cRate, a[1], c[1], a[2] / (bytes / (1 << 30)),
-                        b[1] / (bytes / (1 << 30))});
-                System.out.printf(Locale.ROOT, "round %d: (a) streamed %.1f MB/s, %d requests; (b) plain whole shards"
-                        + " %.1f MB/s; (c) per sample %.1f MB/s, %d requests; (a)/(b) %.3f; CPU-s per GiB (a) %.2f,"
-                        + " (b) %.2f%n", round, aRate, (long) a[1], bRate, cRate, (long) c[1], aRate / bRate,
-                        a[2] / (bytes / (1 << 30)), b[1] / (bytes / (1 << 30)));
+                rows.add(new double[] {
+                    aRate / bRate,
+                    aRate,
+                    bRate,
+                    cRate,
+                    a[1],
+                    c[1],
+                    a[2] / (bytes / (1 << 30)),
+                    b[1] / (bytes / (1 << 30))
+                });
+                System.out.printf(
+                        Locale.ROOT,
+                        "round %d: (a) streamed %.1f MB/s, %d requests; (b) plain whole shards"
+                                + " %.1f MB/s; (c) per sample %.1f MB/s, %d requests; (a)/(b) %.3f; CPU-s per GiB (a) %.2f,"
+                                + " (b) %.2f%n",
+                        round,
+                        aRate,
+                        (long) a[1],
+                        bRate,
+                        cRate,
+                        (long) c[1],
+                        aRate / bRate,
+                        a[2] / (bytes / (1 << 30)),
+                        b[1] / (bytes / (1 << 30)));
             }
             S3ReadBenchmark.report("streamed / plain whole shards", rows, r -> r[0]);
             S3ReadBenchmark.report("streamed / per sample", rows, r -> r[1] / r[3]);
-            System.out.printf(Locale.ROOT, "origin requests per cold epoch: streamed %d (bound shards x ceil(size /"
-                    + " part) = %d; + %d index requests once), per sample %d%n", (long) rows.getLast()[4], bound,
-                    indexed.origin().reads() + indexed.origin().metadataRequests(), (long) rows.getLast()[5]);
+            System.out.printf(
+                    Locale.ROOT,
+                    "origin requests per cold epoch: streamed %d (bound shards x ceil(size /"
+                            + " part) = %d; + %d index requests once), per sample %d%n",
+                    (long) rows.getLast()[4],
+                    bound,
+                    indexed.origin().reads() + indexed.origin().metadataRequests(),
+                    (long) rows.getLast()[5]);
         }
     }
 
     private static TieredCache coldCache(LoaderWorld world, int k) {
         return TieredCache.builder(world.origin(k))
-                .tier(MemoryTier.builder().capacity(world.shardBytes + (64L << 20)).build()).build();
+                .tier(MemoryTier.builder()
+                        .capacity(world.shardBytes + (64L << 20))
+                        .build())
+                .build();
     }
 
     /**
      * {@return epoch seconds, origin requests, CPU seconds} of one epoch of the loader over an emptied cache, the
      * shards streamed in parts or each sample read alone.
      */
-    private static double[] streamed(LoaderWorld world, TieredCache cache, WebDataset dataset, Map<String, Long> o,
-            int k, int part, boolean stream) throws Exception {
+    private static double[] streamed(
+            LoaderWorld world,
+            TieredCache cache,
+            WebDataset dataset,
+            Map<String, Long> o,
+            int k,
+            int part,
+            boolean stream)
+            throws Exception {
         for (String shard : world.shards) {
             cache.invalidate(shard);
         }
@@ -189,13 +257,19 @@ public final class ShardStreamBenchmark {
         AtomicLong bad = new AtomicLong();
         int batch = o.get("batch").intValue();
         try (DataLoader<Integer> loader = DataLoader.builder(dataset, s -> {
-            if (!LoaderWorld.verifyShardSample(s)) {
-                bad.incrementAndGet();
-            }
-            return s.index();
-        }).batchSize(batch).workers(o.get("workers").intValue()).readAhead(Math.max(k, batch))
-                .prefetch(Math.max(4, 2 * k / batch)).streamShards(stream).shardPartSize(part)
-                .maxBytesInFlight(Math.max(256L << 20, 2L * k * part)).build()) {
+                    if (!LoaderWorld.verifyShardSample(s)) {
+                        bad.incrementAndGet();
+                    }
+                    return s.index();
+                })
+                .batchSize(batch)
+                .workers(o.get("workers").intValue())
+                .readAhead(Math.max(k, batch))
+                .prefetch(Math.max(4, 2 * k / batch))
+                .streamShards(stream)
+                .shardPartSize(part)
+                .maxBytesInFlight(Math.max(256L << 20, 2L * k * part))
+                .build()) {
             long requests0 = cache.stats().origin().reads();
             long cpu0 = OS.getProcessCpuTime();
             long start = System.nanoTime();
@@ -223,16 +297,21 @@ public final class ShardStreamBenchmark {
         try (S3Client client = S3ReadBenchmark.plainClient(k, world.proxy.endpoint())) {
             long cpu0 = OS.getProcessCpuTime();
             long start = System.nanoTime();
-            S3ReadBenchmark.parallel(k, shards, (key, scratch) -> {
-                CRC32C crc = new CRC32C();
-                try (InputStream body = client.getObject(b -> b.bucket(LoaderWorld.BUCKET).key(key))) {
-                    for (int n = body.read(scratch); n >= 0; n = body.read(scratch)) {
-                        crc.update(scratch, 0, n);
-                        read.addAndGet(n);
-                    }
-                }
-                sink.addAndGet(crc.getValue());
-            }, 1 << 20);
+            S3ReadBenchmark.parallel(
+                    k,
+                    shards,
+                    (key, scratch) -> {
+                        CRC32C crc = new CRC32C();
+                        try (InputStream body = client.getObject(
+                                b -> b.bucket(LoaderWorld.BUCKET).key(key))) {
+                            for (int n = body.read(scratch); n >= 0; n = body.read(scratch)) {
+                                crc.update(scratch, 0, n);
+                                read.addAndGet(n);
+                            }
+                        }
+                        sink.addAndGet(crc.getValue());
+                    },
+                    1 << 20);
             double seconds = (System.nanoTime() - start) / 1e9;
             double cpu = (OS.getProcessCpuTime() - cpu0) / 1e9;
             if (expected >= 0 && read.get() != expected) {
@@ -257,15 +336,26 @@ public final class ShardStreamBenchmark {
         }
         int epochs = o.get("epochs").intValue();
         System.out.println();
-        System.out.printf(Locale.ROOT, "2. steady state, dataset %.0f MiB, cache 1/%d of it: memory %.0f MiB + disk"
-                + " %.0f MiB, %d epochs, driven, sequential order%n", n / 1048576.0, o.get("cache-divisor"),
-                mem / 1048576.0, disk / 1048576.0, epochs);
+        System.out.printf(
+                Locale.ROOT,
+                "2. steady state, dataset %.0f MiB, cache 1/%d of it: memory %.0f MiB + disk"
+                        + " %.0f MiB, %d epochs, driven, sequential order%n",
+                n / 1048576.0,
+                o.get("cache-divisor"),
+                mem / 1048576.0,
+                disk / 1048576.0,
+                epochs);
         double[] streamed = epochs(world, o, dir.resolve("disk-streamed"), mem, disk, part, true);
         double[] single = epochs(world, o, dir.resolve("disk-single"), mem, disk, part, false);
         double s = steadyMean(streamed);
         double p = steadyMean(single);
-        System.out.printf(Locale.ROOT, "steady-state origin requests per epoch: streamed %.0f, per sample %.0f:"
-                + " %.1fx fewer (target >= 50x)%n", s, p, p / s);
+        System.out.printf(
+                Locale.ROOT,
+                "steady-state origin requests per epoch: streamed %.0f, per sample %.0f:"
+                        + " %.1fx fewer (target >= 50x)%n",
+                s,
+                p,
+                p / s);
     }
 
     private static double steadyMean(double[] perEpoch) {
@@ -279,27 +369,37 @@ public final class ShardStreamBenchmark {
     }
 
     /** {@return origin requests per epoch} of {@code epochs} epochs over a cache of memory + disk. */
-    private static double[] epochs(LoaderWorld world, Map<String, Long> o, Path diskDir, long mem, long disk,
-            int part, boolean stream) throws Exception {
+    private static double[] epochs(
+            LoaderWorld world, Map<String, Long> o, Path diskDir, long mem, long disk, int part, boolean stream)
+            throws Exception {
         int epochs = o.get("epochs").intValue();
         double[] requests = new double[epochs];
         int k = o.get("concurrency").intValue();
         int batch = o.get("batch").intValue();
-        TieredCache.Builder builder = TieredCache.builder(world.origin(k)).tier(MemoryTier.builder().capacity(mem)
-                .build());
+        TieredCache.Builder builder = TieredCache.builder(world.origin(k))
+                .tier(MemoryTier.builder().capacity(mem).build());
         if (disk > 0) {
-            builder.tier(DiskTier.builder().directory(diskDir).capacity(disk).segmentSize(SEGMENT).build());
+            builder.tier(DiskTier.builder()
+                    .directory(diskDir)
+                    .capacity(disk)
+                    .segmentSize(SEGMENT)
+                    .build());
         }
         try (TieredCache cache = builder.build()) {
             WebDataset dataset = WebDataset.of(cache, world.shards);
             AtomicLong bad = new AtomicLong();
             try (DataLoader<Integer> loader = DataLoader.builder(dataset, sample -> {
-                if (!LoaderWorld.verifyShardSample(sample)) {
-                    bad.incrementAndGet();
-                }
-                return sample.index();
-            }).batchSize(batch).workers(o.get("workers").intValue()).readAhead(Math.max(k, batch))
-                    .streamShards(stream).shardPartSize(part).maxBytesInFlight(Math.max(256L << 20, 2L * k * part))
+                        if (!LoaderWorld.verifyShardSample(sample)) {
+                            bad.incrementAndGet();
+                        }
+                        return sample.index();
+                    })
+                    .batchSize(batch)
+                    .workers(o.get("workers").intValue())
+                    .readAhead(Math.max(k, batch))
+                    .streamShards(stream)
+                    .shardPartSize(part)
+                    .maxBytesInFlight(Math.max(256L << 20, 2L * k * part))
                     .build()) {
                 StringBuilder line = new StringBuilder();
                 for (int e = 0; e < epochs; e++) {
@@ -312,11 +412,16 @@ public final class ShardStreamBenchmark {
                     }
                     LoaderStats s = loader.stats().minus(before);
                     requests[e] = s.originReads();
-                    line.append(String.format(Locale.ROOT, " %d (%.0f MB, hit %.3f, %.1f s)", s.originReads(),
-                            s.originBytes() / MB, s.hitRatio(), (System.nanoTime() - start) / 1e9));
+                    line.append(String.format(
+                            Locale.ROOT,
+                            " %d (%.0f MB, hit %.3f, %.1f s)",
+                            s.originReads(),
+                            s.originBytes() / MB,
+                            s.hitRatio(),
+                            (System.nanoTime() - start) / 1e9));
                 }
-                System.out.printf(Locale.ROOT, "%-10s origin requests per epoch:%s%n", stream ? "streamed"
-                        : "per sample", line);
+                System.out.printf(
+                        Locale.ROOT, "%-10s origin requests per epoch:%s%n", stream ? "streamed" : "per sample", line);
             }
             if (bad.get() != 0) {
                 throw new IllegalStateException(bad.get() + " bad samples");

@@ -102,8 +102,9 @@ public final class SharedDirectoryBenchmark {
                     case "threads" -> threads = v;
                     case "latency-ms" -> latency = v;
                     case "rounds" -> rounds = v;
-                    default -> throw new IllegalArgumentException("option: '" + kv[0] + "' (expected: objects, size,"
-                            + " jvms, threads, latency-ms or rounds)");
+                    default ->
+                        throw new IllegalArgumentException("option: '" + kv[0] + "' (expected: objects, size,"
+                                + " jvms, threads, latency-ms or rounds)");
                 }
             }
             return new Config(objects, size, jvms, threads, latency, rounds);
@@ -123,14 +124,29 @@ public final class SharedDirectoryBenchmark {
         Path dir = Path.of(System.getProperty("granary.bench.dir", "target")).resolve("shared-bench");
         Files.createDirectories(dir);
         double mib = c.objects * (double) c.size / (1 << 20);
-        System.out.printf(Locale.ROOT, "shared directory: %d objects x %d B = %.0f MiB; %d JVMs x %d threads; latency"
-                        + " %d ms/request; %d rounds; JDK %s; %d CPUs%n", c.objects, c.size, mib, c.jvms, c.threads,
-                c.latencyMs, c.rounds, Runtime.version(), Runtime.getRuntime().availableProcessors());
-        Process server = start(List.of("-Xmx512m", "-XX:+UseSerialGC"), "serve", dir.toString(),
-                Integer.toString(c.objects), Integer.toString(c.size), Integer.toString(c.latencyMs));
+        System.out.printf(
+                Locale.ROOT,
+                "shared directory: %d objects x %d B = %.0f MiB; %d JVMs x %d threads; latency"
+                        + " %d ms/request; %d rounds; JDK %s; %d CPUs%n",
+                c.objects,
+                c.size,
+                mib,
+                c.jvms,
+                c.threads,
+                c.latencyMs,
+                c.rounds,
+                Runtime.version(),
+                Runtime.getRuntime().availableProcessors());
+        Process server = start(
+                List.of("-Xmx512m", "-XX:+UseSerialGC"),
+                "serve",
+                dir.toString(),
+                Integer.toString(c.objects),
+                Integer.toString(c.size),
+                Integer.toString(c.latencyMs));
         try {
-            BufferedReader out = new BufferedReader(new InputStreamReader(server.getInputStream(),
-                    StandardCharsets.UTF_8));
+            BufferedReader out =
+                    new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
             String endpoint = null;
             for (String line = out.readLine(); line != null; line = out.readLine()) {
                 if (line.startsWith("endpoint ")) {
@@ -142,8 +158,9 @@ public final class SharedDirectoryBenchmark {
             if (endpoint == null) {
                 throw new IOException("the server ended before it printed its endpoint");
             }
-            System.out.println("layout   round  origin/dataset  cold s  warm MB/s slowest  warm MB/s mean  CPU s/pass  warm misses"
-                    + "  alone MB/s slowest");
+            System.out.println(
+                    "layout   round  origin/dataset  cold s  warm MB/s slowest  warm MB/s mean  CPU s/pass  warm misses"
+                            + "  alone MB/s slowest");
             List<String> layouts = List.of("one", "private", "shared");
             for (int round = 0; round < c.rounds; round++) {
                 for (int i = 0; i < layouts.size(); i++) {
@@ -168,9 +185,16 @@ public final class SharedDirectoryBenchmark {
         List<BufferedReader> outputs = new ArrayList<>();
         for (int j = 0; j < jvms; j++) {
             Path disk = layout.equals("shared") ? base.resolve("disk") : base.resolve("disk-" + j);
-            Process p = start(List.of("-Xmx512m", "-XX:MaxDirectMemorySize=256m"), "read", endpoint, disk.toString(),
-                    Boolean.toString(layout.equals("shared")), Integer.toString(c.objects), Integer.toString(c.size),
-                    Integer.toString(c.threads), Long.toString(round * 100L + j));
+            Process p = start(
+                    List.of("-Xmx512m", "-XX:MaxDirectMemorySize=256m"),
+                    "read",
+                    endpoint,
+                    disk.toString(),
+                    Boolean.toString(layout.equals("shared")),
+                    Integer.toString(c.objects),
+                    Integer.toString(c.size),
+                    Integer.toString(c.threads),
+                    Long.toString(round * 100L + j));
             readers.add(p);
             outputs.add(new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)));
         }
@@ -207,12 +231,22 @@ public final class SharedDirectoryBenchmark {
                 in.flush();
                 double alone = Double.parseDouble(await(outputs.get(j), "solo ").split(" ")[1]);
                 soloSlowest = Math.min(soloSlowest, alone);
-                others.append(String.format(Locale.ROOT, " %.0f MB/s (others %.2f CPU-s);", alone,
-                        othersCpu(readers, j) - before));
+                others.append(String.format(
+                        Locale.ROOT, " %.0f MB/s (others %.2f CPU-s);", alone, othersCpu(readers, j) - before));
             }
             double dataset = (double) c.objects * c.size;
-            System.out.printf(Locale.ROOT, "%-8s %5d  %14.2f  %6.1f  %17.0f  %14.0f  %12.2f  %11d  %16.0f%n", layout,
-                    round, originBytes / dataset, coldSeconds, slowest, sum / jvms, cpu, warmMisses, soloSlowest);
+            System.out.printf(
+                    Locale.ROOT,
+                    "%-8s %5d  %14.2f  %6.1f  %17.0f  %14.0f  %12.2f  %11d  %16.0f%n",
+                    layout,
+                    round,
+                    originBytes / dataset,
+                    coldSeconds,
+                    slowest,
+                    sum / jvms,
+                    cpu,
+                    warmMisses,
+                    soloSlowest);
             if (jvms > 1) {
                 System.out.println("  alone, in turn:" + others);
             }
@@ -232,7 +266,11 @@ public final class SharedDirectoryBenchmark {
         double total = 0;
         for (int i = 0; i < readers.size(); i++) {
             if (i != j) {
-                total += readers.get(i).info().totalCpuDuration().map(d -> d.toNanos() / 1e9).orElse(0.0);
+                total += readers.get(i)
+                        .info()
+                        .totalCpuDuration()
+                        .map(d -> d.toNanos() / 1e9)
+                        .orElse(0.0);
             }
         }
         return total;
@@ -267,7 +305,9 @@ public final class SharedDirectoryBenchmark {
         command.add(System.getProperty("java.class.path"));
         command.add(SharedDirectoryBenchmark.class.getName());
         command.addAll(List.of(args));
-        Process p = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        Process p = new ProcessBuilder(command)
+                .redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             p.descendants().forEach(ProcessHandle::destroyForcibly);
             p.destroyForcibly();
@@ -282,7 +322,8 @@ public final class SharedDirectoryBenchmark {
                 FaultProxy proxy = FaultProxy.start(s3.port())) {
             Path marker = dir.resolve("seeded-" + objects + "x" + size);
             if (!Files.exists(marker)) {
-                try (S3Client client = s3.client(); ExecutorService pool = Executors.newFixedThreadPool(8)) {
+                try (S3Client client = s3.client();
+                        ExecutorService pool = Executors.newFixedThreadPool(8)) {
                     try {
                         client.createBucket(b -> b.bucket(BUCKET));
                     } catch (S3Exception e) {
@@ -293,10 +334,14 @@ public final class SharedDirectoryBenchmark {
                     List<CompletableFuture<Void>> puts = new ArrayList<>();
                     for (int i = 0; i < objects; i++) {
                         int index = i;
-                        puts.add(CompletableFuture.runAsync(() -> client.putObject(b -> b.bucket(BUCKET)
-                                .key(key(index)), RequestBody.fromBytes(S3ReadBenchmark.content(index, size))), pool));
+                        puts.add(CompletableFuture.runAsync(
+                                () -> client.putObject(
+                                        b -> b.bucket(BUCKET).key(key(index)),
+                                        RequestBody.fromBytes(S3ReadBenchmark.content(index, size))),
+                                pool));
                     }
-                    CompletableFuture.allOf(puts.toArray(CompletableFuture[]::new)).join();
+                    CompletableFuture.allOf(puts.toArray(CompletableFuture[]::new))
+                            .join();
                 }
                 Files.writeString(marker, "");
             }
@@ -324,9 +369,18 @@ public final class SharedDirectoryBenchmark {
         int threads = Integer.parseInt(args[6]);
         long seed = Long.parseLong(args[7]);
         long capacity = Math.max(64L << 20, 2L * objects * size);
-        S3Origin origin = S3Origin.builder().bucket(BUCKET).endpoint(endpoint).pathStyle(true)
-                .credentials(S3ProxyServer.credentials()).maxConcurrency(16).build();
-        DiskTier tier = DiskTier.builder().directory(disk).capacity(capacity).shared(shared).build();
+        S3Origin origin = S3Origin.builder()
+                .bucket(BUCKET)
+                .endpoint(endpoint)
+                .pathStyle(true)
+                .credentials(S3ProxyServer.credentials())
+                .maxConcurrency(16)
+                .build();
+        DiskTier tier = DiskTier.builder()
+                .directory(disk)
+                .capacity(capacity)
+                .shared(shared)
+                .build();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         try (TieredCache cache = TieredCache.builder(origin).tier(tier).build()) {
             List<Integer> order = new ArrayList<>();
@@ -350,8 +404,12 @@ public final class SharedDirectoryBenchmark {
                 rates[p] = objects * (double) size / 1e6 / ((System.nanoTime() - t0) / 1e9);
             }
             Arrays.sort(rates);
-            System.out.printf(Locale.ROOT, "warm %.1f %.2f %d %s%n", rates[WARM_PASSES / 2],
-                    (cpuNanos() - cpu0) / 1e9 / WARM_PASSES, cache.stats().origin().reads() - reads0,
+            System.out.printf(
+                    Locale.ROOT,
+                    "warm %.1f %.2f %d %s%n",
+                    rates[WARM_PASSES / 2],
+                    (cpuNanos() - cpu0) / 1e9 / WARM_PASSES,
+                    cache.stats().origin().reads() - reads0,
                     Arrays.toString(rates));
             System.out.flush();
             // Alone: the parent lets one reader at a time read again, so each JVM's rate is measured without the
@@ -399,8 +457,7 @@ public final class SharedDirectoryBenchmark {
     }
 
     private static long cpuNanos() {
-        return ((OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
-                .getProcessCpuTime();
+        return ((OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
     }
 
     private static void deleteTree(Path root) throws IOException {

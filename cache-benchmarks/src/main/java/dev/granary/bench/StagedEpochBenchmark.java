@@ -55,9 +55,25 @@ import java.util.zip.CRC32C;
  */
 public final class StagedEpochBenchmark {
 
-    private static final Map<String, String> DEFAULTS = new TreeMap<>(Map.of("shards", "16", "samples", "160",
-            "size", "102400", "rounds", "5", "batch", "32", "workers", "2", "page", Integer.toString(1 << 20),
-            "part", Integer.toString(8 << 20), "only", "0"));
+    private static final Map<String, String> DEFAULTS = new TreeMap<>(Map.of(
+            "shards",
+            "16",
+            "samples",
+            "160",
+            "size",
+            "102400",
+            "rounds",
+            "5",
+            "batch",
+            "32",
+            "workers",
+            "2",
+            "page",
+            Integer.toString(1 << 20),
+            "part",
+            Integer.toString(8 << 20),
+            "only",
+            "0"));
     private static final OperatingSystemMXBean OS =
             (OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
 
@@ -78,10 +94,15 @@ public final class StagedEpochBenchmark {
             System.exit(2);
             return;
         }
-        Path dir = Files.createTempDirectory(Files.createDirectories(Path.of(System.getProperty("granary.bench.dir",
-                "."))), "staged-bench-");
-        System.out.printf(Locale.ROOT, "staged epoch benchmark: JVM %s, %d CPUs, load %.2f; options %s%n",
-                Runtime.version(), Runtime.getRuntime().availableProcessors(), OS.getSystemLoadAverage(), o);
+        Path dir = Files.createTempDirectory(
+                Files.createDirectories(Path.of(System.getProperty("granary.bench.dir", "."))), "staged-bench-");
+        System.out.printf(
+                Locale.ROOT,
+                "staged epoch benchmark: JVM %s, %d CPUs, load %.2f; options %s%n",
+                Runtime.version(),
+                Runtime.getRuntime().availableProcessors(),
+                OS.getSystemLoadAverage(),
+                o);
         try {
             Path data = dir.resolve("data");
             List<String> shards = write(data, o);
@@ -101,8 +122,9 @@ public final class StagedEpochBenchmark {
                             continue;
                         }
                         long[] r = epoch(data, s.getValue(), shards, stream, o);
-                        runs.computeIfAbsent(s.getKey() + (stream ? " streamed" : " per-sample"),
-                                k -> new ArrayList<>()).add(r);
+                        runs.computeIfAbsent(
+                                        s.getKey() + (stream ? " streamed" : " per-sample"), k -> new ArrayList<>())
+                                .add(r);
                     }
                 }
             }
@@ -110,8 +132,15 @@ public final class StagedEpochBenchmark {
             for (Map.Entry<String, List<long[]>> e : runs.entrySet()) {
                 List<long[]> rs = e.getValue();
                 String[] name = e.getKey().split(" ");
-                System.out.printf(Locale.ROOT, "%-11s %-12s %12d  %15d  %14d  %7d%n", name[0], name[1],
-                        rs.getFirst()[0], median(rs, 1) / 1_000_000, median(rs, 2) / 1_000_000, rs.getFirst()[3]);
+                System.out.printf(
+                        Locale.ROOT,
+                        "%-11s %-12s %12d  %15d  %14d  %7d%n",
+                        name[0],
+                        name[1],
+                        rs.getFirst()[0],
+                        median(rs, 1) / 1_000_000,
+                        median(rs, 2) / 1_000_000,
+                        rs.getFirst()[3]);
             }
             System.out.printf(Locale.ROOT, "load at end %.2f%n", OS.getSystemLoadAverage());
         } finally {
@@ -133,8 +162,10 @@ public final class StagedEpochBenchmark {
         int perShard = o.get("samples").intValue();
         int mean = o.get("size").intValue();
         SplittableRandom random = new SplittableRandom(13);
-        try (ShardWriter w = ShardWriter.builder(data.resolve("shards")).pattern("train-%05d.tar")
-                .maxCount(perShard).build()) {
+        try (ShardWriter w = ShardWriter.builder(data.resolve("shards"))
+                .pattern("train-%05d.tar")
+                .maxCount(perShard)
+                .build()) {
             for (int i = 0; i < o.get("shards") * perShard; i++) {
                 byte[] jpg = new byte[mean / 2 + random.nextInt(mean)];
                 random.nextBytes(jpg);
@@ -146,46 +177,64 @@ public final class StagedEpochBenchmark {
     }
 
     private static DiskTier disk(Path dir, long capacity) {
-        return DiskTier.builder().directory(dir).capacity(capacity).segmentSize(64L << 20).build();
+        return DiskTier.builder()
+                .directory(dir)
+                .capacity(capacity)
+                .segmentSize(64L << 20)
+                .build();
     }
 
     private static long capacity(Path data) throws IOException {
         try (var files = Files.walk(data)) {
-            long bytes = files.filter(Files::isRegularFile).mapToLong(f -> f.toFile().length()).sum();
+            long bytes = files.filter(Files::isRegularFile)
+                    .mapToLong(f -> f.toFile().length())
+                    .sum();
             return 2 * bytes + (256L << 20);
         }
     }
 
     private static Path stagePages(Path data, Path disk, Map<String, Long> o) throws IOException {
         long t0 = System.nanoTime();
-        try (TieredCache cache = TieredCache.builder(PosixOrigin.of(data)).tier(disk(disk, capacity(data)))
-                .pageSize(o.get("page").intValue()).build()) {
+        try (TieredCache cache = TieredCache.builder(PosixOrigin.of(data))
+                .tier(disk(disk, capacity(data)))
+                .pageSize(o.get("page").intValue())
+                .build()) {
             PrestageResult r = cache.prestage("shards/", p -> {});
             if (!r.complete()) {
                 throw new IllegalStateException("prestage: " + r);
             }
-            System.out.printf(Locale.ROOT, "staged pages: %d origin reads, %.1f MiB on disk, %.2f s%n",
-                    cache.stats().origin().reads(), cache.stats().tiers().getFirst().usedBytes() / 1048576.0,
+            System.out.printf(
+                    Locale.ROOT,
+                    "staged pages: %d origin reads, %.1f MiB on disk, %.2f s%n",
+                    cache.stats().origin().reads(),
+                    cache.stats().tiers().getFirst().usedBytes() / 1048576.0,
                     (System.nanoTime() - t0) / 1e9);
         }
         return disk;
     }
 
-    private static Path stageUnits(Path data, Path disk, List<String> shards, Map<String, Long> o)
-            throws IOException {
+    private static Path stageUnits(Path data, Path disk, List<String> shards, Map<String, Long> o) throws IOException {
         long t0 = System.nanoTime();
-        try (TieredCache cache = TieredCache.builder(PosixOrigin.of(data)).tier(disk(disk, capacity(data)))
-                .pageSize(o.get("page").intValue()).build()) {
+        try (TieredCache cache = TieredCache.builder(PosixOrigin.of(data))
+                .tier(disk(disk, capacity(data)))
+                .pageSize(o.get("page").intValue())
+                .build()) {
             WebDataset dataset = WebDataset.of(cache, shards);
-            try (DataLoader<Integer> loader = DataLoader.builder(dataset, s -> 0).batchSize(o.get("batch")
-                    .intValue()).shuffle(Shuffle.shardBlocks(1, 2)).shardPartSize(o.get("part").intValue()).build();
+            try (DataLoader<Integer> loader = DataLoader.builder(dataset, s -> 0)
+                            .batchSize(o.get("batch").intValue())
+                            .shuffle(Shuffle.shardBlocks(1, 2))
+                            .shardPartSize(o.get("part").intValue())
+                            .build();
                     Epoch<Integer> epoch = loader.epoch(0)) {
                 for (Batch<Integer> b : epoch) {
                     b.items();
                 }
             }
-            System.out.printf(Locale.ROOT, "staged units: %d origin reads, %.1f MiB on disk, %.2f s%n",
-                    cache.stats().origin().reads(), cache.stats().tiers().getFirst().usedBytes() / 1048576.0,
+            System.out.printf(
+                    Locale.ROOT,
+                    "staged units: %d origin reads, %.1f MiB on disk, %.2f s%n",
+                    cache.stats().origin().reads(),
+                    cache.stats().tiers().getFirst().usedBytes() / 1048576.0,
                     (System.nanoTime() - t0) / 1e9);
         }
         return disk;
@@ -196,16 +245,22 @@ public final class StagedEpochBenchmark {
             throws IOException {
         try (TieredCache cache = TieredCache.builder(PosixOrigin.of(data))
                 .tier(MemoryTier.builder().capacity(capacity(data)).build())
-                .tier(disk(disk, capacity(data))).pageSize(o.get("page").intValue()).carryOnClose(false).build()) {
+                .tier(disk(disk, capacity(data)))
+                .pageSize(o.get("page").intValue())
+                .carryOnClose(false)
+                .build()) {
             WebDataset dataset = WebDataset.of(cache, shards);
             long reads0 = cache.stats().origin().reads();
             long samples = 0;
             long cpu0 = OS.getProcessCpuTime();
             long t0 = System.nanoTime();
             try (DataLoader<Integer> loader = DataLoader.builder(dataset, StagedEpochBenchmark::crc)
-                    .batchSize(o.get("batch").intValue()).workers(o.get("workers").intValue())
-                    .shuffle(stream ? Shuffle.shardBlocks(7, 2) : Shuffle.samples(7)).streamShards(stream)
-                    .shardPartSize(o.get("part").intValue()).build();
+                            .batchSize(o.get("batch").intValue())
+                            .workers(o.get("workers").intValue())
+                            .shuffle(stream ? Shuffle.shardBlocks(7, 2) : Shuffle.samples(7))
+                            .streamShards(stream)
+                            .shardPartSize(o.get("part").intValue())
+                            .build();
                     Epoch<Integer> epoch = loader.epoch(0)) {
                 for (Batch<Integer> b : epoch) {
                     samples += b.items().size();

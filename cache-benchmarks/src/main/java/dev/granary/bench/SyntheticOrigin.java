@@ -198,7 +198,9 @@ public final class SyntheticOrigin implements Origin {
         if (prefix == null) {
             throw new IllegalArgumentException("prefix: null (expected: a key prefix, possibly empty)");
         }
-        return IntStream.range(0, count).mapToObj(this::key).filter(k -> k.startsWith(prefix))
+        return IntStream.range(0, count)
+                .mapToObj(this::key)
+                .filter(k -> k.startsWith(prefix))
                 .map(k -> new ObjectInfo(k, size, VERSION));
     }
 

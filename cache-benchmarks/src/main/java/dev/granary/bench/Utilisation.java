@@ -223,7 +223,8 @@ final class Utilisation {
         /** {@return e.g. {@code "12"}, {@code "64+"} (never failed up to the cap) or {@code "0"}} */
         String verdict() {
             int best = largestPassing();
-            return best + (capped && !results.isEmpty() && best == results.getLast()[0] ? "+" : "")
+            return best
+                    + (capped && !results.isEmpty() && best == results.getLast()[0] ? "+" : "")
                     + (passAboveFailure() ? "*" : "");
         }
     }

@@ -49,17 +49,22 @@ class CacheCloseWarningTest {
         logger.addHandler(handler);
         try {
             MemoryTier memory = MemoryTier.builder().capacity(1 << 20).build();
-            TieredCache cache = TieredCache.builder(PosixOrigin.of(temp)).tier(memory)
-                    .leakDetection(LeakDetection.PARANOID).build();
+            TieredCache cache = TieredCache.builder(PosixOrigin.of(temp))
+                    .tier(memory)
+                    .leakDetection(LeakDetection.PARANOID)
+                    .build();
             Lease held = cache.read("held.bin", 100, 200);
             try (Lease closedInTime = cache.read("held.bin", 0, 10)) {
                 assertEquals(10, closedInTime.length());
             }
             cache.close();
-            String warnings = records.stream().map(LogRecord::getMessage).toList().toString();
-            assertTrue(warnings.contains("closed with 1 lease(s) still open")
-                    && warnings.contains("lease of 'held.bin' [100, +200)")
-                    && !warnings.contains("[0, +10)"), warnings);
+            String warnings =
+                    records.stream().map(LogRecord::getMessage).toList().toString();
+            assertTrue(
+                    warnings.contains("closed with 1 lease(s) still open")
+                            && warnings.contains("lease of 'held.bin' [100, +200)")
+                            && !warnings.contains("[0, +10)"),
+                    warnings);
             assertTrue(memory.stats().usedBytes() > 0, "the held page stays valid after the cache closed");
             held.close();
             assertEquals(0, memory.stats().usedBytes(), "closing the last lease frees the memory");

@@ -65,14 +65,14 @@ class FlightRecordingTest {
             }
             recording.start();
             try (TieredCache cache = cache(data, disk);
-                 DataLoader<Integer> loader = loader(cache)) {
+                    DataLoader<Integer> loader = loader(cache)) {
                 try (Epoch<Integer> epoch = loader.epoch(0)) {
                     epoch.forEach(b -> {});
                 }
                 evictions = cache.stats().tiers().getFirst().evictions();
             }
             try (TieredCache cache = cache(data, disk);
-                 DataLoader<Integer> loader = loader(cache)) {
+                    DataLoader<Integer> loader = loader(cache)) {
                 try (Epoch<Integer> epoch = loader.epoch(1)) {
                     epoch.forEach(b -> {});
                 }
@@ -85,7 +85,8 @@ class FlightRecordingTest {
 
         Map<String, List<RecordedEvent>> events = new TreeMap<>();
         for (RecordedEvent e : RecordingFile.readAllEvents(file)) {
-            events.computeIfAbsent(e.getEventType().getName(), k -> new ArrayList<>()).add(e);
+            events.computeIfAbsent(e.getEventType().getName(), k -> new ArrayList<>())
+                    .add(e);
         }
 
         List<RecordedEvent> reads = events.getOrDefault("dev.granary.OriginRead", List.of());
@@ -106,7 +107,9 @@ class FlightRecordingTest {
         assertEquals(2 * OBJECTS / BATCH, waits.size(), "one per batch of each epoch");
         Map<Long, Set<Long>> batchesByEpoch = new TreeMap<>();
         for (RecordedEvent e : waits) {
-            batchesByEpoch.computeIfAbsent(e.getLong("epoch"), k -> new TreeSet<>()).add(e.getLong("batch"));
+            batchesByEpoch
+                    .computeIfAbsent(e.getLong("epoch"), k -> new TreeSet<>())
+                    .add(e.getLong("batch"));
             assertEquals(BATCH, e.getInt("samples"));
             assertTrue(!e.getBoolean("failed"));
             assertTrue(e.getString("loader").contains("objects"), e.getString("loader"));
@@ -119,7 +122,11 @@ class FlightRecordingTest {
 
         List<RecordedEvent> evicted = events.getOrDefault("dev.granary.Eviction", List.of());
         assertTrue(evictions > 0, "the memory tier is smaller than the data");
-        assertEquals(evictions, evicted.stream().filter(e -> e.getString("tier").equals("memory")).count());
+        assertEquals(
+                evictions,
+                evicted.stream()
+                        .filter(e -> e.getString("tier").equals("memory"))
+                        .count());
         for (RecordedEvent e : evicted) {
             assertTrue(keys.contains(e.getString("key")), e.getString("key"));
             assertEquals(SIZE, e.getLong("bytes"));
@@ -135,15 +142,29 @@ class FlightRecordingTest {
 
     private static TieredCache cache(Path data, Path disk) {
         return TieredCache.builder(PosixOrigin.of(data))
-                .tier(MemoryTier.builder().name("memory").capacity(256 << 10).slabSize(64 << 10).build())
-                .tier(DiskTier.builder().name("disk").directory(disk).capacity(4L << 20).segmentSize(64 << 10)
+                .tier(MemoryTier.builder()
+                        .name("memory")
+                        .capacity(256 << 10)
+                        .slabSize(64 << 10)
                         .build())
-                .pageSize(64 << 10).build();
+                .tier(DiskTier.builder()
+                        .name("disk")
+                        .directory(disk)
+                        .capacity(4L << 20)
+                        .segmentSize(64 << 10)
+                        .build())
+                .pageSize(64 << 10)
+                .build();
     }
 
     private static DataLoader<Integer> loader(TieredCache cache) throws IOException {
         // Not driven: the memory tier's own policy evicts as the epoch streams through it.
-        return DataLoader.<Integer>builder(Dataset.ofObjects(cache, ""), s -> s.bytes().get(0) & 0xff)
-                .batchSize(BATCH).workers(2).prefetch(2).driveCache(false).build();
+        return DataLoader.<Integer>builder(
+                        Dataset.ofObjects(cache, ""), s -> s.bytes().get(0) & 0xff)
+                .batchSize(BATCH)
+                .workers(2)
+                .prefetch(2)
+                .driveCache(false)
+                .build();
     }
 }

@@ -53,8 +53,8 @@ class OriginEventsTest {
         final CountDownLatch gate;
         final AtomicInteger failures;
         final LongAdder retries = new LongAdder();
-        final RetryLoop.Policy policy = new RetryLoop.Policy(5, Duration.ofSeconds(10),
-                OriginLimits.backoff(Duration.ofMillis(1)));
+        final RetryLoop.Policy policy =
+                new RetryLoop.Policy(5, Duration.ofSeconds(10), OriginLimits.backoff(Duration.ofMillis(1)));
 
         GatedOrigin(Path root, CountDownLatch gate, int failures) {
             this.inner = PosixOrigin.of(root);
@@ -117,7 +117,8 @@ class OriginEventsTest {
             recording.dump(file);
         }
         return RecordingFile.readAllEvents(file).stream()
-                .filter(e -> e.getEventType().getName().startsWith("dev.granary.")).toList();
+                .filter(e -> e.getEventType().getName().startsWith("dev.granary."))
+                .toList();
     }
 
     private interface ThrowingRunnable {
@@ -133,7 +134,8 @@ class OriginEventsTest {
         CountDownLatch gate = new CountDownLatch(1);
         List<RecordedEvent> events = record(() -> {
             try (TieredCache cache = TieredCache.builder(new GatedOrigin(data, gate, 0))
-                    .tier(MemoryTier.builder().capacity(1 << 20).build()).build()) {
+                    .tier(MemoryTier.builder().capacity(1 << 20).build())
+                    .build()) {
                 ObjectInfo info = cache.stat("a.bin");
                 CompletableFuture<byte[]> first = read(cache, info);
                 // The first reader's fill waits at the gate; the second misses and joins it.
@@ -160,12 +162,16 @@ class OriginEventsTest {
             }
         });
         List<RecordedEvent> coalesced = events.stream()
-                .filter(e -> e.getEventType().getName().equals("dev.granary.CoalescedMiss")).toList();
+                .filter(e -> e.getEventType().getName().equals("dev.granary.CoalescedMiss"))
+                .toList();
         assertEquals(1, coalesced.size(), events.toString());
         assertEquals("a.bin", coalesced.getFirst().getString("key"));
         assertEquals(bytes.length, coalesced.getFirst().getLong("bytes"));
-        assertEquals(1, events.stream().filter(e -> e.getEventType().getName().equals("dev.granary.OriginRead"))
-                .count());
+        assertEquals(
+                1,
+                events.stream()
+                        .filter(e -> e.getEventType().getName().equals("dev.granary.OriginRead"))
+                        .count());
     }
 
     @Test
@@ -174,7 +180,8 @@ class OriginEventsTest {
         CountDownLatch open = new CountDownLatch(0);
         List<RecordedEvent> events = record(() -> {
             try (TieredCache cache = TieredCache.builder(new GatedOrigin(dir, open, 2))
-                    .tier(MemoryTier.builder().capacity(1 << 20).build()).build()) {
+                    .tier(MemoryTier.builder().capacity(1 << 20).build())
+                    .build()) {
                 try (Lease lease = cache.read("b.bin")) {
                     assertEquals(3000, lease.length());
                 }
@@ -182,7 +189,8 @@ class OriginEventsTest {
             }
         });
         List<RecordedEvent> reads = events.stream()
-                .filter(e -> e.getEventType().getName().equals("dev.granary.OriginRead")).toList();
+                .filter(e -> e.getEventType().getName().equals("dev.granary.OriginRead"))
+                .toList();
         assertEquals(1, reads.size());
         assertEquals(2, reads.getFirst().getInt("retries"));
         assertEquals("ok", reads.getFirst().getString("outcome"));

@@ -33,7 +33,10 @@ class RepositoryHygieneTest {
     /** Java sources, poms, shell and Python scripts, and the CI scripts in .ci/ (which have no extension). */
     private static boolean checked(Path file) {
         String name = file.getFileName().toString();
-        return name.endsWith(".java") || name.equals("pom.xml") || name.endsWith(".sh") || name.endsWith(".py")
+        return name.endsWith(".java")
+                || name.equals("pom.xml")
+                || name.endsWith(".sh")
+                || name.endsWith(".py")
                 || file.getParent().equals(ROOT.resolve(".ci"));
     }
 
@@ -44,8 +47,8 @@ class RepositoryHygieneTest {
             @Override
             public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes attributes) {
                 String name = dir.getFileName().toString();
-                boolean skipped = !dir.equals(ROOT)
-                        && (name.equals("target") || (name.startsWith(".") && !name.equals(".ci")));
+                boolean skipped =
+                        !dir.equals(ROOT) && (name.equals("target") || (name.startsWith(".") && !name.equals(".ci")));
                 return skipped ? FileVisitResult.SKIP_SUBTREE : FileVisitResult.CONTINUE;
             }
 
@@ -71,20 +74,29 @@ class RepositoryHygieneTest {
 
     @Test
     void everySourcePomAndScriptHasTheSpdxIdentifier() throws IOException {
-        assertTrue(Files.readString(ROOT.resolve("pom.xml")).contains("<artifactId>granary-parent</artifactId>"),
+        assertTrue(
+                Files.readString(ROOT.resolve("pom.xml")).contains("<artifactId>granary-parent</artifactId>"),
                 "not the repository root: " + ROOT);
         List<Path> files = files();
-        assertTrue(files.contains(ROOT.resolve("cache-core/src/main/java/dev/granary/TieredCache.java")), "walked "
-                + files.size() + " files under " + ROOT + " without finding TieredCache.java");
+        assertTrue(
+                files.contains(ROOT.resolve("cache-core/src/main/java/dev/granary/TieredCache.java")),
+                "walked " + files.size() + " files under " + ROOT + " without finding TieredCache.java");
         assertTrue(files.contains(ROOT.resolve(".ci/run")), ".ci/run was not walked");
-        assertTrue(files.stream().filter(f -> f.getFileName().toString().equals("pom.xml")).count() >= 10,
+        assertTrue(
+                files.stream()
+                                .filter(f -> f.getFileName().toString().equals("pom.xml"))
+                                .count()
+                        >= 10,
                 "fewer poms than modules under " + ROOT);
 
         List<String> missing = files.stream()
                 .filter(file -> !hasHeader(file))
                 .map(file -> ROOT.relativize(file).toString())
                 .toList();
-        assertEquals(List.of(), missing, "files without '" + SPDX + "' in their first " + HEADER_LINES
-                + " lines (add it as the first comment line)");
+        assertEquals(
+                List.of(),
+                missing,
+                "files without '" + SPDX + "' in their first " + HEADER_LINES
+                        + " lines (add it as the first comment line)");
     }
 }

@@ -59,16 +59,23 @@ class StarvationWarningTest {
         logger.addHandler(handler);
         List<Starvation> heard = new CopyOnWriteArrayList<>();
         try (TieredCache cache = TieredCache.builder(PosixOrigin.of(dir))
-                .tier(MemoryTier.builder().capacity(1 << 20).build()).build();
-             DataLoader<Integer> loader = DataLoader.<Integer>builder(Dataset.ofObjects(cache, ""), s -> {
-                 try {
-                     Thread.sleep(50); // the decoder's work: the loader's bottleneck, not a synchronisation
-                 } catch (InterruptedException e) {
-                     Thread.currentThread().interrupt();
-                 }
-                 return s.index();
-             }).batchSize(1).workers(1).prefetch(1).starvationWindow(Duration.ofMillis(300))
-                     .starvationThreshold(0.2).starvationListener(heard::add).build()) {
+                        .tier(MemoryTier.builder().capacity(1 << 20).build())
+                        .build();
+                DataLoader<Integer> loader = DataLoader.<Integer>builder(Dataset.ofObjects(cache, ""), s -> {
+                            try {
+                                Thread.sleep(50); // the decoder's work: the loader's bottleneck, not a synchronisation
+                            } catch (InterruptedException e) {
+                                Thread.currentThread().interrupt();
+                            }
+                            return s.index();
+                        })
+                        .batchSize(1)
+                        .workers(1)
+                        .prefetch(1)
+                        .starvationWindow(Duration.ofMillis(300))
+                        .starvationThreshold(0.2)
+                        .starvationListener(heard::add)
+                        .build()) {
             try (Epoch<Integer> epoch = loader.epoch(0)) {
                 epoch.forEach(b -> {});
             }
@@ -78,8 +85,10 @@ class StarvationWarningTest {
             assertEquals(Starvation.Cause.DECODE, first.cause(), first.describe());
             assertTrue(first.dataWaitRatio() >= 0.2, first.describe());
             assertTrue(first.decodeBusy() >= 0.8, first.describe());
-            List<String> warnings = records.stream().filter(r -> Level.WARNING.equals(r.getLevel()))
-                    .map(LogRecord::getMessage).toList();
+            List<String> warnings = records.stream()
+                    .filter(r -> Level.WARNING.equals(r.getLevel()))
+                    .map(LogRecord::getMessage)
+                    .toList();
             assertEquals(raised.size(), warnings.size(), "one warning per rise, no more: " + warnings);
             String line = warnings.getFirst();
             assertTrue(line.startsWith("loader over Dataset[24 objects of " + dir.toUri()), line);

@@ -39,8 +39,7 @@ class UtilisationTest {
 
     @Test
     void badInputIsRefusedWithTheValue() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> new Accelerator(1, 10, 0, 0));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new Accelerator(1, 10, 0, 0));
         assertTrue(e.getMessage().contains("wall 0 ns"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> new Accelerator(0, 10, 10, 0));
         assertThrows(IllegalArgumentException.class, () -> new Measurement(List.of(), 0, 1, ""));

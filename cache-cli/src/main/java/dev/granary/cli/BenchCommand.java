@@ -49,55 +49,96 @@ import picocli.CommandLine.Spec;
  * the loader and cache on this machine, not a storage system; the decode is CRC32C passes over each sample (CPU work of
  * a chosen size). Timings on a shared machine are noisy: compare points of one run.
  */
-@Command(name = "bench", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Run the seeds' two loader sweeps: throughput vs decode workers, and data wait (GPU"
-                + " utilisation) vs injected origin latency. Writes CSV and PNG plots.",
+@Command(
+        name = "bench",
+        mixinStandardHelpOptions = true,
+        sortOptions = false,
+        description = {
+            "Run the seeds' two loader sweeps: throughput vs decode workers, and data wait (GPU"
+                    + " utilisation) vs injected origin latency. Writes CSV and PNG plots.",
             "",
-            "  granary bench --out bench-results"},
+            "  granary bench --out bench-results"
+        },
         footer = {"", ExitCodes.HELP})
 final class BenchCommand implements Callable<Integer> {
 
-    @Option(names = "--out", paramLabel = "<dir>", defaultValue = "granary-bench",
+    @Option(
+            names = "--out",
+            paramLabel = "<dir>",
+            defaultValue = "granary-bench",
             description = "Where the CSV and PNG files go. Default: ${DEFAULT-VALUE}.")
     Path out;
 
-    @Option(names = "--samples", paramLabel = "<n>", defaultValue = "2000",
+    @Option(
+            names = "--samples",
+            paramLabel = "<n>",
+            defaultValue = "2000",
             description = "Samples in the synthetic dataset. Default: ${DEFAULT-VALUE}.")
     int samples;
 
-    @Option(names = "--sample-size", paramLabel = "<size>", converter = Sizes.class, defaultValue = "32K",
+    @Option(
+            names = "--sample-size",
+            paramLabel = "<size>",
+            converter = Sizes.class,
+            defaultValue = "32K",
             description = "Bytes per sample. Default: ${DEFAULT-VALUE}.")
     long sampleSize;
 
-    @Option(names = "--decode-passes", paramLabel = "<n>", defaultValue = "8",
+    @Option(
+            names = "--decode-passes",
+            paramLabel = "<n>",
+            defaultValue = "8",
             description = "CRC32C passes over each sample: the decode's CPU cost. Default: ${DEFAULT-VALUE}.")
     int decodePasses;
 
-    @Option(names = "--workers", paramLabel = "<list>", split = ",", defaultValue = "1,2,4,8,16,32",
+    @Option(
+            names = "--workers",
+            paramLabel = "<list>",
+            split = ",",
+            defaultValue = "1,2,4,8,16,32",
             description = "Decode worker counts for sweep 1. Default: ${DEFAULT-VALUE}.")
     List<Integer> workers;
 
-    @Option(names = "--latencies", paramLabel = "<ms-list>", split = ",", defaultValue = "0,1,2,5,10,20,50,100",
+    @Option(
+            names = "--latencies",
+            paramLabel = "<ms-list>",
+            split = ",",
+            defaultValue = "0,1,2,5,10,20,50,100",
             description = "Injected origin latencies in ms for sweep 2. Default: ${DEFAULT-VALUE}.")
     List<Double> latencies;
 
-    @Option(names = "--latency-workers", paramLabel = "<n>", defaultValue = "4",
+    @Option(
+            names = "--latency-workers",
+            paramLabel = "<n>",
+            defaultValue = "4",
             description = "Decode workers in sweep 2. Default: ${DEFAULT-VALUE}.")
     int latencyWorkers;
 
-    @Option(names = "--concurrency", paramLabel = "<n>", defaultValue = "16",
+    @Option(
+            names = "--concurrency",
+            paramLabel = "<n>",
+            defaultValue = "16",
             description = "Origin reads in flight in sweep 2. Default: ${DEFAULT-VALUE}.")
     int concurrency;
 
-    @Option(names = "--step-ms", paramLabel = "<ms>", defaultValue = "20",
+    @Option(
+            names = "--step-ms",
+            paramLabel = "<ms>",
+            defaultValue = "20",
             description = "Simulated GPU time per batch in sweep 2. Default: ${DEFAULT-VALUE}.")
     double stepMs;
 
-    @Option(names = "--batch-size", paramLabel = "<n>", defaultValue = "32",
+    @Option(
+            names = "--batch-size",
+            paramLabel = "<n>",
+            defaultValue = "32",
             description = "Samples per batch. Default: ${DEFAULT-VALUE}.")
     int batchSize;
 
-    @Option(names = "--repeat", paramLabel = "<n>", defaultValue = "3",
+    @Option(
+            names = "--repeat",
+            paramLabel = "<n>",
+            defaultValue = "3",
             description = "Measure each point this many times, in rotated order; the CSV and plots give the median"
                     + " and the min-max. Default: ${DEFAULT-VALUE}.")
     int repeat;
@@ -107,8 +148,15 @@ final class BenchCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
-        if (samples < 1 || sampleSize < 1 || sampleSize > (64 << 20) || batchSize < 1 || decodePasses < 0
-                || stepMs < 0 || latencyWorkers < 1 || concurrency < 1 || repeat < 1) {
+        if (samples < 1
+                || sampleSize < 1
+                || sampleSize > (64 << 20)
+                || batchSize < 1
+                || decodePasses < 0
+                || stepMs < 0
+                || latencyWorkers < 1
+                || concurrency < 1
+                || repeat < 1) {
             throw new IllegalArgumentException("bench options: samples=" + samples + ", sample-size=" + sampleSize
                     + ", batch-size=" + batchSize + ", decode-passes=" + decodePasses + ", step-ms=" + stepMs
                     + ", repeat=" + repeat + " (expected: samples, batch size, workers, concurrency, repeat >= 1;"
@@ -130,8 +178,13 @@ final class BenchCommand implements Callable<Integer> {
         Path data = Files.createTempDirectory("granary-bench-");
         try {
             writeDataset(data);
-            log.printf(Locale.ROOT, "dataset: %d samples of %s (%s) in %s; machine: %d cores%n", samples,
-                    Sizes.format(sampleSize), Sizes.format(samples * sampleSize), data,
+            log.printf(
+                    Locale.ROOT,
+                    "dataset: %d samples of %s (%s) in %s; machine: %d cores%n",
+                    samples,
+                    Sizes.format(sampleSize),
+                    Sizes.format(samples * sampleSize),
+                    data,
                     Runtime.getRuntime().availableProcessors());
             log.flush();
             workersSweep(data, log);
@@ -164,7 +217,10 @@ final class BenchCommand implements Callable<Integer> {
     private void workersSweep(Path data, PrintWriter log) throws IOException {
         double[][] rates = new double[workers.size()][repeat];
         try (TieredCache cache = TieredCache.builder(PosixOrigin.of(data))
-                .tier(MemoryTier.builder().capacity(samples * (sampleSize + 4096) + (64L << 20)).build()).build()) {
+                .tier(MemoryTier.builder()
+                        .capacity(samples * (sampleSize + 4096) + (64L << 20))
+                        .build())
+                .build()) {
             Dataset dataset = Dataset.ofObjects(cache, "train/");
             run(dataset, 1, 0); // warm the memory tier: the sweep measures decoding, not the disk
             for (int r = 0; r < repeat; r++) {
@@ -179,22 +235,37 @@ final class BenchCommand implements Callable<Integer> {
         List<double[]> rows = new ArrayList<>();
         for (int i = 0; i < workers.size(); i++) {
             Spread s = Spread.of(rates[i]);
-            rows.add(new double[] {workers.get(i), s.median(), s.median() * sampleSize / (1 << 20), s.min(), s.max(),
-                repeat});
-            log.printf(Locale.ROOT, "workers %3d: %10.0f samples/s (%.0f-%.0f over %d runs)  %8.1f MiB/s%n",
-                    workers.get(i), s.median(), s.min(), s.max(), repeat, s.median() * sampleSize / (1 << 20));
+            rows.add(new double[] {
+                workers.get(i), s.median(), s.median() * sampleSize / (1 << 20), s.min(), s.max(), repeat
+            });
+            log.printf(
+                    Locale.ROOT,
+                    "workers %3d: %10.0f samples/s (%.0f-%.0f over %d runs)  %8.1f MiB/s%n",
+                    workers.get(i),
+                    s.median(),
+                    s.min(),
+                    s.max(),
+                    repeat,
+                    s.median() * sampleSize / (1 << 20));
         }
         log.flush();
-        writeCsv(out.resolve("throughput-vs-workers.csv"), "workers,samples_per_second,mib_per_second,"
-                + "samples_per_second_min,samples_per_second_max,repeats", rows);
-        XYChart chart = new XYChartBuilder().width(800).height(500).title("Throughput vs decode workers")
-                .xAxisTitle("decode workers").yAxisTitle("samples / s").build();
+        writeCsv(
+                out.resolve("throughput-vs-workers.csv"),
+                "workers,samples_per_second,mib_per_second," + "samples_per_second_min,samples_per_second_max,repeats",
+                rows);
+        XYChart chart = new XYChartBuilder()
+                .width(800)
+                .height(500)
+                .title("Throughput vs decode workers")
+                .xAxisTitle("decode workers")
+                .yAxisTitle("samples / s")
+                .build();
         chart.addSeries("median of " + repeat, column(rows, 0), column(rows, 1));
         chart.addSeries("min", column(rows, 0), column(rows, 3));
         chart.addSeries("max", column(rows, 0), column(rows, 4));
         details(chart, "workers sweep: a warm memory tier, shuffled epochs of " + batchSize + "-sample batches");
-        BitmapEncoder.saveBitmap(chart, out.resolve("throughput-vs-workers.png").toString(),
-                BitmapEncoder.BitmapFormat.PNG);
+        BitmapEncoder.saveBitmap(
+                chart, out.resolve("throughput-vs-workers.png").toString(), BitmapEncoder.BitmapFormat.PNG);
     }
 
     /** The median and the range of repeated measurements of one point. */
@@ -209,13 +280,30 @@ final class BenchCommand implements Callable<Integer> {
 
     /** Writes what the run was on the plot: a PNG passed around without its CSV still says what it measured. */
     private void details(XYChart chart, String what) {
-        AnnotationTextPanel panel = new AnnotationTextPanel(String.join("\n", List.of(what,
-                String.format(Locale.ROOT, "%d samples of %s, %d CRC32C decode passes, %d runs per point (median,"
-                        + " min, max)", samples, Sizes.format(sampleSize), decodePasses, repeat),
-                String.format(Locale.ROOT, "%s, %d CPUs, Java %s, load %.2f at the end", LocalDate.now(ZoneOffset.UTC),
-                        Runtime.getRuntime().availableProcessors(), Runtime.version().feature(),
-                        ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage()))),
-                10, 10, true);
+        AnnotationTextPanel panel = new AnnotationTextPanel(
+                String.join(
+                        "\n",
+                        List.of(
+                                what,
+                                String.format(
+                                        Locale.ROOT,
+                                        "%d samples of %s, %d CRC32C decode passes, %d runs per point (median,"
+                                                + " min, max)",
+                                        samples,
+                                        Sizes.format(sampleSize),
+                                        decodePasses,
+                                        repeat),
+                                String.format(
+                                        Locale.ROOT,
+                                        "%s, %d CPUs, Java %s, load %.2f at the end",
+                                        LocalDate.now(ZoneOffset.UTC),
+                                        Runtime.getRuntime().availableProcessors(),
+                                        Runtime.version().feature(),
+                                        ManagementFactory.getOperatingSystemMXBean()
+                                                .getSystemLoadAverage()))),
+                10,
+                10,
+                true);
         chart.addAnnotation(panel);
     }
 
@@ -230,7 +318,9 @@ final class BenchCommand implements Callable<Integer> {
                 int i = (k + r) % latencies.size();
                 Origin origin = new DelayedOrigin(PosixOrigin.of(data, concurrency), (long) (latencies.get(i) * 1e6));
                 try (TieredCache cache = TieredCache.builder(origin)
-                        .tier(MemoryTier.builder().capacity(samples * (sampleSize + 4096) + (64L << 20)).build())
+                        .tier(MemoryTier.builder()
+                                .capacity(samples * (sampleSize + 4096) + (64L << 20))
+                                .build())
                         .build()) {
                     Dataset dataset = Dataset.ofObjects(cache, "train/");
                     long start = System.nanoTime();
@@ -251,17 +341,32 @@ final class BenchCommand implements Callable<Integer> {
             if (below == null && u.median() < 0.5) {
                 below = ms;
             }
-            log.printf(Locale.ROOT, "latency %6.1f ms: epoch %7.2f s, data wait %7.2f s, GPU utilisation %5.1f %%"
-                    + " (%.1f-%.1f over %d runs)%n", ms, seconds, wait, 100 * u.median(), 100 * u.min(),
-                    100 * u.max(), repeat);
+            log.printf(
+                    Locale.ROOT,
+                    "latency %6.1f ms: epoch %7.2f s, data wait %7.2f s, GPU utilisation %5.1f %%"
+                            + " (%.1f-%.1f over %d runs)%n",
+                    ms,
+                    seconds,
+                    wait,
+                    100 * u.median(),
+                    100 * u.min(),
+                    100 * u.max(),
+                    repeat);
         }
         log.flush();
-        writeCsv(out.resolve("datawait-vs-latency.csv"), "latency_ms,epoch_seconds,data_wait_seconds,gpu_utilisation,"
-                + "gpu_utilisation_min,gpu_utilisation_max,repeats", rows);
-        XYChart chart = new XYChartBuilder().width(800).height(500)
+        writeCsv(
+                out.resolve("datawait-vs-latency.csv"),
+                "latency_ms,epoch_seconds,data_wait_seconds,gpu_utilisation,"
+                        + "gpu_utilisation_min,gpu_utilisation_max,repeats",
+                rows);
+        XYChart chart = new XYChartBuilder()
+                .width(800)
+                .height(500)
                 .title("GPU utilisation vs origin latency (" + latencyWorkers + " workers, " + concurrency
                         + " reads in flight, " + stepMs + " ms/batch)")
-                .xAxisTitle("injected origin latency (ms)").yAxisTitle("utilisation (%)").build();
+                .xAxisTitle("injected origin latency (ms)")
+                .yAxisTitle("utilisation (%)")
+                .build();
         double[] percent = column(rows, 3);
         for (int i = 0; i < percent.length; i++) {
             percent[i] *= 100;
@@ -275,12 +380,15 @@ final class BenchCommand implements Callable<Integer> {
         }
         chart.addSeries("min", column(rows, 0), low);
         chart.addSeries("max", column(rows, 0), high);
-        details(chart, "latency sweep: a cold memory tier per point, " + stepMs + " ms of simulated GPU time per"
-                + " batch");
-        BitmapEncoder.saveBitmap(chart, out.resolve("datawait-vs-latency.png").toString(),
-                BitmapEncoder.BitmapFormat.PNG);
-        log.println(below == null ? "GPU utilisation stayed at or above 50 % up to " + latencies.getLast() + " ms"
-                : "GPU utilisation drops below 50 % at " + below + " ms of origin latency");
+        details(
+                chart,
+                "latency sweep: a cold memory tier per point, " + stepMs + " ms of simulated GPU time per" + " batch");
+        BitmapEncoder.saveBitmap(
+                chart, out.resolve("datawait-vs-latency.png").toString(), BitmapEncoder.BitmapFormat.PNG);
+        log.println(
+                below == null
+                        ? "GPU utilisation stayed at or above 50 % up to " + latencies.getLast() + " ms"
+                        : "GPU utilisation drops below 50 % at " + below + " ms of origin latency");
         log.println("wrote " + out.resolve("throughput-vs-workers.csv") + ", .png, "
                 + out.resolve("datawait-vs-latency.csv") + ", .png");
         log.flush();
@@ -288,8 +396,12 @@ final class BenchCommand implements Callable<Integer> {
 
     /** One epoch; the trainer spends {@code stepNanos} per batch. */
     private LoaderStats run(Dataset dataset, int workerCount, long stepNanos) {
-        try (DataLoader<Long> loader = DataLoader.builder(dataset, s -> decode(s.bytes())).batchSize(batchSize)
-                .shuffle(7L).workers(workerCount).prefetch(4).build()) {
+        try (DataLoader<Long> loader = DataLoader.builder(dataset, s -> decode(s.bytes()))
+                .batchSize(batchSize)
+                .shuffle(7L)
+                .workers(workerCount)
+                .prefetch(4)
+                .build()) {
             long sink = 0;
             try (Epoch<Long> epoch = loader.epoch(0)) {
                 for (Batch<Long> batch : epoch) {

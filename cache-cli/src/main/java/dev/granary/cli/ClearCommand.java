@@ -16,12 +16,16 @@ import picocli.CommandLine.Spec;
  * {@code granary clear}: removes a disk-tier directory ({@link DiskTierInspection#clear}); refuses a directory that is
  * not a Granary disk tier's, or one a running cache holds, before deleting anything.
  */
-@Command(name = "clear", mixinStandardHelpOptions = true,
-        description = {"Remove a Granary disk-tier directory (when the dataset changed or the job ended). Refuses any"
-                + " directory that is not a Granary disk tier, or holds other files, or is in use. A directory that"
-                + " does not exist is nothing to clear (exit 0).",
+@Command(
+        name = "clear",
+        mixinStandardHelpOptions = true,
+        description = {
+            "Remove a Granary disk-tier directory (when the dataset changed or the job ended). Refuses any"
+                    + " directory that is not a Granary disk tier, or holds other files, or is in use. A directory that"
+                    + " does not exist is nothing to clear (exit 0).",
             "",
-            "  granary clear /nvme/granary"},
+            "  granary clear /nvme/granary"
+        },
         footer = {"", ExitCodes.HELP})
 final class ClearCommand implements Callable<Integer> {
 

@@ -18,16 +18,29 @@ import picocli.CommandLine.ScopeType;
  * <p>A {@link CommandLine} from {@link #commandLine()} runs one command per {@code execute}; tests run it in-process
  * with their own output writers. Not thread-safe: one execution at a time per instance.
  */
-@Command(name = "granary", mixinStandardHelpOptions = true, versionProvider = GranaryCommand.Version.class,
+@Command(
+        name = "granary",
+        mixinStandardHelpOptions = true,
+        versionProvider = GranaryCommand.Version.class,
         description = "Operate Granary disk caches: pre-stage a dataset, pack small files into shards, inspect, verify"
                 + " and clear a cache directory, benchmark a loader, plan its epochs.",
         footer = {"", ExitCodes.HELP},
-        subcommands = {PrestageCommand.class, PackCommand.class, IndexCommand.class, InspectCommand.class,
-            VerifyCommand.class, ClearCommand.class, BenchCommand.class, PlanCommand.class,
-            CommandLine.HelpCommand.class})
+        subcommands = {
+            PrestageCommand.class,
+            PackCommand.class,
+            IndexCommand.class,
+            InspectCommand.class,
+            VerifyCommand.class,
+            ClearCommand.class,
+            BenchCommand.class,
+            PlanCommand.class,
+            CommandLine.HelpCommand.class
+        })
 final class GranaryCommand implements Runnable {
 
-    @Option(names = {"-v", "--verbose"}, scope = ScopeType.INHERIT,
+    @Option(
+            names = {"-v", "--verbose"},
+            scope = ScopeType.INHERIT,
             description = "On failure, print the stack trace too.")
     boolean verbose;
 
@@ -97,8 +110,10 @@ final class GranaryCommand implements Runnable {
             case IOException x -> ExitCodes.IO;
             case UncheckedIOException x -> ExitCodes.IO;
             case UnsupportedOperationException x -> ExitCodes.REFUSED;
-            default -> e.getCause() != null && e.getCause() != e && (e.getCause() instanceof IOException)
-                    ? ExitCodes.IO : ExitCodes.INTERNAL;
+            default ->
+                e.getCause() != null && e.getCause() != e && (e.getCause() instanceof IOException)
+                        ? ExitCodes.IO
+                        : ExitCodes.INTERNAL;
         };
     }
 

@@ -61,14 +61,18 @@ final class OneLineLog extends Handler implements AutoCloseable {
             message = MessageFormat.format(message, record.getParameters());
         }
         if (message == null || message.isBlank()) {
-            message = record.getThrown() == null ? "(no message)" : record.getThrown().toString();
+            message = record.getThrown() == null
+                    ? "(no message)"
+                    : record.getThrown().toString();
         } else if (record.getThrown() != null) {
             message += ": " + record.getThrown();
         }
-        String kind = record.getLevel().intValue() >= Level.SEVERE.intValue() ? "error"
+        String kind = record.getLevel().intValue() >= Level.SEVERE.intValue()
+                ? "error"
                 : record.getLevel().intValue() >= Level.WARNING.intValue() ? "warning" : "info";
         synchronized (err) {
-            err.println(command + ": " + kind + ": " + message.replaceAll("\\s*\\R\\s*", " ").strip());
+            err.println(command + ": " + kind + ": "
+                    + message.replaceAll("\\s*\\R\\s*", " ").strip());
             err.flush();
         }
     }

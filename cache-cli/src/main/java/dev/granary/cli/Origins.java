@@ -19,20 +19,31 @@ import picocli.CommandLine.Option;
  */
 final class Origins {
 
-    @Option(names = "--endpoint", paramLabel = "<url>",
-            description = "S3: an S3-compatible endpoint (MinIO, S3Proxy, an Alluxio or JuiceFS gateway); GCS: another host.")
+    @Option(
+            names = "--endpoint",
+            paramLabel = "<url>",
+            description =
+                    "S3: an S3-compatible endpoint (MinIO, S3Proxy, an Alluxio or JuiceFS gateway); GCS: another host.")
     URI endpoint;
 
-    @Option(names = "--path-style", description = "S3: path-style requests (http://host/bucket/key), as most S3-compatible servers want.")
+    @Option(
+            names = "--path-style",
+            description = "S3: path-style requests (http://host/bucket/key), as most S3-compatible servers want.")
     boolean pathStyle;
 
-    @Option(names = "--region", paramLabel = "<region>", description = "S3: the bucket's region (default: the SDK's chain, us-east-1 with --endpoint).")
+    @Option(
+            names = "--region",
+            paramLabel = "<region>",
+            description = "S3: the bucket's region (default: the SDK's chain, us-east-1 with --endpoint).")
     String region;
 
     @Option(names = "--project", paramLabel = "<id>", description = "GCS: the project id.")
     String project;
 
-    @Option(names = "--concurrency", paramLabel = "<n>", description = "Origin requests in flight (default: the origin's, 64 for files and S3, GCS's own).")
+    @Option(
+            names = "--concurrency",
+            paramLabel = "<n>",
+            description = "Origin requests in flight (default: the origin's, 64 for files and S3, GCS's own).")
     Integer concurrency;
 
     /**
@@ -45,21 +56,22 @@ final class Origins {
         try {
             parsed = new URI(uri);
         } catch (URISyntaxException e) {
-            throw new IllegalArgumentException("origin: '" + uri + "' (expected: file:///dir, s3://bucket/prefix or"
-                    + " gs://bucket/prefix)");
+            throw new IllegalArgumentException(
+                    "origin: '" + uri + "' (expected: file:///dir, s3://bucket/prefix or" + " gs://bucket/prefix)");
         }
         String scheme = parsed.getScheme() == null ? "" : parsed.getScheme();
         switch (scheme) {
             case "file" -> {
                 Path root = Path.of(parsed);
                 if (!Files.isDirectory(root)) {
-                    throw new IllegalArgumentException("origin directory: " + root + " (expected: an existing"
-                            + " directory)");
+                    throw new IllegalArgumentException(
+                            "origin directory: " + root + " (expected: an existing" + " directory)");
                 }
                 return concurrency == null ? PosixOrigin.of(root) : PosixOrigin.of(root, concurrency);
             }
             case "s3" -> {
-                S3Origin.Builder b = S3Origin.builder().bucket(bucket(parsed, uri)).prefix(prefix(parsed));
+                S3Origin.Builder b =
+                        S3Origin.builder().bucket(bucket(parsed, uri)).prefix(prefix(parsed));
                 if (endpoint != null) {
                     b.endpoint(endpoint).region(region == null ? "us-east-1" : region);
                 } else if (region != null) {
@@ -72,7 +84,8 @@ final class Origins {
                 return b.build();
             }
             case "gs" -> {
-                GcsOrigin.Builder b = GcsOrigin.builder().bucket(bucket(parsed, uri)).prefix(prefix(parsed));
+                GcsOrigin.Builder b =
+                        GcsOrigin.builder().bucket(bucket(parsed, uri)).prefix(prefix(parsed));
                 if (endpoint != null) {
                     b.host(endpoint.toString());
                 }
@@ -84,15 +97,16 @@ final class Origins {
                 }
                 return b.build();
             }
-            default -> throw new IllegalArgumentException("origin: '" + uri + "' (expected: file:///dir,"
-                    + " s3://bucket/prefix or gs://bucket/prefix)");
+            default ->
+                throw new IllegalArgumentException(
+                        "origin: '" + uri + "' (expected: file:///dir," + " s3://bucket/prefix or gs://bucket/prefix)");
         }
     }
 
     private static String bucket(URI parsed, String uri) {
         if (parsed.getHost() == null || parsed.getHost().isEmpty()) {
-            throw new IllegalArgumentException("origin: '" + uri + "' has no bucket (expected: "
-                    + parsed.getScheme() + "://bucket/prefix)");
+            throw new IllegalArgumentException(
+                    "origin: '" + uri + "' has no bucket (expected: " + parsed.getScheme() + "://bucket/prefix)");
         }
         return parsed.getHost();
     }

@@ -43,11 +43,16 @@ import picocli.CommandLine.Spec;
  * {@code .gz}) is packed as images instead: sample {@code <name>/<index>} with fields {@code png} (the image, 8-bit
  * grey) and {@code cls} (the label as decimal text).
  */
-@Command(name = "pack", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Pack a directory of small files (or IDX image/label files such as Fashion-MNIST's) into"
-                + " WebDataset tar shards, each with its .gidx index beside it.",
+@Command(
+        name = "pack",
+        mixinStandardHelpOptions = true,
+        sortOptions = false,
+        description = {
+            "Pack a directory of small files (or IDX image/label files such as Fashion-MNIST's) into"
+                    + " WebDataset tar shards, each with its .gidx index beside it.",
             "",
-            "  granary pack ./images ./shards --max-count 10000 --max-size 1G"},
+            "  granary pack ./images ./shards --max-count 10000 --max-size 1G"
+        },
         footer = {"", ExitCodes.HELP})
 final class PackCommand implements Callable<Integer> {
 
@@ -57,15 +62,25 @@ final class PackCommand implements Callable<Integer> {
     @Parameters(index = "1", paramLabel = "<dst-dir>", description = "Where the shards go (created if missing).")
     Path target;
 
-    @Option(names = "--max-count", paramLabel = "<n>", defaultValue = "10000",
+    @Option(
+            names = "--max-count",
+            paramLabel = "<n>",
+            defaultValue = "10000",
             description = "Samples per shard at most. Default: ${DEFAULT-VALUE}.")
     int maxCount;
 
-    @Option(names = "--max-size", paramLabel = "<size>", converter = Sizes.class, defaultValue = "1G",
+    @Option(
+            names = "--max-size",
+            paramLabel = "<size>",
+            converter = Sizes.class,
+            defaultValue = "1G",
             description = "Bytes per shard at most (a larger sample goes alone). Default: ${DEFAULT-VALUE}.")
     long maxSize;
 
-    @Option(names = "--pattern", paramLabel = "<pattern>", defaultValue = "shard-%06d.tar",
+    @Option(
+            names = "--pattern",
+            paramLabel = "<pattern>",
+            defaultValue = "shard-%06d.tar",
             description = "Shard names, a format of the shard's number. Default: ${DEFAULT-VALUE}.")
     String pattern;
 
@@ -88,7 +103,10 @@ final class PackCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         List<String[]> idx = idxPairs();
         List<String> shards;
-        try (ShardWriter writer = ShardWriter.builder(target).pattern(pattern).maxCount(maxCount).maxBytes(maxSize)
+        try (ShardWriter writer = ShardWriter.builder(target)
+                .pattern(pattern)
+                .maxCount(maxCount)
+                .maxBytes(maxSize)
                 .build()) {
             if (!idx.isEmpty()) {
                 for (String[] pair : idx) {
@@ -101,12 +119,18 @@ final class PackCommand implements Callable<Integer> {
             shards = writer.shards();
         }
         if (samples == 0) {
-            throw new IllegalArgumentException("source directory: " + source + " has nothing to pack (expected:"
-                    + " files named <key>.<field>, or IDX files <name>-images-idx3-ubyte and <name>-labels-idx1-ubyte)");
+            throw new IllegalArgumentException(
+                    "source directory: " + source + " has nothing to pack (expected:"
+                            + " files named <key>.<field>, or IDX files <name>-images-idx3-ubyte and <name>-labels-idx1-ubyte)");
         }
-        out.printf(Locale.ROOT, "packed %d samples (%s) into %d shards with indexes in %s%s%n", samples,
-                Sizes.format(bytes), shards.size(), target, skipped > 0 ? "; skipped " + skipped
-                        + " files without an extension or starting with a dot" : "");
+        out.printf(
+                Locale.ROOT,
+                "packed %d samples (%s) into %d shards with indexes in %s%s%n",
+                samples,
+                Sizes.format(bytes),
+                shards.size(),
+                target,
+                skipped > 0 ? "; skipped " + skipped + " files without an extension or starting with a dot" : "");
         for (String shard : shards) {
             out.println("  " + shard + " " + Sizes.format(Files.size(target.resolve(shard))));
         }
@@ -139,8 +163,8 @@ final class PackCommand implements Callable<Integer> {
                 DataInputStream labels = new DataInputStream(open(labelsFile))) {
             int magic = images.readInt();
             if (magic != 0x00000803) {
-                throw new IllegalArgumentException("IDX images " + imagesFile + ": magic 0x" + Integer.toHexString(magic)
-                        + " (expected: 0x803, unsigned bytes in 3 dimensions)");
+                throw new IllegalArgumentException("IDX images " + imagesFile + ": magic 0x"
+                        + Integer.toHexString(magic) + " (expected: 0x803, unsigned bytes in 3 dimensions)");
             }
             int n = images.readInt();
             int rows = images.readInt();
@@ -170,7 +194,8 @@ final class PackCommand implements Callable<Integer> {
 
     private static InputStream open(Path file) throws IOException {
         InputStream in = Files.newInputStream(file);
-        return file.getFileName().toString().endsWith(".gz") ? new GZIPInputStream(in, 1 << 16)
+        return file.getFileName().toString().endsWith(".gz")
+                ? new GZIPInputStream(in, 1 << 16)
                 : new BufferedInputStream(in, 1 << 16);
     }
 

@@ -41,57 +41,90 @@ import picocli.CommandLine.Spec;
  * directory, with a progress bar on a terminal and plain lines otherwise. Ctrl-C cancels cleanly: pages in flight
  * finish, what was staged stays, and running the command again resumes.
  */
-@Command(name = "prestage", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Pull a dataset from its origin into a disk-tier directory before a job starts, so the job's"
-                + " first epoch reads local disk. Objects already staged are skipped: run it again to resume.",
+@Command(
+        name = "prestage",
+        mixinStandardHelpOptions = true,
+        sortOptions = false,
+        description = {
+            "Pull a dataset from its origin into a disk-tier directory before a job starts, so the job's"
+                    + " first epoch reads local disk. Objects already staged are skipped: run it again to resume.",
             "",
             "  granary prestage s3://train-data/imagenet/ --disk /nvme/granary --capacity 500G --prefix train/",
             "",
             "Objects are staged in pages of --page-size, which serve every read of the job's cache with the same"
-                + " page size: whole objects, and a loader's shard parts and samples. WebDataset shards are staged"
-                + " whole with their .gidx indexes (under a prefix, or beside shards named in --keys-from)."},
+                    + " page size: whole objects, and a loader's shard parts and samples. WebDataset shards are staged"
+                    + " whole with their .gidx indexes (under a prefix, or beside shards named in --keys-from)."
+        },
         footer = {"", ExitCodes.HELP})
 final class PrestageCommand implements Callable<Integer> {
 
-    @Parameters(index = "0", paramLabel = "<origin-uri>",
+    @Parameters(
+            index = "0",
+            paramLabel = "<origin-uri>",
             description = "file:///dir, s3://bucket/prefix or gs://bucket/prefix.")
     String origin;
 
-    @Option(names = "--disk", required = true, paramLabel = "<dir>",
+    @Option(
+            names = "--disk",
+            required = true,
+            paramLabel = "<dir>",
             description = "The disk tier's directory (created if missing; must be empty or Granary's).")
     Path disk;
 
-    @Option(names = "--capacity", required = true, paramLabel = "<size>", converter = Sizes.class,
+    @Option(
+            names = "--capacity",
+            required = true,
+            paramLabel = "<size>",
+            converter = Sizes.class,
             description = "The disk tier's capacity, such as 500G: the bound on its segment files.")
     long capacity;
 
-    @Option(names = "--prefix", paramLabel = "<p>", defaultValue = "",
+    @Option(
+            names = "--prefix",
+            paramLabel = "<p>",
+            defaultValue = "",
             description = "Stage only keys starting with this (relative to the origin URI). Default: everything.")
     String prefix;
 
-    @Option(names = "--keys-from", paramLabel = "<file>",
+    @Option(
+            names = "--keys-from",
+            paramLabel = "<file>",
             description = "Stage the keys listed in this file, one per line, instead of a prefix; the .gidx index"
                     + " beside each listed .tar shard is staged too.")
     Path keysFrom;
 
-    @Option(names = "--page-size", paramLabel = "<size>", converter = Sizes.class, defaultValue = "1M",
-            description = "The cache's page size; the training job's cache must use the same. Default: ${DEFAULT-VALUE}.")
+    @Option(
+            names = "--page-size",
+            paramLabel = "<size>",
+            converter = Sizes.class,
+            defaultValue = "1M",
+            description =
+                    "The cache's page size; the training job's cache must use the same. Default: ${DEFAULT-VALUE}.")
     long pageSize;
 
-    @Option(names = "--progress", paramLabel = "<mode>", defaultValue = "auto",
+    @Option(
+            names = "--progress",
+            paramLabel = "<mode>",
+            defaultValue = "auto",
             description = "auto (a bar on a terminal, else lines), bar, lines or none. Default: ${DEFAULT-VALUE}.")
     String progress;
 
-    @Option(names = "--interval", paramLabel = "<seconds>", defaultValue = "5",
+    @Option(
+            names = "--interval",
+            paramLabel = "<seconds>",
+            defaultValue = "5",
             description = "Seconds between progress lines (lines mode). Default: ${DEFAULT-VALUE}.")
     double interval;
 
-    @Option(names = "--shared",
+    @Option(
+            names = "--shared",
             description = "Open the directory shared (DiskTier shared(true)), as jobs that share one directory on"
                     + " the node do: stage while they run, their pages and these are one cache.")
     boolean shared;
 
-    @Option(names = "--group", paramLabel = "<name>",
+    @Option(
+            names = "--group",
+            paramLabel = "<name>",
             description = "Give the directory to this group (2770, files 0660), for processes of different users"
                     + " sharing it; implies --shared.")
     String group;
@@ -117,8 +150,8 @@ final class PrestageCommand implements Callable<Integer> {
         }
         List<String> keys = keysFrom == null ? null : readKeys(keysFrom);
         if (keys != null && keys.isEmpty()) {
-            throw new IllegalArgumentException("--keys-from " + keysFrom + ": no key in it (expected: one object key"
-                    + " per line)");
+            throw new IllegalArgumentException(
+                    "--keys-from " + keysFrom + ": no key in it (expected: one object key" + " per line)");
         }
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
@@ -129,8 +162,8 @@ final class PrestageCommand implements Callable<Integer> {
             if (keys == null) {
                 requireObjects(source, prefix); // before the directory exists: a typo leaves nothing behind
             }
-            DiskTier.Builder builder = DiskTier.builder().directory(disk).capacity(capacity)
-                    .shared(shared || group != null);
+            DiskTier.Builder builder =
+                    DiskTier.builder().directory(disk).capacity(capacity).shared(shared || group != null);
             if (group != null) {
                 builder.group(group);
             }
@@ -141,7 +174,10 @@ final class PrestageCommand implements Callable<Integer> {
         }
         TieredCache cache;
         try {
-            cache = TieredCache.builder(source).tier(tier).pageSize((int) pageSize).build();
+            cache = TieredCache.builder(source)
+                    .tier(tier)
+                    .pageSize((int) pageSize)
+                    .build();
         } catch (RuntimeException e) {
             tier.close();
             source.close();
@@ -150,25 +186,29 @@ final class PrestageCommand implements Callable<Integer> {
         AtomicReference<Progress> last = new AtomicReference<>();
         CountDownLatch done = new CountDownLatch(1);
         // Ctrl-C: cancel, and let the JVM exit only once the cache closed (what was staged stays consistent).
-        Thread hook = new Thread(() -> {
-            Progress p = last.get();
-            if (p != null) {
-                p.cancel();
-            }
-            try {
-                done.await(60, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }, "granary-prestage-cancel");
+        Thread hook = new Thread(
+                () -> {
+                    Progress p = last.get();
+                    if (p != null) {
+                        p.cancel();
+                    }
+                    try {
+                        done.await(60, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                },
+                "granary-prestage-cancel");
         Runtime.getRuntime().addShutdownHook(hook);
         PrestageResult result;
-        try (cache; Display display = display(mode, err)) {
+        try (cache;
+                Display display = display(mode, err)) {
             Consumer<Progress> listener = p -> {
                 last.set(p);
                 display.show(p);
             };
-            result = keys != null ? cache.prestage(withIndexes(cache, keys), listener)
+            result = keys != null
+                    ? cache.prestage(withIndexes(cache, keys), listener)
                     : cache.prestage(prefix, listener);
         } finally {
             done.countDown();
@@ -181,8 +221,14 @@ final class PrestageCommand implements Callable<Integer> {
         if (created && result.objects() == 0 && !result.cancelled()) {
             DiskTierInspection.clear(disk); // this command made the directory and nothing is in it
         }
-        report(out, cache.originUri() + (keys != null ? " (" + keys.size() + " keys from " + keysFrom + ")"
-                : prefix.isEmpty() ? "" : prefix), result, created && result.objects() == 0 ? null : tier);
+        report(
+                out,
+                cache.originUri()
+                        + (keys != null
+                                ? " (" + keys.size() + " keys from " + keysFrom + ")"
+                                : prefix.isEmpty() ? "" : prefix),
+                result,
+                created && result.objects() == 0 ? null : tier);
         int shown = 0;
         for (PrestageResult.Failure f : result.failed()) {
             if (shown++ == 20) {
@@ -204,24 +250,41 @@ final class PrestageCommand implements Callable<Integer> {
      */
     private void report(PrintWriter out, String what, PrestageResult result, DiskTier tier) {
         long reached = result.objects() + result.notStaged() + result.failedCount();
-        out.printf(Locale.ROOT, "%s %d of %d objects (%s) from %s into %s in %.1f s%n",
-                result.cancelled() ? "cancelled; holding" : "prestaged", result.objects(), reached,
-                Sizes.format(result.bytes()), what, tier == null ? disk + " (removed: nothing staged)"
-                        : tier.directory(), result.elapsed().toMillis() / 1000.0);
+        out.printf(
+                Locale.ROOT,
+                "%s %d of %d objects (%s) from %s into %s in %.1f s%n",
+                result.cancelled() ? "cancelled; holding" : "prestaged",
+                result.objects(),
+                reached,
+                Sizes.format(result.bytes()),
+                what,
+                tier == null ? disk + " (removed: nothing staged)" : tier.directory(),
+                result.elapsed().toMillis() / 1000.0);
         if (result.notStaged() > 0) {
             long total = result.bytes() + result.bytesNotStaged();
             // The tier was full holding result.bytes(): the same overhead per byte holds the whole set.
-            long needed = result.bytes() == 0 ? total + total / 8
+            long needed = result.bytes() == 0
+                    ? total + total / 8
                     : (long) Math.ceil((double) capacity * total / result.bytes());
-            out.printf(Locale.ROOT, "  not staged: %d objects (%s): the disk tier is full (--capacity %s holds %s of"
-                    + " them); a capacity of about %s holds all %s%n", result.notStaged(),
-                    Sizes.format(result.bytesNotStaged()), Sizes.format(capacity), Sizes.format(result.bytes()),
-                    Sizes.roundUp(needed), Sizes.format(total));
+            out.printf(
+                    Locale.ROOT,
+                    "  not staged: %d objects (%s): the disk tier is full (--capacity %s holds %s of"
+                            + " them); a capacity of about %s holds all %s%n",
+                    result.notStaged(),
+                    Sizes.format(result.bytesNotStaged()),
+                    Sizes.format(capacity),
+                    Sizes.format(result.bytes()),
+                    Sizes.roundUp(needed),
+                    Sizes.format(total));
         }
         double seconds = Math.max(1e-9, result.elapsed().toNanos() / 1e9);
-        out.printf(Locale.ROOT, "  fetched %s (%s/s), already cached %d objects, failed %d%n",
-                Sizes.format(result.bytesFetched()), Sizes.format((long) (result.bytesFetched() / seconds)),
-                result.alreadyCached(), result.failedCount());
+        out.printf(
+                Locale.ROOT,
+                "  fetched %s (%s/s), already cached %d objects, failed %d%n",
+                Sizes.format(result.bytesFetched()),
+                Sizes.format((long) (result.bytesFetched() / seconds)),
+                result.alreadyCached(),
+                result.failedCount());
     }
 
     /** Refuses a prefix that lists nothing, naming it: one listing request. */
@@ -265,8 +328,10 @@ final class PrestageCommand implements Callable<Integer> {
     static final String INDEX_SUFFIX = ".gidx";
 
     private static List<String> readKeys(Path file) throws IOException {
-        return Files.readAllLines(file, StandardCharsets.UTF_8).stream().map(String::strip)
-                .filter(s -> !s.isEmpty() && !s.startsWith("#")).toList();
+        return Files.readAllLines(file, StandardCharsets.UTF_8).stream()
+                .map(String::strip)
+                .filter(s -> !s.isEmpty() && !s.startsWith("#"))
+                .toList();
     }
 
     private Display display(String mode, PrintWriter err) {
@@ -292,9 +357,14 @@ final class PrestageCommand implements Callable<Integer> {
 
     /** A progress bar in MiB on the terminal (standard error), with rate and ETA. */
     private static final class Bar implements Display {
-        private final ProgressBar bar = new ProgressBarBuilder().setTaskName("prestage").setUnit("MiB", 1 << 20)
-                .setStyle(ProgressBarStyle.COLORFUL_UNICODE_BLOCK).showSpeed().setInitialMax(-1)
-                .setUpdateIntervalMillis(200).build();
+        private final ProgressBar bar = new ProgressBarBuilder()
+                .setTaskName("prestage")
+                .setUnit("MiB", 1 << 20)
+                .setStyle(ProgressBarStyle.COLORFUL_UNICODE_BLOCK)
+                .showSpeed()
+                .setInitialMax(-1)
+                .setUpdateIntervalMillis(200)
+                .build();
 
         @Override
         public void show(Progress p) {
@@ -336,10 +406,16 @@ final class PrestageCommand implements Callable<Integer> {
 
         private void print(Progress p) {
             String eta = p.eta().map(PrestageCommand::duration).orElse("?");
-            err.printf(Locale.ROOT, "prestage: %d/%s objects, %s/%s, %s/s, ETA %s%s%n", p.objectsDone(),
-                    p.objectsTotal() < 0 ? "?" : Long.toString(p.objectsTotal()), Sizes.format(p.bytesDone()),
-                    p.bytesTotal() < 0 ? "?" : Sizes.format(p.bytesTotal()), Sizes.format((long) p.bytesPerSecond()),
-                    eta, p.failed() > 0 ? ", " + p.failed() + " failed" : "");
+            err.printf(
+                    Locale.ROOT,
+                    "prestage: %d/%s objects, %s/%s, %s/s, ETA %s%s%n",
+                    p.objectsDone(),
+                    p.objectsTotal() < 0 ? "?" : Long.toString(p.objectsTotal()),
+                    Sizes.format(p.bytesDone()),
+                    p.bytesTotal() < 0 ? "?" : Sizes.format(p.bytesTotal()),
+                    Sizes.format((long) p.bytesPerSecond()),
+                    eta,
+                    p.failed() > 0 ? ", " + p.failed() + " failed" : "");
             err.flush();
         }
 
@@ -353,7 +429,8 @@ final class PrestageCommand implements Callable<Integer> {
 
     static String duration(Duration d) {
         long s = d.toSeconds();
-        return s >= 3600 ? String.format(Locale.ROOT, "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60)
+        return s >= 3600
+                ? String.format(Locale.ROOT, "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60)
                 : String.format(Locale.ROOT, "%d:%02d", s / 60, s % 60);
     }
 }

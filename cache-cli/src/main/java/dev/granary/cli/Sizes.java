@@ -47,8 +47,8 @@ final class Sizes implements CommandLine.ITypeConverter<Long> {
             }
             return (long) bytes;
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("size: '" + value + "' (expected: bytes, or a number with K, M, G or T,"
-                    + " such as 64M or 10G)");
+            throw new IllegalArgumentException(
+                    "size: '" + value + "' (expected: bytes, or a number with K, M, G or T," + " such as 64M or 10G)");
         }
     }
 

@@ -37,6 +37,7 @@ class CommandsTellTheTruthTest {
 
     @TempDir
     Path root;
+
     private Path data;
     private long totalBytes;
 
@@ -65,8 +66,17 @@ class CommandsTellTheTruthTest {
     @Test
     void aPrestageLargerThanItsCapacitySaysWhatItLeftOutAndASecondRunFindsWhatTheFirstKept() {
         Path disk = root.resolve("small");
-        Cli.Result first = Cli.run("prestage", origin(), "--prefix", "train/", "--disk", disk.toString(),
-                "--capacity", "2M", "--progress", "none");
+        Cli.Result first = Cli.run(
+                "prestage",
+                origin(),
+                "--prefix",
+                "train/",
+                "--disk",
+                disk.toString(),
+                "--capacity",
+                "2M",
+                "--progress",
+                "none");
         assertEquals(1, first.exit(), "fewer objects staged than asked: exit 1\n" + first);
         long held = number(first.out(), "^prestaged (\\d+) of " + OBJECTS + " objects");
         long left = number(first.out(), "not staged: (\\d+) objects");
@@ -78,13 +88,23 @@ class CommandsTellTheTruthTest {
         // What the summary says is held is what the directory holds.
         Cli.Result inspect = Cli.run("inspect", disk.toString());
         assertEquals(0, inspect.exit(), inspect.toString());
-        assertTrue(inspect.out().contains("objects    " + held + "\n"), "inspect agrees with the summary ("
-                + held + "):\n" + inspect.out());
+        assertTrue(
+                inspect.out().contains("objects    " + held + "\n"),
+                "inspect agrees with the summary (" + held + "):\n" + inspect.out());
         assertTrue(inspect.out().contains("capacity   2.0 MiB, "), inspect.out());
 
         // A second run finds the first run's objects instead of fetching them again, and still says what is left.
-        Cli.Result second = Cli.run("prestage", origin(), "--prefix", "train/", "--disk", disk.toString(),
-                "--capacity", "2M", "--progress", "none");
+        Cli.Result second = Cli.run(
+                "prestage",
+                origin(),
+                "--prefix",
+                "train/",
+                "--disk",
+                disk.toString(),
+                "--capacity",
+                "2M",
+                "--progress",
+                "none");
         assertEquals(1, second.exit(), second.toString());
         assertEquals(held, number(second.out(), "already cached (\\d+) objects"), second.out());
         long heldAgain = number(second.out(), "^prestaged (\\d+) of " + OBJECTS + " objects");
@@ -94,8 +114,17 @@ class CommandsTellTheTruthTest {
 
         // With room for all, everything is staged and the exit is 0.
         String suggested = first.out().replaceAll("(?s).*a capacity of about (\\S+) holds all.*", "$1");
-        Cli.Result enough = Cli.run("prestage", origin(), "--prefix", "train/", "--disk", disk.toString(),
-                "--capacity", suggested, "--progress", "none");
+        Cli.Result enough = Cli.run(
+                "prestage",
+                origin(),
+                "--prefix",
+                "train/",
+                "--disk",
+                disk.toString(),
+                "--capacity",
+                suggested,
+                "--progress",
+                "none");
         assertEquals(0, enough.exit(), "the suggested capacity " + suggested + " holds the dataset\n" + enough);
         assertTrue(enough.out().startsWith("prestaged " + OBJECTS + " of " + OBJECTS + " objects"), enough.out());
     }
@@ -103,25 +132,54 @@ class CommandsTellTheTruthTest {
     @Test
     void aPrefixThatListsNothingIsAnErrorAndLeavesNoDirectory() throws IOException {
         Path disk = root.resolve("typo");
-        Cli.Result typo = Cli.run("prestage", origin(), "--prefix", "trian/", "--disk", disk.toString(),
-                "--capacity", "64M", "--progress", "none");
+        Cli.Result typo = Cli.run(
+                "prestage",
+                origin(),
+                "--prefix",
+                "trian/",
+                "--disk",
+                disk.toString(),
+                "--capacity",
+                "64M",
+                "--progress",
+                "none");
         assertEquals(3, typo.exit(), typo.toString());
         assertTrue(typo.err().contains("--prefix 'trian/': no object under it at "), typo.err());
         assertFalse(Files.exists(disk), "no directory left behind");
 
         Path keys = Files.writeString(root.resolve("keys.txt"), "# nothing\n\n");
-        Cli.Result none = Cli.run("prestage", origin(), "--keys-from", keys.toString(), "--disk", disk.toString(),
-                "--capacity", "64M", "--progress", "none");
+        Cli.Result none = Cli.run(
+                "prestage",
+                origin(),
+                "--keys-from",
+                keys.toString(),
+                "--disk",
+                disk.toString(),
+                "--capacity",
+                "64M",
+                "--progress",
+                "none");
         assertEquals(3, none.exit(), none.toString());
         assertTrue(none.err().contains("no key in it"), none.err());
         assertFalse(Files.exists(disk), "no directory left behind");
 
         // Keys that all fail: nothing staged, and the directory this run made is gone again.
         Path missing = Files.writeString(root.resolve("missing.txt"), "train/nope-1.bin\ntrain/nope-2.bin\n");
-        Cli.Result failed = Cli.run("prestage", origin(), "--keys-from", missing.toString(), "--disk",
-                disk.toString(), "--capacity", "64M", "--progress", "none");
+        Cli.Result failed = Cli.run(
+                "prestage",
+                origin(),
+                "--keys-from",
+                missing.toString(),
+                "--disk",
+                disk.toString(),
+                "--capacity",
+                "64M",
+                "--progress",
+                "none");
         assertEquals(1, failed.exit(), failed.toString());
-        assertTrue(failed.out().contains("(removed: nothing staged)") && failed.out().contains("failed 2"),
+        assertTrue(
+                failed.out().contains("(removed: nothing staged)")
+                        && failed.out().contains("failed 2"),
                 failed.out());
         assertFalse(Files.exists(disk), "no directory left behind");
     }
@@ -129,8 +187,17 @@ class CommandsTellTheTruthTest {
     @Test
     void verifyCountsThePagesDamageMadeTheScanDropAndWarningsAreOneLineEach() throws IOException {
         Path disk = root.resolve("nvme");
-        Cli.Result staged = Cli.run("prestage", origin(), "--prefix", "train/", "--disk", disk.toString(),
-                "--capacity", "64M", "--progress", "none");
+        Cli.Result staged = Cli.run(
+                "prestage",
+                origin(),
+                "--prefix",
+                "train/",
+                "--disk",
+                disk.toString(),
+                "--capacity",
+                "64M",
+                "--progress",
+                "none");
         assertEquals(0, staged.exit(), staged.toString());
         Cli.Result clean = Cli.run("verify", disk.toString());
         long pages = number(clean.out(), "^verified (\\d+) pages");
@@ -150,11 +217,17 @@ class CommandsTellTheTruthTest {
         assertEquals(1, damaged.exit(), damaged.toString());
         // The 10th record and every record after it in that segment are lost: the scan stops there.
         long lost = inSegment - 9;
-        assertTrue(damaged.out().contains("dropped: " + segment.getFileName() + ": record header checksum mismatch at"
-                + " offset " + header + "; " + lost + " page records after it"), damaged.out());
-        assertTrue(damaged.out().contains(lost + " of " + pages + " pages not vouched for in " + disk + ": 0 fail"
-                + " their checksum, " + lost + " dropped after damage; the other " + (pages - lost)
-                + " pages match their checksum"), "every page is accounted for:\n" + damaged.out());
+        assertTrue(
+                damaged.out()
+                        .contains("dropped: " + segment.getFileName() + ": record header checksum mismatch at"
+                                + " offset " + header + "; " + lost + " page records after it"),
+                damaged.out());
+        assertTrue(
+                damaged.out()
+                        .contains(lost + " of " + pages + " pages not vouched for in " + disk + ": 0 fail"
+                                + " their checksum, " + lost + " dropped after damage; the other " + (pages - lost)
+                                + " pages match their checksum"),
+                "every page is accounted for:\n" + damaged.out());
         // The library's warning about it reaches the user as one line, named like errors are.
         List<String> lines = damaged.err().lines().toList();
         assertFalse(lines.isEmpty(), "the recovery warning is shown");
@@ -167,18 +240,35 @@ class CommandsTellTheTruthTest {
     @Test
     void inspectReadsADirectoryInUseWithoutTouchingIt() throws IOException {
         Path disk = root.resolve("live");
-        assertEquals(0, Cli.run("prestage", origin(), "--prefix", "train/", "--disk", disk.toString(), "--capacity",
-                "64M", "--progress", "none").exit());
+        assertEquals(
+                0,
+                Cli.run(
+                                "prestage",
+                                origin(),
+                                "--prefix",
+                                "train/",
+                                "--disk",
+                                disk.toString(),
+                                "--capacity",
+                                "64M",
+                                "--progress",
+                                "none")
+                        .exit());
         byte[] format = Files.readAllBytes(disk.resolve("FORMAT"));
-        try (DiskTier running = DiskTier.builder().directory(disk).capacity(64L << 20).build()) {
+        try (DiskTier running =
+                DiskTier.builder().directory(disk).capacity(64L << 20).build()) {
             Cli.Result inspect = Cli.run("inspect", disk.toString());
             assertEquals(0, inspect.exit(), inspect.toString());
-            assertTrue(inspect.out().contains("in use     yes, by pid " + ProcessHandle.current().pid()),
+            assertTrue(
+                    inspect.out()
+                            .contains("in use     yes, by pid "
+                                    + ProcessHandle.current().pid()),
                     inspect.out());
             assertTrue(inspect.out().contains("objects    " + OBJECTS + "\n"), inspect.out());
             assertTrue(inspect.out().contains("capacity   64.0 MiB, "), inspect.out());
         }
-        assertEquals(new String(format, StandardCharsets.UTF_8),
+        assertEquals(
+                new String(format, StandardCharsets.UTF_8),
                 new String(Files.readAllBytes(disk.resolve("FORMAT")), StandardCharsets.UTF_8),
                 "inspect wrote nothing");
         Cli.Result idle = Cli.run("inspect", disk.toString());
@@ -188,8 +278,21 @@ class CommandsTellTheTruthTest {
     @Test
     void clearRemovesADirectoryThatWasOpenedShared() {
         Path disk = root.resolve("node");
-        assertEquals(0, Cli.run("prestage", origin(), "--prefix", "train/", "--disk", disk.toString(), "--capacity",
-                "64M", "--progress", "none", "--shared").exit());
+        assertEquals(
+                0,
+                Cli.run(
+                                "prestage",
+                                origin(),
+                                "--prefix",
+                                "train/",
+                                "--disk",
+                                disk.toString(),
+                                "--capacity",
+                                "64M",
+                                "--progress",
+                                "none",
+                                "--shared")
+                        .exit());
         assertTrue(Files.exists(disk.resolve("granary.shared")));
         Cli.Result r = Cli.run("clear", disk.toString());
         assertEquals(0, r.exit(), r.toString());

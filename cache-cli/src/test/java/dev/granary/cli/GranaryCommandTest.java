@@ -54,6 +54,7 @@ class GranaryCommandTest {
 
     @TempDir
     Path root;
+
     private Path data;
     private final TreeMap<String, byte[]> objects = new TreeMap<>();
 
@@ -101,33 +102,59 @@ class GranaryCommandTest {
     void prestageStagesResumesAndInspectVerifyClearTheDirectory() throws Exception {
         Path disk = root.resolve("nvme");
         long total = objects.values().stream().mapToLong(b -> b.length).sum();
-        Cli.Result first = Cli.run("prestage", origin(), "--prefix", "train/", "--disk", disk.toString(),
-                "--capacity", "64M", "--page-size", "64K", "--interval", "0");
+        Cli.Result first = Cli.run(
+                "prestage",
+                origin(),
+                "--prefix",
+                "train/",
+                "--disk",
+                disk.toString(),
+                "--capacity",
+                "64M",
+                "--page-size",
+                "64K",
+                "--interval",
+                "0");
         assertEquals(0, first.exit(), first.toString());
         assertTrue(first.out().startsWith("prestaged " + OBJECTS + " of " + OBJECTS + " objects"), first.out());
         assertTrue(first.out().contains("already cached 0 objects, failed 0"), first.out());
-        assertTrue(first.err().contains("prestage: " + OBJECTS + "/" + OBJECTS + " objects"),
+        assertTrue(
+                first.err().contains("prestage: " + OBJECTS + "/" + OBJECTS + " objects"),
                 "plain progress lines when not on a terminal: " + first.err());
 
-        Cli.Result again = Cli.run("prestage", origin(), "--prefix", "train/", "--disk", disk.toString(),
-                "--capacity", "64M", "--page-size", "64K", "--progress", "none");
+        Cli.Result again = Cli.run(
+                "prestage",
+                origin(),
+                "--prefix",
+                "train/",
+                "--disk",
+                disk.toString(),
+                "--capacity",
+                "64M",
+                "--page-size",
+                "64K",
+                "--progress",
+                "none");
         assertEquals(0, again.exit(), again.toString());
-        assertTrue(again.out().contains("fetched 0 B") && again.out().contains("already cached " + OBJECTS),
-                again.out());
+        assertTrue(
+                again.out().contains("fetched 0 B") && again.out().contains("already cached " + OBJECTS), again.out());
         assertEquals("", again.err());
 
         Cli.Result inspect = Cli.run("inspect", disk.toString());
         assertEquals(0, inspect.exit(), inspect.toString());
         assertTrue(inspect.out().contains("objects    " + OBJECTS + "\n"), inspect.out());
         assertTrue(inspect.out().contains("versions   " + OBJECTS + "\n"), inspect.out());
-        long pages = objects.values().stream().mapToLong(b -> (b.length + (64 << 10) - 1) / (64 << 10)).sum();
+        long pages = objects.values().stream()
+                .mapToLong(b -> (b.length + (64 << 10) - 1) / (64 << 10))
+                .sum();
         assertTrue(inspect.out().contains("pages      " + pages + " ("), inspect.out());
         assertTrue(inspect.out().contains("origins    " + origin()), inspect.out());
         assertTrue(inspect.out().contains("free room"), inspect.out());
 
         Cli.Result verify = Cli.run("verify", disk.toString());
         assertEquals(0, verify.exit(), verify.toString());
-        assertEquals("verified " + pages + " pages (" + Sizes.format(total) + "): every page matches its checksum\n",
+        assertEquals(
+                "verified " + pages + " pages (" + Sizes.format(total) + "): every page matches its checksum\n",
                 verify.out());
 
         // Damage one object's bytes inside its segment file: verify names it and exits 1.
@@ -136,11 +163,15 @@ class GranaryCommandTest {
         Cli.Result damaged = Cli.run("verify", disk.toString());
         assertEquals(1, damaged.exit(), damaged.toString());
         assertTrue(damaged.out().contains("damaged: " + origin() + victim + " version "), damaged.out());
-        assertTrue(damaged.out().contains("1 of " + pages + " pages not vouched for in " + disk + ": 1 fail their"
-                + " checksum, 0 dropped after damage"), damaged.out());
+        assertTrue(
+                damaged.out()
+                        .contains("1 of " + pages + " pages not vouched for in " + disk + ": 1 fail their"
+                                + " checksum, 0 dropped after damage"),
+                damaged.out());
 
         // A directory a tier holds is refused.
-        try (DiskTier held = DiskTier.builder().directory(disk).capacity(64L << 20).build()) {
+        try (DiskTier held =
+                DiskTier.builder().directory(disk).capacity(64L << 20).build()) {
             assertOneLineError(Cli.run("clear", disk.toString()), 3, "is in use by another DiskTier");
         }
         Cli.Result clear = Cli.run("clear", disk.toString());
@@ -152,19 +183,48 @@ class GranaryCommandTest {
     @Test
     void prestageSharedStagesIntoADirectoryJobsAreUsing() throws Exception {
         Path disk = root.resolve("node-cache");
-        try (DiskTier job = DiskTier.builder().directory(disk).capacity(64L << 20).shared(true).build()) {
+        try (DiskTier job = DiskTier.builder()
+                .directory(disk)
+                .capacity(64L << 20)
+                .shared(true)
+                .build()) {
             // unshared, the command is refused while a job holds the directory
-            assertOneLineError(Cli.run("prestage", origin(), "--disk", disk.toString(), "--capacity", "64M",
-                    "--page-size", "64K", "--progress", "none"), 3, "in use by another DiskTier in this process (1"
-                    + " shared)");
-            Cli.Result staged = Cli.run("prestage", origin(), "--disk", disk.toString(), "--capacity", "64M",
-                    "--page-size", "64K", "--progress", "none", "--shared");
+            assertOneLineError(
+                    Cli.run(
+                            "prestage",
+                            origin(),
+                            "--disk",
+                            disk.toString(),
+                            "--capacity",
+                            "64M",
+                            "--page-size",
+                            "64K",
+                            "--progress",
+                            "none"),
+                    3,
+                    "in use by another DiskTier in this process (1" + " shared)");
+            Cli.Result staged = Cli.run(
+                    "prestage",
+                    origin(),
+                    "--disk",
+                    disk.toString(),
+                    "--capacity",
+                    "64M",
+                    "--page-size",
+                    "64K",
+                    "--progress",
+                    "none",
+                    "--shared");
             assertEquals(0, staged.exit(), staged.toString());
             assertTrue(staged.out().startsWith("prestaged " + OBJECTS + " of " + OBJECTS + " objects"), staged.out());
             // the running job sees the staged pages at once
-            long pages = objects.values().stream().mapToLong(b -> (b.length + (64 << 10) - 1) / (64 << 10)).sum();
-            try (TieredCache cache = TieredCache.builder(
-                    PosixOrigin.of(data)).tier(job).pageSize(64 << 10).build()) {
+            long pages = objects.values().stream()
+                    .mapToLong(b -> (b.length + (64 << 10) - 1) / (64 << 10))
+                    .sum();
+            try (TieredCache cache = TieredCache.builder(PosixOrigin.of(data))
+                    .tier(job)
+                    .pageSize(64 << 10)
+                    .build()) {
                 for (var e : objects.entrySet()) {
                     try (Lease lease = cache.read(e.getKey())) {
                         assertEquals(ByteBuffer.wrap(e.getValue()), lease.bytes(), e.getKey());
@@ -198,20 +258,33 @@ class GranaryCommandTest {
     void badInputGetsOneLineAndAnExitCode() throws Exception {
         Path foreign = Files.createDirectories(root.resolve("home"));
         Path thesis = Files.writeString(foreign.resolve("thesis.tex"), "mine");
-        assertOneLineError(Cli.run("prestage", origin(), "--disk", foreign.toString(), "--capacity", "1G"), 3,
+        assertOneLineError(
+                Cli.run("prestage", origin(), "--disk", foreign.toString(), "--capacity", "1G"),
+                3,
                 "holds other files");
         assertOneLineError(Cli.run("clear", foreign.toString()), 3, "is not a Granary disk tier");
         assertOneLineError(Cli.run("inspect", foreign.toString()), 3, "is not a Granary disk tier");
         assertOneLineError(Cli.run("verify", root.resolve("nope").toString()), 3, "does not exist");
         assertEquals("mine", Files.readString(thesis), "nothing of the user's is touched");
 
-        Cli.Result size = Cli.run("prestage", origin(), "--disk", root.resolve("d").toString(), "--capacity", "1Q");
+        Cli.Result size =
+                Cli.run("prestage", origin(), "--disk", root.resolve("d").toString(), "--capacity", "1Q");
         assertEquals(2, size.exit(), size.toString());
         assertTrue(size.err().contains("size: '1Q' (expected: bytes, or a number with K, M, G or T"), size.err());
-        assertOneLineError(Cli.run("prestage", "ftp://x/y", "--disk", root.resolve("d").toString(), "--capacity",
-                "1G"), 3, "expected: file:///dir, s3://bucket/prefix or gs://bucket/prefix");
-        assertOneLineError(Cli.run("prestage", root.resolve("missing").toUri().toString(), "--disk",
-                root.resolve("d").toString(), "--capacity", "1G"), 3, "expected: an existing directory");
+        assertOneLineError(
+                Cli.run("prestage", "ftp://x/y", "--disk", root.resolve("d").toString(), "--capacity", "1G"),
+                3,
+                "expected: file:///dir, s3://bucket/prefix or gs://bucket/prefix");
+        assertOneLineError(
+                Cli.run(
+                        "prestage",
+                        root.resolve("missing").toUri().toString(),
+                        "--disk",
+                        root.resolve("d").toString(),
+                        "--capacity",
+                        "1G"),
+                3,
+                "expected: an existing directory");
 
         // A directory a newer Granary wrote: inspect refuses to read it, clear removes it (starting over).
         Path newer = Files.createDirectories(root.resolve("newer/segments"));
@@ -221,8 +294,20 @@ class GranaryCommandTest {
         assertFalse(Files.exists(newer.getParent()));
 
         Path keys = Files.writeString(root.resolve("keys.txt"), "train/000.jpg\n");
-        assertOneLineError(Cli.run("prestage", origin(), "--keys-from", keys.toString(), "--prefix", "train/",
-                "--disk", root.resolve("d").toString(), "--capacity", "1G"), 3, "(expected: one of them");
+        assertOneLineError(
+                Cli.run(
+                        "prestage",
+                        origin(),
+                        "--keys-from",
+                        keys.toString(),
+                        "--prefix",
+                        "train/",
+                        "--disk",
+                        root.resolve("d").toString(),
+                        "--capacity",
+                        "1G"),
+                3,
+                "(expected: one of them");
 
         Cli.Result verbose = Cli.run("clear", foreign.toString(), "--verbose");
         assertEquals(3, verbose.exit());
@@ -238,13 +323,23 @@ class GranaryCommandTest {
             Files.write(big.resolve(String.format("%02d.bin", i)), new byte[30_000]);
         }
         Files.write(big.resolve("small.bin"), new byte[100]);
-        Cli.Result r = Cli.run("prestage", big.toUri().toString(), "--disk", root.resolve("small").toString(),
-                "--capacity", "64K", "--progress", "none");
+        Cli.Result r = Cli.run(
+                "prestage",
+                big.toUri().toString(),
+                "--disk",
+                root.resolve("small").toString(),
+                "--capacity",
+                "64K",
+                "--progress",
+                "none");
         assertEquals(1, r.exit(), r.toString());
         assertTrue(r.out().startsWith("prestaged 1 of 26 objects (100 B)"), r.out());
         assertTrue(r.out().contains("failed 25\n"), r.out());
-        assertTrue(r.out().contains(": page 0: IOException: no staging tier kept page 0 ('disk' refused it: a page"
-                + " larger than it holds"), r.out());
+        assertTrue(
+                r.out()
+                        .contains(": page 0: IOException: no staging tier kept page 0 ('disk' refused it: a page"
+                                + " larger than it holds"),
+                r.out());
         assertFalse(r.out().contains("not staged"), "the tier is not full: its pages are too large " + r.out());
         assertTrue(r.out().contains("... and 5 more"), r.out());
     }
@@ -301,17 +396,22 @@ class GranaryCommandTest {
             keys.add(String.format("shard-%06d.tar", s));
         }
         try (TieredCache cache = TieredCache.builder(PosixOrigin.of(shards))
-                .tier(MemoryTier.builder().capacity(16L << 20).build()).build()) {
+                .tier(MemoryTier.builder().capacity(16L << 20).build())
+                .build()) {
             WebDataset dataset = WebDataset.of(cache, keys);
             try (DataLoader<Map.Entry<String, Map<String, byte[]>>> loader = DataLoader.builder(dataset, s -> {
-                Map<String, byte[]> fields = new HashMap<>();
-                for (Map.Entry<String, ByteBuffer> f : s.fields().entrySet()) {
-                    byte[] b = new byte[f.getValue().remaining()];
-                    f.getValue().duplicate().get(b);
-                    fields.put(f.getKey(), b);
-                }
-                return Map.entry(s.key(), fields);
-            }).batchSize(4).build(); Epoch<Map.Entry<String, Map<String, byte[]>>> epoch = loader.epoch(0)) {
+                                Map<String, byte[]> fields = new HashMap<>();
+                                for (Map.Entry<String, ByteBuffer> f :
+                                        s.fields().entrySet()) {
+                                    byte[] b = new byte[f.getValue().remaining()];
+                                    f.getValue().duplicate().get(b);
+                                    fields.put(f.getKey(), b);
+                                }
+                                return Map.entry(s.key(), fields);
+                            })
+                            .batchSize(4)
+                            .build();
+                    Epoch<Map.Entry<String, Map<String, byte[]>>> epoch = loader.epoch(0)) {
                 for (Batch<Map.Entry<String, Map<String, byte[]>>> batch : epoch) {
                     for (Map.Entry<String, Map<String, byte[]>> e : batch.items()) {
                         read.put(e.getKey(), e.getValue());
@@ -335,8 +435,8 @@ class GranaryCommandTest {
             random.nextBytes(images[i]);
             labels[i] = (byte) random.nextInt(10);
         }
-        try (DataOutputStream out = new DataOutputStream(new GZIPOutputStream(
-                Files.newOutputStream(src.resolve("train-images-idx3-ubyte.gz"))))) {
+        try (DataOutputStream out = new DataOutputStream(
+                new GZIPOutputStream(Files.newOutputStream(src.resolve("train-images-idx3-ubyte.gz"))))) {
             out.writeInt(0x803);
             out.writeInt(n);
             out.writeInt(rows);
@@ -371,33 +471,59 @@ class GranaryCommandTest {
         Path broken = Files.createDirectories(root.resolve("broken"));
         Files.write(broken.resolve("x-images-idx3-ubyte"), new byte[] {0, 0, 8, 1, 0, 0, 0, 0});
         Files.write(broken.resolve("x-labels-idx1-ubyte"), new byte[] {0, 0, 8, 1, 0, 0, 0, 0});
-        assertOneLineError(Cli.run("pack", broken.toString(), root.resolve("out").toString()), 3,
-                "magic 0x801 (expected: 0x803");
+        assertOneLineError(
+                Cli.run("pack", broken.toString(), root.resolve("out").toString()), 3, "magic 0x801 (expected: 0x803");
     }
 
     @Test
     void planCountsAStagedDiskTier() throws Exception {
-        Cli.Result cold = Cli.run("plan", origin(), "--prefix", "train/", "--memory", "64M", "--epochs", "2",
-                "--batch-size", "8");
+        Cli.Result cold = Cli.run(
+                "plan", origin(), "--prefix", "train/", "--memory", "64M", "--epochs", "2", "--batch-size", "8");
         assertEquals(0, cold.exit(), cold.toString());
         assertTrue(cold.out().startsWith("plan: " + OBJECTS + " samples"), cold.out());
         String[] lines = cold.out().split("\n");
-        assertTrue(lines[1].matches("indexing \\(made now, once per job\\): 1 listing/metadata requests, 0 GETs .*"),
+        assertTrue(
+                lines[1].matches("indexing \\(made now, once per job\\): 1 listing/metadata requests, 0 GETs .*"),
                 "the listing is counted: " + lines[1]);
-        assertTrue(lines[3].matches("\\s+0\\s+" + OBJECTS + "\\s+" + OBJECTS + "\\s+0\\s+.*\\$0\\.000012"),
+        assertTrue(
+                lines[3].matches("\\s+0\\s+" + OBJECTS + "\\s+" + OBJECTS + "\\s+0\\s+.*\\$0\\.000012"),
                 "epoch 0 cold, $0.0004 per 1 000 GETs: " + lines[3]);
         assertTrue(lines[4].matches("\\s+1\\s+" + OBJECTS + "\\s+0\\s+0\\s+.*100\\.0%.*"), "epoch 1 warm: " + lines[4]);
         assertTrue(cold.out().contains("total: " + (OBJECTS + 1) + " origin requests, "), cold.out());
         assertTrue(cold.out().contains("(GETs at $0.0004 and LISTs at $0.005 per 1 000)"), cold.out());
 
         Path disk = root.resolve("nvme");
-        assertEquals(0, Cli.run("prestage", origin(), "--prefix", "train/", "--disk", disk.toString(), "--capacity",
-                "64M", "--progress", "none").exit());
-        Cli.Result staged = Cli.run("plan", origin(), "--prefix", "train/", "--memory", "64M", "--disk",
-                disk.toString(), "--capacity", "64M", "--epochs", "1");
+        assertEquals(
+                0,
+                Cli.run(
+                                "prestage",
+                                origin(),
+                                "--prefix",
+                                "train/",
+                                "--disk",
+                                disk.toString(),
+                                "--capacity",
+                                "64M",
+                                "--progress",
+                                "none")
+                        .exit());
+        Cli.Result staged = Cli.run(
+                "plan",
+                origin(),
+                "--prefix",
+                "train/",
+                "--memory",
+                "64M",
+                "--disk",
+                disk.toString(),
+                "--capacity",
+                "64M",
+                "--epochs",
+                "1");
         assertEquals(0, staged.exit(), staged.toString());
         String epoch0 = staged.out().split("\n")[3];
-        assertTrue(epoch0.matches("\\s+0\\s+" + OBJECTS + "\\s+0\\s+0\\s+.*100\\.0%.*"),
+        assertTrue(
+                epoch0.matches("\\s+0\\s+" + OBJECTS + "\\s+0\\s+0\\s+.*100\\.0%.*"),
                 "a staged disk tier: no GET in epoch 0: " + staged.out());
         assertOneLineError(Cli.run("plan", origin(), "--disk", disk.toString()), 3, "--disk and --capacity");
     }
@@ -405,24 +531,47 @@ class GranaryCommandTest {
     @Test
     void benchWritesCsvAndPngForBothSweeps() throws Exception {
         Path out = root.resolve("bench");
-        Cli.Result r = Cli.run("bench", "--out", out.toString(), "--samples", "48", "--sample-size", "4K",
-                "--workers", "1,2", "--latencies", "0,3", "--step-ms", "1", "--batch-size", "8", "--repeat", "2");
+        Cli.Result r = Cli.run(
+                "bench",
+                "--out",
+                out.toString(),
+                "--samples",
+                "48",
+                "--sample-size",
+                "4K",
+                "--workers",
+                "1,2",
+                "--latencies",
+                "0,3",
+                "--step-ms",
+                "1",
+                "--batch-size",
+                "8",
+                "--repeat",
+                "2");
         assertEquals(0, r.exit(), r.toString());
         List<String> workers = Files.readAllLines(out.resolve("throughput-vs-workers.csv"));
-        assertEquals("workers,samples_per_second,mib_per_second,samples_per_second_min,samples_per_second_max,repeats",
+        assertEquals(
+                "workers,samples_per_second,mib_per_second,samples_per_second_min,samples_per_second_max,repeats",
                 workers.get(0));
         assertEquals(3, workers.size(), workers.toString());
         assertTrue(workers.get(1).startsWith("1.00000,") && workers.get(2).startsWith("2.00000,"), workers.toString());
         for (String row : workers.subList(1, 3)) {
-            double[] v = Arrays.stream(row.split(",")).mapToDouble(Double::parseDouble).toArray();
+            double[] v = Arrays.stream(row.split(","))
+                    .mapToDouble(Double::parseDouble)
+                    .toArray();
             assertTrue(v[3] <= v[1] && v[1] <= v[4] && v[5] == 2, "min <= median <= max, 2 runs: " + row);
         }
         List<String> latency = Files.readAllLines(out.resolve("datawait-vs-latency.csv"));
-        assertEquals("latency_ms,epoch_seconds,data_wait_seconds,gpu_utilisation,gpu_utilisation_min,"
-                + "gpu_utilisation_max,repeats", latency.get(0));
+        assertEquals(
+                "latency_ms,epoch_seconds,data_wait_seconds,gpu_utilisation,gpu_utilisation_min,"
+                        + "gpu_utilisation_max,repeats",
+                latency.get(0));
         assertEquals(3, latency.size(), latency.toString());
         for (String row : latency.subList(1, 3)) {
-            double[] v = Arrays.stream(row.split(",")).mapToDouble(Double::parseDouble).toArray();
+            double[] v = Arrays.stream(row.split(","))
+                    .mapToDouble(Double::parseDouble)
+                    .toArray();
             assertTrue(v[3] >= 0 && v[3] <= 1 && v[4] <= v[3] && v[3] <= v[5], row);
         }
         assertTrue(r.out().contains("over 2 runs"), r.out());

@@ -32,8 +32,8 @@ class LauncherTest {
     /** The launched program: prints the Java it runs on. */
     public static final class PrintJava {
         public static void main(String[] args) {
-            System.out.println(System.getProperty("java.specification.version") + " "
-                    + System.getProperty("java.home"));
+            System.out.println(
+                    System.getProperty("java.specification.version") + " " + System.getProperty("java.home"));
         }
     }
 
@@ -65,9 +65,13 @@ class LauncherTest {
     @Test
     void withNoJava25AnywhereItSaysWhereItLooked() throws Exception {
         Path old = fakeJava(root.resolve("jdk-17"), "17");
-        ProcessBuilder pb = new ProcessBuilder("bash", "-c", "sed 's|/usr/lib/jvm |/nonexistent/jvm |;"
-                + " s|/usr/lib64/jvm ||; s|/usr/jdk ||; s|/usr/java ||; s|/usr/local/java ||; s|/opt/java ||' "
-                + SCRIPT.toAbsolutePath() + " > " + root.resolve("granary") + " && bash " + root.resolve("granary"));
+        ProcessBuilder pb = new ProcessBuilder(
+                "bash",
+                "-c",
+                "sed 's|/usr/lib/jvm |/nonexistent/jvm |;"
+                        + " s|/usr/lib64/jvm ||; s|/usr/jdk ||; s|/usr/java ||; s|/usr/local/java ||; s|/opt/java ||' "
+                        + SCRIPT.toAbsolutePath() + " > " + root.resolve("granary") + " && bash "
+                        + root.resolve("granary"));
         Map<String, String> env = pb.environment();
         env.put("JAVA_HOME", old.toString());
         env.put("PATH", old.resolve("bin") + ":/usr/bin:/bin");
@@ -87,7 +91,8 @@ class LauncherTest {
     }
 
     private static int javaMajor(String java) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(java, "-XshowSettings:properties", "-version").redirectErrorStream(true)
+        Process p = new ProcessBuilder(java, "-XshowSettings:properties", "-version")
+                .redirectErrorStream(true)
                 .start();
         String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         p.waitFor();
@@ -104,8 +109,10 @@ class LauncherTest {
     private static Path fakeJava(Path dir, String version) throws IOException {
         Path bin = Files.createDirectories(dir.resolve("bin"));
         Path java = bin.resolve("java");
-        Files.writeString(java, "#!/bin/sh\necho \"    java.specification.version = " + version + "\" >&2\n"
-                + "echo 'this is not the Java to run' ; exit 9\n");
+        Files.writeString(
+                java,
+                "#!/bin/sh\necho \"    java.specification.version = " + version + "\" >&2\n"
+                        + "echo 'this is not the Java to run' ; exit 9\n");
         Files.setPosixFilePermissions(java, PosixFilePermissions.fromString("rwxr-xr-x"));
         return dir;
     }

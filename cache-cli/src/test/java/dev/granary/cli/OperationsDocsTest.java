@@ -95,13 +95,24 @@ class OperationsDocsTest {
     @Test
     void theLocalVolumeIsBoundToItsNode() throws IOException {
         List<Object> docs = yaml(OPS.resolve("k8s/local-pv.yaml"));
-        assertEquals(List.of("StorageClass", "PersistentVolume", "PersistentVolumeClaim"),
+        assertEquals(
+                List.of("StorageClass", "PersistentVolume", "PersistentVolumeClaim"),
                 docs.stream().map(d -> text(d, "kind")).toList());
         assertEquals("WaitForFirstConsumer", at(docs.get(0), "volumeBindingMode"));
         assertEquals("kubernetes.io/no-provisioner", at(docs.get(0), "provisioner"));
         assertEquals("/mnt/nvme0", at(docs.get(1), "spec", "local", "path"));
-        assertEquals("kubernetes.io/hostname", at(docs.get(1), "spec", "nodeAffinity", "required",
-                "nodeSelectorTerms", "0", "matchExpressions", "0", "key"));
+        assertEquals(
+                "kubernetes.io/hostname",
+                at(
+                        docs.get(1),
+                        "spec",
+                        "nodeAffinity",
+                        "required",
+                        "nodeSelectorTerms",
+                        "0",
+                        "matchExpressions",
+                        "0",
+                        "key"));
         String storageClass = text(docs.get(0), "metadata", "name");
         String claimed = text(docs.get(2), "spec", "storageClassName");
         assertEquals(storageClass, claimed);
@@ -116,26 +127,45 @@ class OperationsDocsTest {
         scripts.add(REPO.resolve("cache-cli/src/main/scripts/granary"));
         assertEquals(4, scripts.size(), scripts.toString());
         for (Path script : scripts) {
-            Process p = new ProcessBuilder("bash", "-n", script.toString()).redirectErrorStream(true).start();
+            Process p = new ProcessBuilder("bash", "-n", script.toString())
+                    .redirectErrorStream(true)
+                    .start();
             String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             assertEquals(0, p.waitFor(), script + ": " + output);
             assertTrue(Files.isExecutable(script), script + " is executable");
         }
         String sbatch = Files.readString(OPS.resolve("slurm/train.sbatch"));
-        assertTrue(sbatch.contains("\"$GRANARY\" prestage \"$ORIGIN\" --prefix train/ --disk \"$CACHE\" --capacity 500G"),
+        assertTrue(
+                sbatch.contains("\"$GRANARY\" prestage \"$ORIGIN\" --prefix train/ --disk \"$CACHE\" --capacity 500G"),
                 sbatch);
-        assertParses(List.of("prestage", "s3://b/p/", "--prefix", "train/", "--disk", "/x", "--capacity", "500G",
-                "--progress", "lines", "--interval", "60"));
+        assertParses(List.of(
+                "prestage",
+                "s3://b/p/",
+                "--prefix",
+                "train/",
+                "--disk",
+                "/x",
+                "--capacity",
+                "500G",
+                "--progress",
+                "lines",
+                "--interval",
+                "60"));
         assertTrue(sbatch.contains("trap cleanup EXIT"));
-        assertFalse(Files.readString(OPS.resolve("slurm/prolog.sh")).contains("exit 1"),
+        assertFalse(
+                Files.readString(OPS.resolve("slurm/prolog.sh")).contains("exit 1"),
                 "a failing prolog drains the node: prolog.sh always exits 0");
     }
 
     @Test
     void theGuideLinksEveryOpsFile() throws IOException {
         String guide = Files.readString(REPO.resolve("docs/operations.md"));
-        for (String file : List.of("ops/k8s/training-job.yaml", "ops/k8s/local-pv.yaml", "ops/slurm/train.sbatch",
-                "ops/slurm/prolog.sh", "ops/slurm/epilog.sh")) {
+        for (String file : List.of(
+                "ops/k8s/training-job.yaml",
+                "ops/k8s/local-pv.yaml",
+                "ops/slurm/train.sbatch",
+                "ops/slurm/prolog.sh",
+                "ops/slurm/epilog.sh")) {
             assertTrue(guide.contains(file), "docs/operations.md links " + file);
         }
     }
@@ -145,6 +175,8 @@ class OperationsDocsTest {
         CommandLine cl = GranaryCommand.commandLine();
         CommandLine.ParseResult parsed = cl.parseArgs(args.toArray(String[]::new));
         assertTrue(parsed.hasSubcommand(), args.toString());
-        assertTrue(parsed.subcommand().errors().isEmpty(), args + ": " + parsed.subcommand().errors());
+        assertTrue(
+                parsed.subcommand().errors().isEmpty(),
+                args + ": " + parsed.subcommand().errors());
     }
 }

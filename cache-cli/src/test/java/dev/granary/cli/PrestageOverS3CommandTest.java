@@ -71,18 +71,41 @@ class PrestageOverS3CommandTest {
     @Test
     void prestagesAnS3PrefixAndACacheReadsItLocally() throws Exception {
         Path disk = root.resolve("nvme");
-        Cli.Result r = Cli.run("prestage", "s3://" + BUCKET + "/imagenet/", "--endpoint",
-                server.endpoint().toString(), "--path-style", "--prefix", "train/", "--disk", disk.toString(),
-                "--capacity", "256M", "--page-size", "64K", "--concurrency", "8", "--interval", "0");
+        Cli.Result r = Cli.run(
+                "prestage",
+                "s3://" + BUCKET + "/imagenet/",
+                "--endpoint",
+                server.endpoint().toString(),
+                "--path-style",
+                "--prefix",
+                "train/",
+                "--disk",
+                disk.toString(),
+                "--capacity",
+                "256M",
+                "--page-size",
+                "64K",
+                "--concurrency",
+                "8",
+                "--interval",
+                "0");
         assertEquals(0, r.exit(), r.toString());
         assertTrue(r.out().startsWith("prestaged 40 of 40 objects"), r.out());
         assertTrue(r.out().contains("from s3://" + BUCKET + "/imagenet/train/ into " + disk), r.out());
         assertTrue(r.err().contains("prestage: 40/40 objects"), r.err());
 
-        S3Origin origin = S3Origin.builder().bucket(BUCKET).prefix("imagenet/").endpoint(server.endpoint())
-                .pathStyle(true).region("us-east-1").credentials(S3ProxyServer.credentials()).build();
+        S3Origin origin = S3Origin.builder()
+                .bucket(BUCKET)
+                .prefix("imagenet/")
+                .endpoint(server.endpoint())
+                .pathStyle(true)
+                .region("us-east-1")
+                .credentials(S3ProxyServer.credentials())
+                .build();
         try (TieredCache cache = TieredCache.builder(origin)
-                .tier(DiskTier.builder().directory(disk).capacity(256L << 20).build()).pageSize(64 << 10).build()) {
+                .tier(DiskTier.builder().directory(disk).capacity(256L << 20).build())
+                .pageSize(64 << 10)
+                .build()) {
             for (Map.Entry<String, byte[]> e : objects.entrySet()) {
                 try (Lease lease = cache.read(e.getKey())) {
                     ByteBuffer b = lease.bytes();
@@ -94,12 +117,20 @@ class PrestageOverS3CommandTest {
             assertEquals(0, cache.stats().origin().reads(), "every byte from the staged disk tier");
         }
 
-        Cli.Result missing = Cli.run("prestage", "s3://no-such-bucket-" + BUCKET + "/x/", "--endpoint",
-                server.endpoint().toString(), "--path-style", "--disk", root.resolve("other").toString(),
-                "--capacity", "64M");
+        Cli.Result missing = Cli.run(
+                "prestage",
+                "s3://no-such-bucket-" + BUCKET + "/x/",
+                "--endpoint",
+                server.endpoint().toString(),
+                "--path-style",
+                "--disk",
+                root.resolve("other").toString(),
+                "--capacity",
+                "64M");
         assertEquals(4, missing.exit(), missing.toString());
         assertEquals(1, missing.err().strip().split("\n").length, missing.err());
-        assertTrue(missing.err().startsWith("granary prestage: ") && missing.err().contains("no-such-bucket-"),
+        assertTrue(
+                missing.err().startsWith("granary prestage: ") && missing.err().contains("no-such-bucket-"),
                 missing.err());
     }
 }

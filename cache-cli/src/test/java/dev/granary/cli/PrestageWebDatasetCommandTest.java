@@ -60,8 +60,10 @@ class PrestageWebDatasetCommandTest {
 
     /** Writes the shards with their indexes under {@code data/shards}; returns the shard keys. */
     private static List<String> write(Path data) {
-        try (ShardWriter w = ShardWriter.builder(data.resolve("shards")).pattern("train-%04d.tar")
-                .maxCount(SAMPLES / SHARDS).build()) {
+        try (ShardWriter w = ShardWriter.builder(data.resolve("shards"))
+                .pattern("train-%04d.tar")
+                .maxCount(SAMPLES / SHARDS)
+                .build()) {
             for (int i = 0; i < SAMPLES; i++) {
                 Map<String, byte[]> fields = new LinkedHashMap<>();
                 fields.put("jpg", jpg(i));
@@ -80,12 +82,23 @@ class PrestageWebDatasetCommandTest {
         List<String> shards = write(data);
         assertEquals(SHARDS, shards.size());
         Path keys = Files.write(root.resolve("shards.txt"), shards);
-        Cli.Result r = Cli.run("prestage", data.toUri().toString(), "--keys-from", keys.toString(), "--disk",
-                disk.toString(), "--capacity", "64M", "--page-size", "16K", "--progress", "none");
+        Cli.Result r = Cli.run(
+                "prestage",
+                data.toUri().toString(),
+                "--keys-from",
+                keys.toString(),
+                "--disk",
+                disk.toString(),
+                "--capacity",
+                "64M",
+                "--page-size",
+                "16K",
+                "--progress",
+                "none");
         assertEquals(0, r.exit(), r.toString());
-        assertTrue(r.out().startsWith("prestaged " + 2 * SHARDS + " of " + 2 * SHARDS + " objects"),
-                "the shards and their indexes: "
-                + r.out());
+        assertTrue(
+                r.out().startsWith("prestaged " + 2 * SHARDS + " of " + 2 * SHARDS + " objects"),
+                "the shards and their indexes: " + r.out());
         train(PosixOrigin.of(data), disk, shards);
     }
 
@@ -95,8 +108,10 @@ class PrestageWebDatasetCommandTest {
         Path disk = root.resolve("nvme");
         List<String> shards = write(data);
         S3ProxyServer server = S3ProxyServer.shared();
-        String bucket = "cli-wds-" + Long.toHexString(System.nanoTime()) + "-" + ProcessHandle.current().pid();
-        try (S3Client client = server.client(); Stream<Path> files = Files.walk(data)) {
+        String bucket = "cli-wds-" + Long.toHexString(System.nanoTime()) + "-"
+                + ProcessHandle.current().pid();
+        try (S3Client client = server.client();
+                Stream<Path> files = Files.walk(data)) {
             client.createBucket(b -> b.bucket(bucket));
             for (Path file : files.filter(Files::isRegularFile).toList()) {
                 String key = "ds/" + data.relativize(file).toString().replace('\\', '/');
@@ -106,27 +121,63 @@ class PrestageWebDatasetCommandTest {
         // The SDK's default credentials chain reads these first.
         System.setProperty("aws.accessKeyId", S3ProxyServer.IDENTITY);
         System.setProperty("aws.secretAccessKey", S3ProxyServer.CREDENTIAL);
-        Cli.Result r = Cli.run("prestage", "s3://" + bucket + "/ds/", "--endpoint", server.endpoint().toString(),
-                "--path-style", "--prefix", "shards/", "--disk", disk.toString(), "--capacity", "64M",
-                "--page-size", "16K", "--progress", "none");
+        Cli.Result r = Cli.run(
+                "prestage",
+                "s3://" + bucket + "/ds/",
+                "--endpoint",
+                server.endpoint().toString(),
+                "--path-style",
+                "--prefix",
+                "shards/",
+                "--disk",
+                disk.toString(),
+                "--capacity",
+                "64M",
+                "--page-size",
+                "16K",
+                "--progress",
+                "none");
         assertEquals(0, r.exit(), r.toString());
         assertTrue(r.out().startsWith("prestaged " + 2 * SHARDS + " of " + 2 * SHARDS + " objects"), r.out());
-        train(S3Origin.builder().bucket(bucket).prefix("ds/").endpoint(server.endpoint()).pathStyle(true)
-                .region("us-east-1").credentials(S3ProxyServer.credentials()).build(), disk, shards);
+        train(
+                S3Origin.builder()
+                        .bucket(bucket)
+                        .prefix("ds/")
+                        .endpoint(server.endpoint())
+                        .pathStyle(true)
+                        .region("us-east-1")
+                        .credentials(S3ProxyServer.credentials())
+                        .build(),
+                disk,
+                shards);
     }
 
     /** The job: a cache with the same page size over the staged directory; two first epochs, checked. */
     private static void train(Origin origin, Path disk, List<String> shards) throws IOException {
         try (TieredCache cache = TieredCache.builder(origin)
-                .tier(DiskTier.builder().directory(disk).capacity(64L << 20).build()).pageSize(PAGE).build()) {
+                .tier(DiskTier.builder().directory(disk).capacity(64L << 20).build())
+                .pageSize(PAGE)
+                .build()) {
             WebDataset dataset = WebDataset.of(cache, shards);
             assertEquals(0, cache.stats().origin().reads(), "indexing from the staged index files");
-            assertEquals(SAMPLES, epoch(DataLoader.builder(dataset, PrestageWebDatasetCommandTest::check)
-                    .shuffle(Shuffle.shardBlocks(3, 1)).shardPartSize(1 << 20)));
-            assertEquals(0, cache.stats().origin().reads(), "streamed epoch: " + cache.stats().origin());
-            assertEquals(SAMPLES, epoch(DataLoader.builder(dataset, PrestageWebDatasetCommandTest::check)
-                    .shuffle(Shuffle.samples(9)).streamShards(false)));
-            assertEquals(0, cache.stats().origin().reads(), "per-sample epoch: " + cache.stats().origin());
+            assertEquals(
+                    SAMPLES,
+                    epoch(DataLoader.builder(dataset, PrestageWebDatasetCommandTest::check)
+                            .shuffle(Shuffle.shardBlocks(3, 1))
+                            .shardPartSize(1 << 20)));
+            assertEquals(
+                    0,
+                    cache.stats().origin().reads(),
+                    "streamed epoch: " + cache.stats().origin());
+            assertEquals(
+                    SAMPLES,
+                    epoch(DataLoader.builder(dataset, PrestageWebDatasetCommandTest::check)
+                            .shuffle(Shuffle.samples(9))
+                            .streamShards(false)));
+            assertEquals(
+                    0,
+                    cache.stats().origin().reads(),
+                    "per-sample epoch: " + cache.stats().origin());
         }
     }
 
@@ -145,7 +196,8 @@ class PrestageWebDatasetCommandTest {
     private static Integer check(Sample sample) {
         int i = Integer.parseInt(sample.key().substring("train/".length()));
         assertArrayEquals(jpg(i), bytes(sample.fields().get("jpg")), sample.key());
-        assertArrayEquals(Integer.toString(i).getBytes(US_ASCII), bytes(sample.fields().get("cls")), sample.key());
+        assertArrayEquals(
+                Integer.toString(i).getBytes(US_ASCII), bytes(sample.fields().get("cls")), sample.key());
         return i;
     }
 

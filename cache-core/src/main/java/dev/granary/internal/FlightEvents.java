@@ -61,17 +61,22 @@ public final class FlightEvents {
     static final class OriginRead extends Event {
         @Label("Origin")
         String origin;
+
         @Label("Key")
         String key;
+
         @Label("Offset")
         @DataAmount
         long offset;
+
         @Label("Bytes")
         @DataAmount
         long bytes;
+
         @Label("Retries")
         @Description("Attempts the origin retried before this read succeeded or gave up")
         int retries;
+
         @Label("Outcome")
         @Description("ok, changed (the object's version is gone), missing, eof, or the failure's class")
         String outcome;
@@ -85,11 +90,14 @@ public final class FlightEvents {
     static final class CoalescedMiss extends Event {
         @Label("Origin")
         String origin;
+
         @Label("Key")
         String key;
+
         @Label("Offset")
         @DataAmount
         long offset;
+
         @Label("Bytes")
         @DataAmount
         long bytes;
@@ -103,11 +111,14 @@ public final class FlightEvents {
     static final class Eviction extends Event {
         @Label("Tier")
         String tier;
+
         @Label("Key")
         String key;
+
         @Label("Offset")
         @DataAmount
         long offset;
+
         @Label("Bytes")
         @DataAmount
         long bytes;
@@ -121,16 +132,22 @@ public final class FlightEvents {
     static final class DiskRecovery extends Event {
         @Label("Tier")
         String tier;
+
         @Label("Directory")
         String directory;
+
         @Label("Segments")
         int segments;
+
         @Label("Pages")
         long pages;
+
         @Label("Damaged Segments")
         int damagedSegments;
+
         @Label("Damaged Tails")
         int damagedTails;
+
         @Label("Took")
         @Timespan(Timespan.NANOSECONDS)
         long took;
@@ -144,15 +161,20 @@ public final class FlightEvents {
     static final class BatchWait extends Event {
         @Label("Loader")
         String loader;
+
         @Label("Epoch")
         long epoch;
+
         @Label("Batch")
         long batch;
+
         @Label("Ready")
         @Description("Batches decoded and waiting when the trainer asked (0: it had to wait)")
         int ready;
+
         @Label("Samples")
         int samples;
+
         @Label("Failed")
         boolean failed;
     }
@@ -249,8 +271,14 @@ public final class FlightEvents {
      * @param damagedTails    segments whose scan ended on a damaged record
      * @param took            how long it took
      */
-    public static void diskRecovered(String tier, Object directory, int segments, long pages, int damagedSegments,
-            int damagedTails, Duration took) {
+    public static void diskRecovered(
+            String tier,
+            Object directory,
+            int segments,
+            long pages,
+            int damagedSegments,
+            int damagedTails,
+            Duration took) {
         DiskRecovery event = new DiskRecovery();
         if (event.shouldCommit()) {
             event.tier = tier;
@@ -288,8 +316,8 @@ public final class FlightEvents {
      * @param samples samples in the batch (0 for a failed one)
      * @param failed  whether the batch failed
      */
-    public static void batchWaitEnd(Object started, Object loader, long epoch, long batch, int ready, int samples,
-            boolean failed) {
+    public static void batchWaitEnd(
+            Object started, Object loader, long epoch, long batch, int ready, int samples, boolean failed) {
         if (started instanceof BatchWait event) {
             event.end();
             if (event.shouldCommit()) {

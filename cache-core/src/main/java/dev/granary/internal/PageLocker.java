@@ -52,7 +52,8 @@ public final class PageLocker {
             if (symbol == null) {
                 unavailable = "this platform's C library has no mlock";
             } else {
-                mlock = linker.downcallHandle(symbol,
+                mlock = linker.downcallHandle(
+                        symbol,
                         FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG),
                         Linker.Option.captureCallState("errno"));
             }

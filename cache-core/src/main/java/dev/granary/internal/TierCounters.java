@@ -67,7 +67,16 @@ public final class TierCounters {
      * @param capacity the tier's capacity in bytes
      */
     public TierStats snapshot(String name, long used, long capacity) {
-        return new TierStats(name, hits.sum(), misses.sum(), hitBytes.sum(), evictions.sum(), used, capacity,
-                rejections.sum(), failures.sum(), corruptions.sum());
+        return new TierStats(
+                name,
+                hits.sum(),
+                misses.sum(),
+                hitBytes.sum(),
+                evictions.sum(),
+                used,
+                capacity,
+                rejections.sum(),
+                failures.sum(),
+                corruptions.sum());
     }
 }

@@ -93,7 +93,8 @@ public interface Origin extends AutoCloseable {
      * @throws IOException                   if the write fails; the object then keeps its old bytes, or does not exist
      */
     default ObjectInfo write(String key, byte[] bytes) throws IOException {
-        throw new UnsupportedOperationException("origin " + uri() + " (" + getClass().getSimpleName() + ") cannot"
+        throw new UnsupportedOperationException("origin " + uri() + " ("
+                + getClass().getSimpleName() + ") cannot"
                 + " write objects, such as '" + key + "' (expected: an origin that implements Origin.write: POSIX,"
                 + " S3 or GCS); write the object by other means");
     }

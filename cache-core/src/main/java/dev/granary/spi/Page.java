@@ -43,13 +43,17 @@ public abstract class Page {
     private final PageKey key;
     /** Copies of {@code key.offset()} and {@code key.length()}: the hit path reads them without touching the key. */
     private final long offset;
+
     private final int length;
     private final MemorySegment memory;
     /** Made on first use (tiers make a page object per lease; many are read through one view only). */
     private volatile MemorySegment readOnly;
+
     private volatile ByteBuffer buffer;
+
     @SuppressWarnings("unused") // accessed through REF_CNT
     private volatile int refCnt = 1;
+
     private volatile boolean sealed;
 
     /**
@@ -177,8 +181,8 @@ public abstract class Page {
         int count = (int) REF_CNT.getVolatile(this);
         while (true) {
             if (count <= 0) {
-                throw new IllegalStateException("page " + key + " retained after it was freed (reference count "
-                        + count + ")");
+                throw new IllegalStateException(
+                        "page " + key + " retained after it was freed (reference count " + count + ")");
             }
             int witness = (int) REF_CNT.compareAndExchange(this, count, count + n);
             if (witness == count) {

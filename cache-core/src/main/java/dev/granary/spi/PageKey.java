@@ -25,9 +25,8 @@ public record PageKey(String origin, String key, String version, long offset, in
      */
     public PageKey {
         if (origin == null || key == null || version == null) {
-            throw new IllegalArgumentException(
-                    "page key components: origin=" + origin + ", key=" + key + ", version=" + version
-                            + " (expected: none null)");
+            throw new IllegalArgumentException("page key components: origin=" + origin + ", key=" + key + ", version="
+                    + version + " (expected: none null)");
         }
         if (offset < 0 || length < 0 || offset + length < 0) {
             throw new IllegalArgumentException(

@@ -32,8 +32,8 @@ public record Workload(long clock, long keepFrom, boolean driven) {
      */
     public Workload {
         if (clock < 0 || keepFrom < 0 || keepFrom > clock) {
-            throw new IllegalArgumentException("workload: clock=" + clock + ", keepFrom=" + keepFrom
-                    + " (expected: 0 <= keepFrom <= clock)");
+            throw new IllegalArgumentException(
+                    "workload: clock=" + clock + ", keepFrom=" + keepFrom + " (expected: 0 <= keepFrom <= clock)");
         }
     }
 

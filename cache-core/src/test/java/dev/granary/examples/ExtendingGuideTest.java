@@ -35,7 +35,9 @@ class ExtendingGuideTest {
     }
 
     private static List<Method> abstractMethods(Class<?> suite) {
-        return Arrays.stream(suite.getDeclaredMethods()).filter(m -> Modifier.isAbstract(m.getModifiers())).toList();
+        return Arrays.stream(suite.getDeclaredMethods())
+                .filter(m -> Modifier.isAbstract(m.getModifiers()))
+                .toList();
     }
 
     /** {@code "protected Tier createTier(long "}: how an implementation of the method starts (up to its first type). */
@@ -49,8 +51,10 @@ class ExtendingGuideTest {
     void theGuideShowsTheOriginExampleAndItsContractTestAsCompiled() throws IOException {
         String guide = Files.readString(GUIDE);
         for (String file : new String[] {"MapOrigin.java", "MapOriginContractTest.java"}) {
-            assertEquals(Files.readString(EXAMPLES.resolve(file)), blockAfter(guide,
-                    "<!-- example: cache-core/src/test/java/dev/granary/examples/" + file + " -->"), file);
+            assertEquals(
+                    Files.readString(EXAMPLES.resolve(file)),
+                    blockAfter(guide, "<!-- example: cache-core/src/test/java/dev/granary/examples/" + file + " -->"),
+                    file);
         }
     }
 
@@ -69,8 +73,10 @@ class ExtendingGuideTest {
         String snippet = blockAfter(Files.readString(GUIDE), "<!-- snippet: tier contract -->");
         assertTrue(snippet.contains("extends " + TierContractTest.class.getSimpleName() + " {"), snippet);
         List<Method> methods = abstractMethods(TierContractTest.class);
-        assertEquals(2, methods.size(), "TierContractTest's abstract methods changed: update docs/extending.md and this"
-                + " test: " + methods);
+        assertEquals(
+                2,
+                methods.size(),
+                "TierContractTest's abstract methods changed: update docs/extending.md and this" + " test: " + methods);
         for (Method method : methods) {
             assertTrue(snippet.contains(signatureStart(method)), "no '" + signatureStart(method) + "' in:\n" + snippet);
         }

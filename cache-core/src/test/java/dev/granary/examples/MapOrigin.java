@@ -29,8 +29,8 @@ public final class MapOrigin implements Origin {
     private record Stored(byte[] bytes, String version) {}
 
     // Origin.list promises the order of the keys' UTF-8 bytes (S3's); String.compareTo is UTF-16 order.
-    private static final Comparator<String> UTF8_ORDER = (a, b) -> Arrays.compareUnsigned(
-            a.getBytes(StandardCharsets.UTF_8), b.getBytes(StandardCharsets.UTF_8));
+    private static final Comparator<String> UTF8_ORDER =
+            (a, b) -> Arrays.compareUnsigned(a.getBytes(StandardCharsets.UTF_8), b.getBytes(StandardCharsets.UTF_8));
 
     private final URI uri;
     private final ConcurrentSkipListMap<String, Stored> objects = new ConcurrentSkipListMap<>(UTF8_ORDER);
@@ -94,7 +94,8 @@ public final class MapOrigin implements Origin {
         // Keys with a given prefix are contiguous in UTF-8 order and start at the prefix itself; the view is lazy.
         return objects.tailMap(prefix).entrySet().stream()
                 .takeWhile(e -> e.getKey().startsWith(prefix))
-                .map(e -> new ObjectInfo(e.getKey(), e.getValue().bytes().length, e.getValue().version()));
+                .map(e -> new ObjectInfo(
+                        e.getKey(), e.getValue().bytes().length, e.getValue().version()));
     }
 
     @Override

@@ -52,6 +52,7 @@ class PageRefCountStressTest {
         final AtomicInteger deallocations = new AtomicInteger();
         /** Workers holding a reference now: incremented after a successful retain, decremented before release. */
         final AtomicInteger holders = new AtomicInteger();
+
         final ConcurrentLinkedQueue<String> problems;
         volatile boolean freed;
         /** Set once the owner has dropped its reference: workers then stop after a few more holds. */
@@ -133,8 +134,12 @@ class PageRefCountStressTest {
             throw new AssertionError("stress round " + round.get() + " failed: " + first, first);
         }
         int rounds = round.get();
-        System.out.printf("page stress: %d rounds in %d ms; freed by owner %d, by a worker %d; failed tryRetain %d%n",
-                rounds, (System.nanoTime() - start) / 1_000_000, freedByOwner.get(), freedByWorker.get(),
+        System.out.printf(
+                "page stress: %d rounds in %d ms; freed by owner %d, by a worker %d; failed tryRetain %d%n",
+                rounds,
+                (System.nanoTime() - start) / 1_000_000,
+                freedByOwner.get(),
+                freedByWorker.get(),
                 failedRetains.get());
         assertEquals(rounds, freedByOwner.get() + freedByWorker.get(), "exactly one release freed each page");
         // The races this test is about happened: some pages were freed by a worker after the owner let go, and some
@@ -145,8 +150,15 @@ class PageRefCountStressTest {
     }
 
     /** One thread's part of every round: the owner's ({@code thread == WORKERS}) or a worker's. */
-    private static void runRounds(int thread, CyclicBarrier barrier, List<ArenaPage> current, boolean[] stop,
-            AtomicLong failedRetains, AtomicLong freedByOwner, AtomicLong freedByWorker) throws Exception {
+    private static void runRounds(
+            int thread,
+            CyclicBarrier barrier,
+            List<ArenaPage> current,
+            boolean[] stop,
+            AtomicLong failedRetains,
+            AtomicLong freedByOwner,
+            AtomicLong freedByWorker)
+            throws Exception {
         SplittableRandom random = new SplittableRandom(SEED + thread);
         while (true) {
             ArenaPage page = current.getFirst();

@@ -40,8 +40,7 @@ public final class Dataset {
             Files.createDirectories(file.getParent());
             Path tmp = file.resolveSibling(file.getFileName() + ".tmp-" + random.nextInt(Integer.MAX_VALUE));
             Files.write(tmp, bytes);
-            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING,
-                    StandardCopyOption.ATOMIC_MOVE);
+            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             objects.put(key, bytes.clone());
         } catch (IOException e) {
             throw new UncheckedIOException(e);

@@ -73,12 +73,13 @@ public abstract class OriginContractTest {
     }
 
     private List<String> inCheckedOrder(List<String> keys) {
-        return listsInUtf8Order() ? keys : keys.stream().sorted(OriginContractTest::compareUtf8).toList();
+        return listsInUtf8Order()
+                ? keys
+                : keys.stream().sorted(OriginContractTest::compareUtf8).toList();
     }
 
     private static int compareUtf8(String a, String b) {
-        return Arrays.compareUnsigned(a.getBytes(StandardCharsets.UTF_8),
-                b.getBytes(StandardCharsets.UTF_8));
+        return Arrays.compareUnsigned(a.getBytes(StandardCharsets.UTF_8), b.getBytes(StandardCharsets.UTF_8));
     }
 
     protected Fixture fixture;
@@ -118,8 +119,8 @@ public abstract class OriginContractTest {
     void writesObjectsWholeAndReplacesThem() throws Exception {
         String key = "w/new/dir/obj.bin";
         if (!writes()) {
-            UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
-                    () -> origin.write(key, new byte[1]));
+            UnsupportedOperationException e =
+                    assertThrows(UnsupportedOperationException.class, () -> origin.write(key, new byte[1]));
             assertTrue(e.getMessage().contains("cannot write objects"), e.getMessage());
             return;
         }
@@ -142,8 +143,12 @@ public abstract class OriginContractTest {
         ObjectInfo empty = origin.write("w/empty", new byte[0]);
         assertEquals(0, empty.size());
         try (Stream<ObjectInfo> listing = origin.list("w/")) {
-            assertEquals(List.of("w/empty", key), listing.map(ObjectInfo::key).sorted(OriginContractTest::compareUtf8)
-                    .toList(), "only the written objects: no temporary left behind");
+            assertEquals(
+                    List.of("w/empty", key),
+                    listing.map(ObjectInfo::key)
+                            .sorted(OriginContractTest::compareUtf8)
+                            .toList(),
+                    "only the written objects: no temporary left behind");
         }
         assertThrows(IllegalArgumentException.class, () -> origin.write("../escape", new byte[1]));
     }
@@ -220,8 +225,17 @@ public abstract class OriginContractTest {
 
     @Test
     void listsByPrefixInUtf8OrderWithVersions() throws Exception {
-        List<String> keys = List.of("train/b.bin", "train/a.bin", "train/a/x.bin", "train.txt", "trial/1",
-                "test/1", "train/\u00e9.bin", "train/z.bin", "train/\uD83D\uDE00.bin", "train/\uFF21.bin");
+        List<String> keys = List.of(
+                "train/b.bin",
+                "train/a.bin",
+                "train/a/x.bin",
+                "train.txt",
+                "trial/1",
+                "test/1",
+                "train/\u00e9.bin",
+                "train/z.bin",
+                "train/\uD83D\uDE00.bin",
+                "train/\uFF21.bin");
         for (String key : keys) {
             put(key, 10);
         }
@@ -230,16 +244,33 @@ public abstract class OriginContractTest {
             listed = stream.toList();
         }
         // UTF-8 byte order (S3's), which is code point order: U+FF21 sorts before U+1F600, unlike in UTF-16.
-        List<String> expected = List.of("train/a.bin", "train/a/x.bin", "train/b.bin", "train/z.bin",
-                "train/\u00e9.bin", "train/\uFF21.bin", "train/\uD83D\uDE00.bin");
-        assertEquals(expected, inCheckedOrder(listed.stream().map(ObjectInfo::key).toList()));
+        List<String> expected = List.of(
+                "train/a.bin",
+                "train/a/x.bin",
+                "train/b.bin",
+                "train/z.bin",
+                "train/\u00e9.bin",
+                "train/\uFF21.bin",
+                "train/\uD83D\uDE00.bin");
+        assertEquals(
+                expected, inCheckedOrder(listed.stream().map(ObjectInfo::key).toList()));
         for (ObjectInfo info : listed) {
             assertEquals(origin.stat(info.key()), info, "listing and stat must agree on " + info.key());
         }
         try (Stream<ObjectInfo> stream = origin.list("tr")) {
-            assertEquals(List.of("train.txt", "train/a.bin", "train/a/x.bin", "train/b.bin", "train/z.bin",
-                    "train/\u00e9.bin", "train/\uFF21.bin", "train/\uD83D\uDE00.bin", "trial/1"),
-                    inCheckedOrder(stream.map(ObjectInfo::key).toList()), "a prefix is not a directory name");
+            assertEquals(
+                    List.of(
+                            "train.txt",
+                            "train/a.bin",
+                            "train/a/x.bin",
+                            "train/b.bin",
+                            "train/z.bin",
+                            "train/\u00e9.bin",
+                            "train/\uFF21.bin",
+                            "train/\uD83D\uDE00.bin",
+                            "trial/1"),
+                    inCheckedOrder(stream.map(ObjectInfo::key).toList()),
+                    "a prefix is not a directory name");
         }
         try (Stream<ObjectInfo> stream = origin.list("")) {
             assertEquals(keys.size(), stream.count());
@@ -267,8 +298,8 @@ public abstract class OriginContractTest {
                 byte[] bytes = contents.get(o);
                 int position = r.nextInt(bytes.length);
                 int length = r.nextInt(bytes.length - position + 1);
-                assertArrayEquals(Arrays.copyOfRange(bytes, position, position + length),
-                        read(infos.get(o), position, length));
+                assertArrayEquals(
+                        Arrays.copyOfRange(bytes, position, position + length), read(infos.get(o), position, length));
             }
         });
     }

@@ -29,8 +29,14 @@ final class BatchLayout<T> implements Collator<T> {
     static final int ALIGNMENT = 64;
 
     /** One array of the batch: its per-item shape and type, the writer of an item's row, and its region. */
-    record Array<T>(String role, int ordinal, Shape itemShape, DataType type, ArrayWriter<? super T> writer,
-            long rowBytes, long offset) {
+    record Array<T>(
+            String role,
+            int ordinal,
+            Shape itemShape,
+            DataType type,
+            ArrayWriter<? super T> writer,
+            long rowBytes,
+            long offset) {
 
         Shape batchShape(int items) {
             long[] item = itemShape.getShape();
@@ -121,8 +127,8 @@ final class BatchLayout<T> implements Collator<T> {
                 try {
                     a.writer().write(items.get(i), region.asSlice(a.rowBytes() * i, a.rowBytes()));
                 } catch (Exception | Error e) {
-                    throw new IllegalStateException("writing item " + i + " of the batch into " + a + " failed: " + e,
-                            e);
+                    throw new IllegalStateException(
+                            "writing item " + i + " of the batch into " + a + " failed: " + e, e);
                 }
             }
             end = a.offset() + region.byteSize();
@@ -153,8 +159,16 @@ final class BatchLayout<T> implements Collator<T> {
             for (int index : indices) {
                 datasetIndices.add((long) index);
             }
-            return new Batch(owner, dataArrays, labelArrays, n, Batchifier.STACK, Batchifier.STACK,
-                    batch.index() + 1, batchesPerEpoch, datasetIndices);
+            return new Batch(
+                    owner,
+                    dataArrays,
+                    labelArrays,
+                    n,
+                    Batchifier.STACK,
+                    Batchifier.STACK,
+                    batch.index() + 1,
+                    batchesPerEpoch,
+                    datasetIndices);
         } catch (RuntimeException | Error e) {
             owner.close();
             throw e;
@@ -162,7 +176,8 @@ final class BatchLayout<T> implements Collator<T> {
     }
 
     private NDArray array(Array<T> a, MemorySegment staging, int n, NDManager owner, Transfer transfer) {
-        ByteBuffer rows = staging.asSlice(a.offset(), a.rowBytes() * n).asByteBuffer().order(ByteOrder.nativeOrder());
+        ByteBuffer rows =
+                staging.asSlice(a.offset(), a.rowBytes() * n).asByteBuffer().order(ByteOrder.nativeOrder());
         return transfer.make(owner, rows, a.batchShape(n), a.type());
     }
 

@@ -25,6 +25,7 @@ final class EpochBatches implements Iterable<Batch> {
     private final Epoch<?> epoch;
     /** The dataset's lock: held while making arrays from a staging buffer, and while closing the epoch. */
     private final Object lock;
+
     private final NDManager manager;
     private final BatchLayout<?> layout;
     private final Transfer transfer;
@@ -32,10 +33,16 @@ final class EpochBatches implements Iterable<Batch> {
     private boolean iterated;
     /** Taken from the Granary epoch and not yet handed to DJL. */
     private volatile dev.granary.loader.Batch<?> fetched;
+
     private boolean done;
     private volatile String superseded;
 
-    EpochBatches(Epoch<?> epoch, Object lock, NDManager manager, BatchLayout<?> layout, Transfer transfer,
+    EpochBatches(
+            Epoch<?> epoch,
+            Object lock,
+            NDManager manager,
+            BatchLayout<?> layout,
+            Transfer transfer,
             long batchesPerEpoch) {
         this.epoch = epoch;
         this.lock = lock;

@@ -117,8 +117,8 @@ public final class GranaryDataset implements ai.djl.training.dataset.Dataset, Au
      */
     public static <T> Builder<T> builder(dev.granary.loader.Dataset samples, Decoder<T> decoder) {
         if (samples == null) {
-            throw new IllegalArgumentException("samples: null (expected: a Granary Dataset such as WebDataset.of(cache,"
-                    + " shardKeys))");
+            throw new IllegalArgumentException(
+                    "samples: null (expected: a Granary Dataset such as WebDataset.of(cache," + " shardKeys))");
         }
         if (decoder == null) {
             throw new IllegalArgumentException("decoder: null (expected: a function from a Granary Sample to the"
@@ -145,13 +145,13 @@ public final class GranaryDataset implements ai.djl.training.dataset.Dataset, Au
     @Override
     public Iterable<Batch> getData(NDManager manager) {
         if (manager == null) {
-            throw new IllegalArgumentException("manager: null (expected: the NDManager that owns the batches, such as"
-                    + " trainer.getManager())");
+            throw new IllegalArgumentException(
+                    "manager: null (expected: the NDManager that owns the batches, such as" + " trainer.getManager())");
         }
         synchronized (lock) {
             ensureOpen();
-            Transfer transfer = transfers.computeIfAbsent(manager.getEngine().getEngineName() + "/"
-                    + manager.getDevice(), k -> Transfer.probe(manager));
+            Transfer transfer = transfers.computeIfAbsent(
+                    manager.getEngine().getEngineName() + "/" + manager.getDevice(), k -> Transfer.probe(manager));
             supersede("getData opened epoch " + nextEpoch);
             Epoch<?> epoch = loader.epoch(nextEpoch);
             nextEpoch++;
@@ -201,8 +201,18 @@ public final class GranaryDataset implements ai.djl.training.dataset.Dataset, Au
             return s;
         }
         // The iterator took this batch from the loader to see whether one follows; DJL has not had it yet.
-        return new LoaderState(fetched.epoch(), fetched.index(), s.datasetSize(), s.batchSize(), s.dropLast(),
-                s.shuffle(), s.partitioning(), s.rank(), s.worldSize(), s.ranksPerNode(), s.canonicalPartitions());
+        return new LoaderState(
+                fetched.epoch(),
+                fetched.index(),
+                s.datasetSize(),
+                s.batchSize(),
+                s.dropLast(),
+                s.shuffle(),
+                s.partitioning(),
+                s.rank(),
+                s.worldSize(),
+                s.ranksPerNode(),
+                s.canonicalPartitions());
     }
 
     /**
@@ -271,8 +281,8 @@ public final class GranaryDataset implements ai.djl.training.dataset.Dataset, Au
 
     private void ensureOpen() {
         if (closed) {
-            throw new IllegalStateException("GranaryDataset over " + loader.dataset() + " is closed (expected: an"
-                    + " open dataset)");
+            throw new IllegalStateException(
+                    "GranaryDataset over " + loader.dataset() + " is closed (expected: an" + " open dataset)");
         }
     }
 
@@ -442,11 +452,12 @@ public final class GranaryDataset implements ai.djl.training.dataset.Dataset, Au
          */
         public GranaryDataset build() {
             if (data.isEmpty()) {
-                throw new IllegalArgumentException("data arrays: none (expected: at least one data(shape, type,"
-                        + " writer))");
+                throw new IllegalArgumentException(
+                        "data arrays: none (expected: at least one data(shape, type," + " writer))");
             }
             BatchLayout<T> layout = new BatchLayout<>(data, labels, batchSize);
-            DataLoader<T> loader = options.staging(layout.bytesPerBatch(), layout).build();
+            DataLoader<T> loader =
+                    options.staging(layout.bytesPerBatch(), layout).build();
             int loaderBatch = loader.state().batchSize();
             if (loaderBatch != batchSize) {
                 loader.close();
@@ -457,8 +468,8 @@ public final class GranaryDataset implements ai.djl.training.dataset.Dataset, Au
             return new GranaryDataset(loader, layout);
         }
 
-        private BatchLayout.Declared<T> declared(String role, int ordinal, Shape shape, DataType type,
-                ArrayWriter<? super T> writer) {
+        private BatchLayout.Declared<T> declared(
+                String role, int ordinal, Shape shape, DataType type, ArrayWriter<? super T> writer) {
             String what = role + " array " + ordinal;
             if (shape == null) {
                 throw new IllegalArgumentException(what + " shape: null (expected: one item's shape, such as new"

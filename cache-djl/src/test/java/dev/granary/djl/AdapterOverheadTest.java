@@ -58,16 +58,19 @@ class AdapterOverheadTest {
     void theDjlPathKeepsUpWithTheLoaderItself() throws Exception {
         FashionMnistOnS3 data = FashionMnistOnS3.get();
         try (TieredCache cache = data.cache(leaks);
-                GranaryDataset dataset = GranaryDataset.builder(WebDataset.of(cache, data.trainShards()),
-                                AdapterOverheadTest::decode)
-                        .batchSize(64).shuffle(42L)
+                GranaryDataset dataset = GranaryDataset.builder(
+                                WebDataset.of(cache, data.trainShards()), AdapterOverheadTest::decode)
+                        .batchSize(64)
+                        .shuffle(42L)
                         .data(new Shape(784), DataType.FLOAT32, (image, slot) -> {
                             byte[] pixels = image.pixels();
                             for (int i = 0; i < pixels.length; i++) {
                                 slot.setAtIndex(ValueLayout.JAVA_FLOAT, i, (pixels[i] & 0xff) / 255f);
                             }
                         })
-                        .label(new Shape(), DataType.FLOAT32,
+                        .label(
+                                new Shape(),
+                                DataType.FLOAT32,
                                 (image, slot) -> slot.set(ValueLayout.JAVA_FLOAT, 0, image.label()))
                         .loader(options -> options.workers(4).prefetch(8))
                         .build();
@@ -86,7 +89,8 @@ class AdapterOverheadTest {
                     direct[r] = directEpoch(dataset, 10_001 + r);
                     djl[r] = djlEpoch(dataset, manager);
                 }
-                System.out.printf("round %d: DJL getData %.0f samples/s, loader directly %.0f samples/s, ratio %.3f%n",
+                System.out.printf(
+                        "round %d: DJL getData %.0f samples/s, loader directly %.0f samples/s, ratio %.3f%n",
                         r + 1, djl[r], direct[r], djl[r] / direct[r]);
             }
             LoaderStats measured = dataset.stats().minus(warm);
@@ -94,9 +98,10 @@ class AdapterOverheadTest {
             for (int r = 0; r < ROUNDS; r++) {
                 ratios[r] = djl[r] / direct[r]; // paired within a round: drift between rounds cancels
             }
-            System.out.printf("median: DJL %.0f samples/s, loader %.0f samples/s; median of the rounds' ratios %.3f"
-                    + " (goal >= 0.9); measured epochs: hit ratio %.4f, origin reads %d%n", median(djl),
-                    median(direct), median(ratios), measured.hitRatio(0), measured.originReads());
+            System.out.printf(
+                    "median: DJL %.0f samples/s, loader %.0f samples/s; median of the rounds' ratios %.3f"
+                            + " (goal >= 0.9); measured epochs: hit ratio %.4f, origin reads %d%n",
+                    median(djl), median(direct), median(ratios), measured.hitRatio(0), measured.originReads());
             assertEquals(0, measured.originReads(), "the measured epochs ran on a warm cache");
             assertEquals(2L * ROUNDS * 60_000, measured.samples());
             assertTrue(((BaseNDManager) manager).getManagedArrays().isEmpty());

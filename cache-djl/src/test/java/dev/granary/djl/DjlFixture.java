@@ -47,10 +47,14 @@ final class DjlFixture {
     }
 
     static TieredCache cache(LeakCheck leaks, Origin origin) {
-        MemoryTier memory = MemoryTier.builder().capacity(16L << 20).slabSize(1 << 20).build();
+        MemoryTier memory =
+                MemoryTier.builder().capacity(16L << 20).slabSize(1 << 20).build();
         leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
-        return leaks.watch(TieredCache.builder(origin).tier(memory).pageSize(64 << 10)
-                .leakDetection(LeakDetection.PARANOID).build());
+        return leaks.watch(TieredCache.builder(origin)
+                .tier(memory)
+                .pageSize(64 << 10)
+                .leakDetection(LeakDetection.PARANOID)
+                .build());
     }
 
     static TieredCache cache(LeakCheck leaks, Path root) {
@@ -74,9 +78,10 @@ final class DjlFixture {
                     slot.setAtIndex(ValueLayout.JAVA_FLOAT, 0, item.index() * 0.5f);
                     slot.setAtIndex(ValueLayout.JAVA_FLOAT, 1, item.bytes()[1] & 0xff);
                 })
-                .data(new Shape(3), DataType.UINT8,
-                        (item, slot) -> slot.copyFrom(MemorySegment.ofArray(item.bytes())))
-                .label(new Shape(), DataType.INT64,
+                .data(new Shape(3), DataType.UINT8, (item, slot) -> slot.copyFrom(MemorySegment.ofArray(item.bytes())))
+                .label(
+                        new Shape(),
+                        DataType.INT64,
                         (item, slot) -> slot.set(ValueLayout.JAVA_LONG, 0, item.index() % 7));
     }
 }

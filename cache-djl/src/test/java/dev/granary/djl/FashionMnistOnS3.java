@@ -37,8 +37,8 @@ public final class FashionMnistOnS3 {
     private final List<String> testShards;
     private final long bytes;
 
-    private FashionMnistOnS3(S3ProxyServer server, String bucket, List<String> trainShards, List<String> testShards,
-            long bytes) {
+    private FashionMnistOnS3(
+            S3ProxyServer server, String bucket, List<String> trainShards, List<String> testShards, long bytes) {
         this.server = server;
         this.bucket = bucket;
         this.trainShards = trainShards;
@@ -56,8 +56,8 @@ public final class FashionMnistOnS3 {
         if (uploaded == null) {
             long t0 = System.nanoTime();
             S3ProxyServer server = S3ProxyServer.shared();
-            String bucket = "fashion-mnist-" + Long.toHexString(System.nanoTime()) + "-" + ProcessHandle.current()
-                    .pid();
+            String bucket = "fashion-mnist-" + Long.toHexString(System.nanoTime()) + "-"
+                    + ProcessHandle.current().pid();
             Path dir = Files.createTempDirectory("granary-fashion-mnist-");
             long bytes = 0;
             List<String> train;
@@ -75,7 +75,8 @@ public final class FashionMnistOnS3 {
                 S3ProxyServer.deleteTree(dir);
             }
             uploaded = new FashionMnistOnS3(server, bucket, train, test, bytes);
-            System.out.printf("Fashion-MNIST: %d + %d shards, %.1f MB, packed and uploaded to S3Proxy in %.1f s%n",
+            System.out.printf(
+                    "Fashion-MNIST: %d + %d shards, %.1f MB, packed and uploaded to S3Proxy in %.1f s%n",
                     train.size(), test.size(), bytes / 1e6, (System.nanoTime() - t0) / 1e9);
         }
         return uploaded;
@@ -96,14 +97,21 @@ public final class FashionMnistOnS3 {
 
     /** {@return an origin over the bucket} */
     public S3Origin origin() {
-        return S3Origin.builder().bucket(bucket).endpoint(server.endpoint()).pathStyle(true)
-                .credentials(S3ProxyServer.credentials()).build();
+        return S3Origin.builder()
+                .bucket(bucket)
+                .endpoint(server.endpoint())
+                .pathStyle(true)
+                .credentials(S3ProxyServer.credentials())
+                .build();
     }
 
     /** {@return a cache over the bucket whose memory tier holds every shard, watched by {@code leaks}} */
     public TieredCache cache(LeakCheck leaks) {
         MemoryTier memory = MemoryTier.builder().capacity(bytes + (64L << 20)).build();
         leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
-        return leaks.watch(TieredCache.builder(origin()).tier(memory).leakDetection(LeakDetection.SAMPLED).build());
+        return leaks.watch(TieredCache.builder(origin())
+                .tier(memory)
+                .leakDetection(LeakDetection.SAMPLED)
+                .build());
     }
 }

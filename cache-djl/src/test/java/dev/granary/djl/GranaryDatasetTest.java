@@ -79,7 +79,9 @@ class GranaryDatasetTest {
     private static Seen check(Batch batch) {
         try (batch) {
             int n = batch.getSize();
-            int[] indices = batch.getIndices().stream().mapToInt(i -> ((Long) i).intValue()).toArray();
+            int[] indices = batch.getIndices().stream()
+                    .mapToInt(i -> ((Long) i).intValue())
+                    .toArray();
             assertEquals(n, indices.length);
             assertEquals(2, batch.getData().size());
             assertEquals(1, batch.getLabels().size());
@@ -123,7 +125,9 @@ class GranaryDatasetTest {
     void successiveGetDataCallsAreSuccessiveEpochsInSamplerOrder() throws IOException {
         try (TieredCache cache = DjlFixture.cache(leaks, root);
                 GranaryDataset dataset = DjlFixture.builder(Dataset.ofObjects(cache, "train/"))
-                        .batchSize(BATCH).shuffle(SEED).build()) {
+                        .batchSize(BATCH)
+                        .shuffle(SEED)
+                        .build()) {
             Sampler sampler = Sampler.shuffled(N, SEED);
             for (int e = 0; e < 2; e++) {
                 List<Seen> seen = new ArrayList<>();
@@ -132,15 +136,22 @@ class GranaryDatasetTest {
                 }
                 assertEquals(7, seen.size(), "ceil(50 / 8) batches");
                 assertEquals(2, seen.getLast().indices().length, "the last batch is partial");
-                int[] order = seen.stream().flatMapToInt(s -> Arrays.stream(s.indices())).toArray();
+                int[] order = seen.stream()
+                        .flatMapToInt(s -> Arrays.stream(s.indices()))
+                        .toArray();
                 assertArrayEquals(sampler.epoch(e), order, "epoch " + e + " in the sampler's order");
-                assertEquals(List.of(1L, 2L, 3L, 4L, 5L, 6L, 7L), seen.stream().map(Seen::progress).toList());
+                assertEquals(
+                        List.of(1L, 2L, 3L, 4L, 5L, 6L, 7L),
+                        seen.stream().map(Seen::progress).toList());
                 assertEquals(new LoaderState(e + 1, 0, N, BATCH, false, true, SEED, 0, 1), dataset.state());
             }
-            assertNotEquals(Arrays.toString(sampler.epoch(0)), Arrays.toString(sampler.epoch(1)),
+            assertNotEquals(
+                    Arrays.toString(sampler.epoch(0)),
+                    Arrays.toString(sampler.epoch(1)),
                     "epochs are shuffled differently");
             assertEquals(2L * N, dataset.stats().samples());
-            assertTrue(((BaseNDManager) manager).getManagedArrays().isEmpty(),
+            assertTrue(
+                    ((BaseNDManager) manager).getManagedArrays().isEmpty(),
                     "closed batches leave no array in the manager");
         }
     }
@@ -150,7 +161,10 @@ class GranaryDatasetTest {
         List<Batch> kept = new ArrayList<>();
         try (TieredCache cache = DjlFixture.cache(leaks, root)) {
             try (GranaryDataset dataset = DjlFixture.builder(Dataset.ofObjects(cache, "train/"))
-                    .batchSize(BATCH).shuffle(SEED).loader(options -> options.prefetch(1)).build()) {
+                    .batchSize(BATCH)
+                    .shuffle(SEED)
+                    .loader(options -> options.prefetch(1))
+                    .build()) {
                 // Hold every batch of two epochs: with prefetch 1 the loader has 3 staging buffers, so later batches
                 // are collated into the buffers of earlier ones while those are still held.
                 for (int e = 0; e < 2; e++) {
@@ -163,7 +177,9 @@ class GranaryDatasetTest {
             Sampler sampler = Sampler.shuffled(N, SEED);
             int[] expected = IntStream.concat(Arrays.stream(sampler.epoch(0)), Arrays.stream(sampler.epoch(1)))
                     .toArray();
-            int[] seen = kept.stream().flatMapToInt(b -> Arrays.stream(check(b).indices())).toArray();
+            int[] seen = kept.stream()
+                    .flatMapToInt(b -> Arrays.stream(check(b).indices()))
+                    .toArray();
             assertArrayEquals(expected, seen);
         }
     }
@@ -173,14 +189,18 @@ class GranaryDatasetTest {
         try (TieredCache cache = DjlFixture.cache(leaks, root)) {
             Dataset samples = Dataset.ofObjects(cache, "train/");
             Function<Long, int[]> firstEpoch = seed -> {
-                try (GranaryDataset dataset = DjlFixture.builder(samples).batchSize(BATCH).shuffle(seed).build()) {
+                try (GranaryDataset dataset = DjlFixture.builder(samples)
+                        .batchSize(BATCH)
+                        .shuffle(seed)
+                        .build()) {
                     return epoch(dataset, manager);
                 }
             };
             int[] a = firstEpoch.apply(SEED);
             assertArrayEquals(a, firstEpoch.apply(SEED));
             assertFalse(Arrays.equals(a, firstEpoch.apply(SEED + 1)));
-            assertArrayEquals(IntStream.range(0, N).toArray(), IntStream.of(a).sorted().toArray(), "every sample once");
+            assertArrayEquals(
+                    IntStream.range(0, N).toArray(), IntStream.of(a).sorted().toArray(), "every sample once");
         }
     }
 
@@ -191,11 +211,15 @@ class GranaryDatasetTest {
             Dataset samples = Dataset.ofObjects(cache, "train/");
             Set<Integer> all = new HashSet<>();
             for (int rank = 0; rank < worldSize; rank++) {
-                try (GranaryDataset dataset = DjlFixture.builder(samples).batchSize(4).shuffle(SEED)
-                        .shard(rank, worldSize).build()) {
+                try (GranaryDataset dataset = DjlFixture.builder(samples)
+                        .batchSize(4)
+                        .shuffle(SEED)
+                        .shard(rank, worldSize)
+                        .build()) {
                     epoch(dataset, manager); // epoch 0
                     int[] part = epoch(dataset, manager); // epoch 1
-                    assertArrayEquals(Sampler.shuffled(N, SEED).shard(rank, worldSize).epoch(1), part);
+                    assertArrayEquals(
+                            Sampler.shuffled(N, SEED).shard(rank, worldSize).epoch(1), part);
                     assertEquals(N / worldSize, part.length);
                     for (int i : part) {
                         assertTrue(all.add(i), "sample " + i + " is in two shards");
@@ -211,7 +235,8 @@ class GranaryDatasetTest {
         try (TieredCache cache = DjlFixture.cache(leaks, root)) {
             Dataset samples = Dataset.ofObjects(cache, "train/");
             List<int[]> reference = new ArrayList<>();
-            try (GranaryDataset dataset = DjlFixture.builder(samples).batchSize(BATCH).shuffle(SEED).build()) {
+            try (GranaryDataset dataset =
+                    DjlFixture.builder(samples).batchSize(BATCH).shuffle(SEED).build()) {
                 for (int e = 0; e < 2; e++) {
                     for (Batch batch : dataset.getData(manager)) {
                         reference.add(check(batch).indices());
@@ -219,7 +244,8 @@ class GranaryDatasetTest {
                 }
             }
             String checkpoint;
-            try (GranaryDataset dataset = DjlFixture.builder(samples).batchSize(BATCH).shuffle(SEED).build()) {
+            try (GranaryDataset dataset =
+                    DjlFixture.builder(samples).batchSize(BATCH).shuffle(SEED).build()) {
                 Iterator<Batch> it = dataset.getData(manager).iterator();
                 for (int b = 0; b < 3; b++) {
                     assertArrayEquals(reference.get(b), check(it.next()).indices());
@@ -228,7 +254,8 @@ class GranaryDatasetTest {
                 checkpoint = dataset.state().encode();
             }
             assertEquals(new LoaderState(0, 3, N, BATCH, false, true, SEED, 0, 1), LoaderState.decode(checkpoint));
-            try (GranaryDataset dataset = DjlFixture.builder(samples).batchSize(BATCH).shuffle(SEED).build()) {
+            try (GranaryDataset dataset =
+                    DjlFixture.builder(samples).batchSize(BATCH).shuffle(SEED).build()) {
                 dataset.resume(LoaderState.decode(checkpoint));
                 List<int[]> rest = new ArrayList<>();
                 for (int e = 0; e < 2; e++) {
@@ -242,9 +269,12 @@ class GranaryDatasetTest {
                 }
                 assertEquals(new LoaderState(2, 0, N, BATCH, false, true, SEED, 0, 1), dataset.state());
             }
-            try (GranaryDataset other = DjlFixture.builder(samples).batchSize(BATCH).shuffle(SEED + 1).build()) {
-                IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                        () -> other.resume(LoaderState.decode(checkpoint)));
+            try (GranaryDataset other = DjlFixture.builder(samples)
+                    .batchSize(BATCH)
+                    .shuffle(SEED + 1)
+                    .build()) {
+                IllegalArgumentException e = assertThrows(
+                        IllegalArgumentException.class, () -> other.resume(LoaderState.decode(checkpoint)));
                 assertTrue(e.getMessage().contains("seed=7") && e.getMessage().contains("expected"), e.getMessage());
             }
         }
@@ -255,8 +285,11 @@ class GranaryDatasetTest {
         try (TieredCache cache = DjlFixture.cache(leaks, root)) {
             Dataset samples = Dataset.ofObjects(cache, "train/");
             List<int[]> reference = new ArrayList<>();
-            try (GranaryDataset dataset = DjlFixture.builder(samples).batchSize(BATCH)
-                    .shuffle(Shuffle.samples(SEED)).shard(1, 2, Partitioning.STABLE).build()) {
+            try (GranaryDataset dataset = DjlFixture.builder(samples)
+                    .batchSize(BATCH)
+                    .shuffle(Shuffle.samples(SEED))
+                    .shard(1, 2, Partitioning.STABLE)
+                    .build()) {
                 for (int e = 0; e < 2; e++) {
                     for (Batch batch : dataset.getData(manager)) {
                         reference.add(check(batch).indices());
@@ -264,8 +297,11 @@ class GranaryDatasetTest {
                 }
             }
             String checkpoint;
-            try (GranaryDataset dataset = DjlFixture.builder(samples).batchSize(BATCH)
-                    .shuffle(Shuffle.samples(SEED)).shard(1, 2, Partitioning.STABLE).build()) {
+            try (GranaryDataset dataset = DjlFixture.builder(samples)
+                    .batchSize(BATCH)
+                    .shuffle(Shuffle.samples(SEED))
+                    .shard(1, 2, Partitioning.STABLE)
+                    .build()) {
                 Iterator<Batch> it = dataset.getData(manager).iterator();
                 assertArrayEquals(reference.get(0), check(it.next()).indices());
                 assertTrue(it.hasNext()); // the loader's batch 1 is taken; the state must still say batch 1
@@ -275,8 +311,11 @@ class GranaryDatasetTest {
                 assertEquals(1, state.nextBatch());
                 checkpoint = state.encode();
             }
-            try (GranaryDataset dataset = DjlFixture.builder(samples).batchSize(BATCH)
-                    .shuffle(Shuffle.samples(SEED)).shard(1, 2, Partitioning.STABLE).build()) {
+            try (GranaryDataset dataset = DjlFixture.builder(samples)
+                    .batchSize(BATCH)
+                    .shuffle(Shuffle.samples(SEED))
+                    .shard(1, 2, Partitioning.STABLE)
+                    .build()) {
                 dataset.resume(LoaderState.decode(checkpoint));
                 List<int[]> rest = new ArrayList<>();
                 for (int e = 0; e < 2; e++) {
@@ -289,9 +328,14 @@ class GranaryDatasetTest {
                     assertArrayEquals(reference.get(b + 1), rest.get(b), "batch " + (b + 1) + " of the reference");
                 }
             }
-            try (GranaryDataset perEpoch = DjlFixture.builder(samples).batchSize(BATCH)
-                    .shuffle(Shuffle.samples(SEED)).shard(1, 2).build()) {
-                assertThrows(IllegalArgumentException.class, () -> perEpoch.resume(LoaderState.decode(checkpoint)),
+            try (GranaryDataset perEpoch = DjlFixture.builder(samples)
+                    .batchSize(BATCH)
+                    .shuffle(Shuffle.samples(SEED))
+                    .shard(1, 2)
+                    .build()) {
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () -> perEpoch.resume(LoaderState.decode(checkpoint)),
                         "a state of a STABLE partition does not resume a PER_EPOCH dataset");
             }
         }
@@ -304,33 +348,44 @@ class GranaryDatasetTest {
             assertMessage(() -> GranaryDataset.builder(null, DjlFixture::decode), "samples: null (expected:");
             assertMessage(() -> GranaryDataset.builder(samples, null), "decoder: null (expected:");
             GranaryDataset.Builder<DjlFixture.Item> b = GranaryDataset.builder(samples, DjlFixture::decode);
-            ArrayWriter<DjlFixture.Item> none = (item, slot) -> { };
+            ArrayWriter<DjlFixture.Item> none = (item, slot) -> {};
             assertMessage(() -> b.batchSize(0), "batch size: 0 (expected: >= 1)");
             assertMessage(() -> b.shard(3, 3), "rank: 3 (expected: 0 <= rank < world size 3)");
             assertMessage(() -> b.data(null, DataType.FLOAT32, none), "data array 0 shape: null (expected:");
-            assertMessage(() -> b.data(new Shape(3, 0), DataType.FLOAT32, none),
+            assertMessage(
+                    () -> b.data(new Shape(3, 0), DataType.FLOAT32, none),
                     "data array 0 shape: (3, 0) (expected: every dimension >= 1");
             assertMessage(() -> b.data(new Shape(-1), DataType.FLOAT32, none), "(expected: every dimension >= 1");
-            assertMessage(() -> b.data(new Shape(3), DataType.STRING, none),
+            assertMessage(
+                    () -> b.data(new Shape(3), DataType.STRING, none),
                     "data array 0 type: string (expected: a fixed-size type");
             assertMessage(() -> b.label(new Shape(3), null, none), "label array 0 type: null (expected:");
             assertMessage(() -> b.data(new Shape(3), DataType.FLOAT32, null), "data array 0 writer: null (expected:");
-            assertMessage(() -> b.data(new Shape(1 << 20, 1 << 20), DataType.FLOAT32, none),
+            assertMessage(
+                    () -> b.data(new Shape(1 << 20, 1 << 20), DataType.FLOAT32, none),
                     "bytes per item (expected: at most 2147483647)");
             assertMessage(() -> b.loader(null), "loader options: null (expected:");
             assertMessage(() -> b.loader(options -> options.prefetch(0)), "prefetch: 0 (expected: 1..1024");
             assertMessage(b::build, "data arrays: none (expected: at least one data(shape, type, writer))");
-            assertMessage(() -> GranaryDataset.builder(samples, DjlFixture::decode).batchSize(1 << 20)
-                    .data(new Shape(1 << 10), DataType.FLOAT32, none).build(),
+            assertMessage(
+                    () -> GranaryDataset.builder(samples, DjlFixture::decode)
+                            .batchSize(1 << 20)
+                            .data(new Shape(1 << 10), DataType.FLOAT32, none)
+                            .build(),
                     "data array 0: 4294967296 bytes per batch");
-            assertMessage(() -> DjlFixture.builder(samples).batchSize(8).loader(options -> options.batchSize(5))
-                    .build(), "batch size: 5, set through loader(...) (expected: 8,");
+            assertMessage(
+                    () -> DjlFixture.builder(samples)
+                            .batchSize(8)
+                            .loader(options -> options.batchSize(5))
+                            .build(),
+                    "batch size: 5, set through loader(...) (expected: 8,");
 
-            GranaryDataset dataset = DjlFixture.builder(samples).batchSize(BATCH).build();
+            GranaryDataset dataset =
+                    DjlFixture.builder(samples).batchSize(BATCH).build();
             assertMessage(() -> dataset.getData(null), "manager: null (expected:");
             assertMessage(() -> dataset.resume(null), "state: null (expected:");
-            assertMessage(() -> dataset.resume(new LoaderState(0, 0, N + 1, BATCH, false, false, 0, 0, 1)),
-                    "datasetSize=51");
+            assertMessage(
+                    () -> dataset.resume(new LoaderState(0, 0, N + 1, BATCH, false, false, 0, 0, 1)), "datasetSize=51");
             Iterable<Batch> batches = dataset.getData(manager);
             assertNotNull(batches.iterator(), "the first iterator");
             IllegalStateException twice = assertThrows(IllegalStateException.class, batches::iterator);
@@ -351,8 +406,11 @@ class GranaryDatasetTest {
     @Test
     void closingMidEpochReleasesEveryLeaseAndStagingBuffer() throws IOException {
         try (TieredCache cache = DjlFixture.cache(leaks, root)) {
-            GranaryDataset dataset = DjlFixture.builder(Dataset.ofObjects(cache, "train/")).batchSize(4)
-                    .shuffle(SEED).loader(options -> options.prefetch(4).workers(2)).build();
+            GranaryDataset dataset = DjlFixture.builder(Dataset.ofObjects(cache, "train/"))
+                    .batchSize(4)
+                    .shuffle(SEED)
+                    .loader(options -> options.prefetch(4).workers(2))
+                    .build();
             Iterator<Batch> it = dataset.getData(manager).iterator();
             Batch first = it.next();
             assertTrue(it.hasNext()); // the loader is reading ahead now
@@ -360,7 +418,9 @@ class GranaryDatasetTest {
             assertEquals(0, cache.stats().openLeases(), "closing the dataset releases every lease");
             IllegalStateException closed = assertThrows(IllegalStateException.class, it::next);
             assertTrue(closed.getMessage().contains("epoch 0 is closed: the dataset was closed"), closed.getMessage());
-            assertEquals(new LoaderState(0, 1, N, 4, false, true, SEED, 0, 1), dataset.state(),
+            assertEquals(
+                    new LoaderState(0, 1, N, 4, false, true, SEED, 0, 1),
+                    dataset.state(),
                     "the batch fetched by hasNext() was never handed to DJL");
             check(first); // still valid: a copy in the engine
         } // LeakCheck: no lease open, the memory tier released
@@ -378,8 +438,7 @@ class GranaryDatasetTest {
                         return DjlFixture.decode(sample);
                     })
                     .batchSize(BATCH)
-                    .data(new Shape(), DataType.INT32,
-                            (item, slot) -> slot.set(ValueLayout.JAVA_INT, 0, item.index()))
+                    .data(new Shape(), DataType.INT32, (item, slot) -> slot.set(ValueLayout.JAVA_INT, 0, item.index()))
                     .loader(options -> options.skipFailedSamples(true))
                     .build()) {
                 List<Integer> order = new ArrayList<>();
@@ -393,10 +452,16 @@ class GranaryDatasetTest {
                     }
                 }
                 assertEquals(6, batches, "7 batches, one of them empty");
-                assertEquals(IntStream.range(0, N).filter(i -> i < 8 || i >= 16).boxed().toList(), order);
+                assertEquals(
+                        IntStream.range(0, N)
+                                .filter(i -> i < 8 || i >= 16)
+                                .boxed()
+                                .toList(),
+                        order);
                 assertEquals(8, dataset.stats().skipped());
             }
-            try (GranaryDataset dataset = GranaryDataset.builder(samples, DjlFixture::decode).batchSize(BATCH)
+            try (GranaryDataset dataset = GranaryDataset.builder(samples, DjlFixture::decode)
+                    .batchSize(BATCH)
                     .data(new Shape(2), DataType.FLOAT32, (item, slot) -> {
                         if (item.index() == 20) {
                             throw new IllegalStateException("no pixels for sample 20");
@@ -418,9 +483,12 @@ class GranaryDatasetTest {
                     }
                 }
                 assertEquals(6, good, "the other batches go on");
-                assertTrue(failure != null && failure.getMessage().contains("batch 2 of epoch 0")
-                        && String.valueOf(failure.getCause().getMessage()).contains(
-                                "into data array 0 ((2) float32 per item) failed"), String.valueOf(failure));
+                assertTrue(
+                        failure != null
+                                && failure.getMessage().contains("batch 2 of epoch 0")
+                                && String.valueOf(failure.getCause().getMessage())
+                                        .contains("into data array 0 ((2) float32 per item) failed"),
+                        String.valueOf(failure));
             }
         }
     }

@@ -62,8 +62,10 @@ class TrainerTest {
                     slot.setAtIndex(ValueLayout.JAVA_FLOAT, 0, item.index() % 2);
                     slot.setAtIndex(ValueLayout.JAVA_FLOAT, 1, 1 - item.index() % 2);
                 })
-                .label(new Shape(), DataType.FLOAT32, (item, slot) -> slot.set(ValueLayout.JAVA_FLOAT, 0,
-                        item.index() % 2));
+                .label(
+                        new Shape(),
+                        DataType.FLOAT32,
+                        (item, slot) -> slot.set(ValueLayout.JAVA_FLOAT, 0, item.index() % 2));
         return shuffle ? builder.shuffle(3).build() : builder.build();
     }
 
@@ -101,21 +103,31 @@ class TrainerTest {
             Engine.getInstance().setRandomSeed(1234); // the same initial weights every run
             DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
                     .optOptimizer(Optimizer.adam()
-                            .optLearningRateTracker(Tracker.fixed(0.05f)).build())
+                            .optLearningRateTracker(Tracker.fixed(0.05f))
+                            .build())
                     .addTrainingListeners(counter);
             try (Trainer trainer = model.newTrainer(config)) {
                 trainer.initialize(new Shape(1, 2));
-                int before = ((BaseNDManager) trainer.getManager()).getManagedArrays().size();
+                int before = ((BaseNDManager) trainer.getManager())
+                        .getManagedArrays()
+                        .size();
                 EasyTrain.fit(trainer, 2, train, validate);
-                assertEquals(before, ((BaseNDManager) trainer.getManager()).getManagedArrays().size(),
+                assertEquals(
+                        before,
+                        ((BaseNDManager) trainer.getManager())
+                                .getManagedArrays()
+                                .size(),
                         "the batches' arrays are freed with the batches");
                 // The model learnt the (trivial) task from the arrays the dataset made.
                 long correct = 0;
                 for (Batch batch : trainer.iterateDataset(validate)) {
                     try (batch) {
-                        correct += trainer.evaluate(batch.getData()).singletonOrThrow().argMax(1)
+                        correct += trainer.evaluate(batch.getData())
+                                .singletonOrThrow()
+                                .argMax(1)
                                 .eq(batch.getLabels().singletonOrThrow().toType(DataType.INT64, false))
-                                .countNonzero().getLong();
+                                .countNonzero()
+                                .getLong();
                     }
                 }
                 assertTrue(correct >= 40, correct + " of " + N + " right");
@@ -140,7 +152,9 @@ class TrainerTest {
                 assertEquals(new Shape(4, 2), parts[0].getData().head().getShape());
                 assertEquals(new Shape(4), parts[1].getLabels().head().getShape());
                 // sequential: samples 4..7, labels index % 2
-                assertEquals(List.of(0f, 1f, 0f, 1f), boxed(parts[1].getLabels().head().toFloatArray()));
+                assertEquals(
+                        List.of(0f, 1f, 0f, 1f),
+                        boxed(parts[1].getLabels().head().toFloatArray()));
             }
         }
     }

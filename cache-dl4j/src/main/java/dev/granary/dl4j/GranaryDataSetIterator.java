@@ -100,6 +100,7 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
 
     /** Every field is transient: the iterator refuses serialization (see {@link #writeObject}). */
     private final transient DataLoader<Rows> loader;
+
     private final transient long[] featureShape;
     private final transient int columns;
     private final transient int outcomes;
@@ -108,10 +109,12 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
     private transient DataSetPreProcessor preProcessor;
     /** The open epoch; volatile so that close() from another thread sees it. */
     private transient volatile Epoch<Rows> epoch;
+
     private transient Iterator<Batch<Rows>> batches;
     private transient long epochNumber;
     /** Batches handed out (or failed) since the current epoch was opened: reset() on 0 stays. */
     private transient long handed;
+
     private transient volatile boolean closed;
     /** Orders {@link #close()} after a {@link #next()} that is copying out of the loader's staging memory. */
     private final transient Object closeLock = new Object();
@@ -137,12 +140,12 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
      */
     public static Builder builder(Dataset dataset, SampleEncoder encoder) {
         if (dataset == null) {
-            throw new IllegalArgumentException("dataset: null (expected: a Dataset such as WebDataset.of(cache,"
-                    + " shards))");
+            throw new IllegalArgumentException(
+                    "dataset: null (expected: a Dataset such as WebDataset.of(cache," + " shards))");
         }
         if (encoder == null) {
-            throw new IllegalArgumentException("encoder: null (expected: a SampleEncoder writing a sample's features"
-                    + " and label)");
+            throw new IllegalArgumentException(
+                    "encoder: null (expected: a SampleEncoder writing a sample's features" + " and label)");
         }
         return new Builder(dataset, encoder);
     }
@@ -389,8 +392,7 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
         // Detached: the arrays belong to the caller, whatever workspace its thread is in.
         try (MemoryWorkspace ignored = Nd4j.getWorkspaceManager().scopeOutOfWorkspaces()) {
             INDArray features = array(staged, 0, featureBytes, shape);
-            INDArray labels = array(staged, featureBytes, (long) n * outcomes * Float.BYTES, new long[] {n,
-                    outcomes});
+            INDArray labels = array(staged, featureBytes, (long) n * outcomes * Float.BYTES, new long[] {n, outcomes});
             return new DataSet(features, labels);
         }
     }
@@ -403,8 +405,8 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
 
     private void ensureOpen() {
         if (closed) {
-            throw new IllegalStateException("iterator over " + loader.dataset() + " is closed (expected: an open"
-                    + " GranaryDataSetIterator)");
+            throw new IllegalStateException(
+                    "iterator over " + loader.dataset() + " is closed (expected: an open" + " GranaryDataSetIterator)");
         }
     }
 
@@ -423,8 +425,7 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
     private record Rows(float[] features, float[] labels) {}
 
     /** Runs the user's encoder on a worker thread, into fresh arrays. */
-    private record EncodingDecoder(SampleEncoder encoder, int columns, int outcomes)
-            implements Decoder<Rows> {
+    private record EncodingDecoder(SampleEncoder encoder, int columns, int outcomes) implements Decoder<Rows> {
         @Override
         public Rows decode(Sample sample) throws Exception {
             Rows rows = new Rows(new float[columns], new float[outcomes]);
@@ -441,10 +442,15 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
             long labelsAt = (long) n * columns * Float.BYTES;
             for (int i = 0; i < n; i++) {
                 Rows rows = items.get(i);
-                MemorySegment.copy(rows.features, 0, staging, ValueLayout.JAVA_FLOAT,
-                        (long) i * columns * Float.BYTES, columns);
-                MemorySegment.copy(rows.labels, 0, staging, ValueLayout.JAVA_FLOAT,
-                        labelsAt + (long) i * outcomes * Float.BYTES, outcomes);
+                MemorySegment.copy(
+                        rows.features, 0, staging, ValueLayout.JAVA_FLOAT, (long) i * columns * Float.BYTES, columns);
+                MemorySegment.copy(
+                        rows.labels,
+                        0,
+                        staging,
+                        ValueLayout.JAVA_FLOAT,
+                        labelsAt + (long) i * outcomes * Float.BYTES,
+                        outcomes);
             }
             return (long) n * (columns + outcomes) * Float.BYTES;
         }
@@ -462,6 +468,7 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
         private final SampleEncoder encoder;
         /** The loader's options; its decoder is {@link #decoder}, known once the shapes are (at build()). */
         private final DataLoader.Builder<Rows> options;
+
         private EncodingDecoder decoder;
         private long[] featureShape;
         private int columns;
@@ -475,7 +482,8 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
             this.dataset = dataset;
             this.encoder = encoder;
             // The decoder is set by build(), before the loader starts any worker: the workers see it.
-            this.options = DataLoader.builder(dataset, sample -> decoder.decode(sample)).batchSize(batchSize);
+            this.options = DataLoader.builder(dataset, sample -> decoder.decode(sample))
+                    .batchSize(batchSize);
         }
 
         /**
@@ -508,8 +516,8 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
             long product = 1;
             for (long d : shape) {
                 if (d < 1) {
-                    throw new IllegalArgumentException("feature shape: " + Arrays.toString(shape) + " (expected:"
-                            + " every dimension >= 1)");
+                    throw new IllegalArgumentException(
+                            "feature shape: " + Arrays.toString(shape) + " (expected:" + " every dimension >= 1)");
                 }
                 product *= d;
                 if (product > Integer.MAX_VALUE) {
@@ -548,8 +556,8 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
          */
         public Builder labelNames(List<String> names) {
             if (names == null || names.stream().anyMatch(Objects::isNull)) {
-                throw new IllegalArgumentException("label names: " + names + " (expected: a list of names, one per"
-                        + " label column, none null)");
+                throw new IllegalArgumentException(
+                        "label names: " + names + " (expected: a list of names, one per" + " label column, none null)");
             }
             this.labelNames = List.copyOf(names);
             return this;
@@ -734,15 +742,15 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
          */
         public GranaryDataSetIterator build() {
             if (featureShape == null) {
-                throw new IllegalStateException("features: not set (expected: features(columns) or"
-                        + " featureShape(dims) before build())");
+                throw new IllegalStateException(
+                        "features: not set (expected: features(columns) or" + " featureShape(dims) before build())");
             }
             if (outcomes == 0) {
                 throw new IllegalStateException("labels: not set (expected: labels(columns) before build())");
             }
             if (labelNames != null && labelNames.size() != outcomes) {
-                throw new IllegalArgumentException("label names: " + labelNames.size() + " names (expected: "
-                        + outcomes + ", one per label column)");
+                throw new IllegalArgumentException("label names: " + labelNames.size() + " names (expected: " + outcomes
+                        + ", one per label column)");
             }
             long rowBytes = ((long) columns + outcomes) * Float.BYTES;
             if ((long) columns * Float.BYTES > (Integer.MAX_VALUE - 8) / batchSize
@@ -752,7 +760,8 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
                         + " one ByteBuffer; use a smaller batch size)");
             }
             decoder = new EncodingDecoder(encoder, columns, outcomes);
-            DataLoader<Rows> loader = options.staging(batchSize * rowBytes, new RowCollator(columns, outcomes)).build();
+            DataLoader<Rows> loader = options.staging(batchSize * rowBytes, new RowCollator(columns, outcomes))
+                    .build();
             int loaderBatch = loader.state().batchSize();
             if (loaderBatch != batchSize) {
                 loader.close();
@@ -763,9 +772,10 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
             try {
                 if (loader.batchesPerEpoch() == 0) {
                     LoaderState s = loader.state();
-                    throw new IllegalArgumentException("batch size: " + batchSize + (s.dropLast() ? " with dropLast"
-                            : "") + " for " + dataset.size() + " samples over " + s.worldSize() + " rank(s) (expected:"
-                            + " at least one " + (s.dropLast() ? "full " : "") + "batch per epoch)");
+                    throw new IllegalArgumentException(
+                            "batch size: " + batchSize + (s.dropLast() ? " with dropLast" : "") + " for "
+                                    + dataset.size() + " samples over " + s.worldSize() + " rank(s) (expected:"
+                                    + " at least one " + (s.dropLast() ? "full " : "") + "batch per epoch)");
                 }
                 long first = 0;
                 if (resume != null) {

@@ -66,14 +66,16 @@ class FashionMnistTrainingTest {
         String bucket = "fashion-mnist-dl4j-" + Long.toHexString(System.nanoTime());
         try (S3Client client = server.client()) {
             client.createBucket(b -> b.bucket(bucket));
-            for (String shard : Stream.concat(trainShards.stream(), testShards.stream()).toList()) {
-                client.putObject(b -> b.bucket(bucket).key("fashion-mnist/" + shard),
+            for (String shard :
+                    Stream.concat(trainShards.stream(), testShards.stream()).toList()) {
+                client.putObject(
+                        b -> b.bucket(bucket).key("fashion-mnist/" + shard),
                         RequestBody.fromFile(packed.resolve(shard)));
             }
         }
         phase = report("upload " + (trainShards.size() + testShards.size()) + " shards to S3Proxy", phase);
-        Origin origin = FashionMnistTraining.s3Compatible(server.endpoint(), bucket, "fashion-mnist",
-                S3ProxyServer.credentials());
+        Origin origin = FashionMnistTraining.s3Compatible(
+                server.endpoint(), bucket, "fashion-mnist", S3ProxyServer.credentials());
         MemoryTier memory = MemoryTier.builder().capacity(384L << 20).build(); // the shards are ~180 MB
         leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
         TieredCache cache = leaks.watch(TieredCache.builder(origin).tier(memory).build());
@@ -86,10 +88,13 @@ class FashionMnistTrainingTest {
         List<Long> wallNanos = new ArrayList<>();
         WebDataset trainSet = WebDataset.of(cache, trainShards);
         long indexingReads = cache.stats().origin().reads();
-        try (GranaryDataSetIterator train = GranaryDataSetIterator
-                .builder(trainSet, FashionMnistTraining.ENCODER)
-                .features(FashionMnist.PIXELS).labels(10)
-                .batchSize(BATCH).shuffle(42L).workers(2).prefetch(4)
+        try (GranaryDataSetIterator train = GranaryDataSetIterator.builder(trainSet, FashionMnistTraining.ENCODER)
+                .features(FashionMnist.PIXELS)
+                .labels(10)
+                .batchSize(BATCH)
+                .shuffle(42L)
+                .workers(2)
+                .prefetch(4)
                 .preProcessor(new ImagePreProcessingScaler(0, 1))
                 .build()) {
             LoaderStats previous = null;
@@ -103,9 +108,14 @@ class FashionMnistTrainingTest {
                 previous = now;
                 epochs.add(epoch);
                 wallNanos.add(wall);
-                System.out.printf("dl4j epoch %d: %.1f s, %.0f samples/s, hit ratio %.3f, origin reads %d,"
-                                + " trainer waited for data %.2f s%n", e + 1, wall / 1e9,
-                        epoch.samples() / (wall / 1e9), epoch.hitRatio(), epoch.originReads(),
+                System.out.printf(
+                        "dl4j epoch %d: %.1f s, %.0f samples/s, hit ratio %.3f, origin reads %d,"
+                                + " trainer waited for data %.2f s%n",
+                        e + 1,
+                        wall / 1e9,
+                        epoch.samples() / (wall / 1e9),
+                        epoch.hitRatio(),
+                        epoch.originReads(),
                         epoch.dataWaitNanos() / 1e9);
             }
         }
@@ -119,17 +129,20 @@ class FashionMnistTrainingTest {
 
         phase = report("index the shards and train 2 epochs", phase);
         Evaluation evaluation;
-        try (GranaryDataSetIterator test = GranaryDataSetIterator
-                .builder(WebDataset.of(cache, testShards), FashionMnistTraining.ENCODER)
-                .features(FashionMnist.PIXELS).labels(10)
-                .batchSize(500).workers(2)
+        try (GranaryDataSetIterator test = GranaryDataSetIterator.builder(
+                        WebDataset.of(cache, testShards), FashionMnistTraining.ENCODER)
+                .features(FashionMnist.PIXELS)
+                .labels(10)
+                .batchSize(500)
+                .workers(2)
                 .preProcessor(new ImagePreProcessingScaler(0, 1))
                 .build()) {
             evaluation = net.evaluate(test);
             assertEquals(20, test.stats().batches());
         }
         report("evaluate", phase);
-        System.out.printf("dl4j test accuracy %.4f over %d images; epoch 2 / epoch 1 wall time %.2f%n",
+        System.out.printf(
+                "dl4j test accuracy %.4f over %d images; epoch 2 / epoch 1 wall time %.2f%n",
                 evaluation.accuracy(), evaluation.getNumRowCounter(), (double) wallNanos.get(1) / wallNanos.get(0));
         assertEquals(10_000, evaluation.getNumRowCounter());
         assertTrue(evaluation.accuracy() >= 0.80, "test accuracy " + evaluation.accuracy());

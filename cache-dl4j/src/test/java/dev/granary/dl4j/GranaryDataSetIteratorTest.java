@@ -76,8 +76,12 @@ class GranaryDataSetIteratorTest {
     }
 
     private GranaryDataSetIterator.Builder builder() {
-        return GranaryDataSetIterator.builder(dataset, Shards.ENCODER).features(Shards.COLUMNS)
-                .labels(Shards.CLASSES).batchSize(BATCH).workers(2).prefetch(2);
+        return GranaryDataSetIterator.builder(dataset, Shards.ENCODER)
+                .features(Shards.COLUMNS)
+                .labels(Shards.CLASSES)
+                .batchSize(BATCH)
+                .workers(2)
+                .prefetch(2);
     }
 
     /** The dataset index of every row of the iterator's current epoch, checking each row against what was written. */
@@ -168,7 +172,8 @@ class GranaryDataSetIteratorTest {
         List<Integer> second;
         List<Integer> other;
         try (GranaryDataSetIterator a = builder().shuffle(11).build();
-                GranaryDataSetIterator b = builder().shuffle(11).workers(1).prefetch(5).build();
+                GranaryDataSetIterator b =
+                        builder().shuffle(11).workers(1).prefetch(5).build();
                 GranaryDataSetIterator c = builder().shuffle(12).build()) {
             first = drainEpoch(a);
             second = drainEpoch(b);
@@ -186,7 +191,8 @@ class GranaryDataSetIteratorTest {
             Set<Integer> seen = new HashSet<>();
             int total = 0;
             for (int rank = 0; rank < world; rank++) {
-                try (GranaryDataSetIterator it = builder().shuffle(9).shard(rank, world).build()) {
+                try (GranaryDataSetIterator it =
+                        builder().shuffle(9).shard(rank, world).build()) {
                     assertEquals(2, it.batchesPerEpoch()); // 10 samples: 8 + 2
                     if (e == 1) {
                         drainEpoch(it);
@@ -210,7 +216,9 @@ class GranaryDataSetIteratorTest {
         Shuffle blocks = Shuffle.shardBlocks(9, 2);
         Set<Integer> seen = new HashSet<>();
         for (int rank = 0; rank < world; rank++) {
-            try (GranaryDataSetIterator it = builder().shuffle(blocks).shard(rank, world, Partitioning.STABLE)
+            try (GranaryDataSetIterator it = builder()
+                    .shuffle(blocks)
+                    .shard(rank, world, Partitioning.STABLE)
                     .build()) {
                 List<Integer> first = drainEpoch(it);
                 it.reset();
@@ -272,11 +280,12 @@ class GranaryDataSetIteratorTest {
             try (GranaryDataSetIterator other = builder().shuffle(99).build()) {
                 foreign = other.state();
             }
-            IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
-                    () -> it.resume(foreign));
+            IllegalArgumentException refused = assertThrows(IllegalArgumentException.class, () -> it.resume(foreign));
             assertTrue(refused.getMessage().contains("seed=99"), refused.getMessage());
-            assertEquals(boxed(Arrays.copyOfRange(Sampler.shuffled(N, 4).epoch(0), 3 * BATCH, 4 * BATCH)),
-                    check(it.next()), "a refused state leaves the epoch where it was");
+            assertEquals(
+                    boxed(Arrays.copyOfRange(Sampler.shuffled(N, 4).epoch(0), 3 * BATCH, 4 * BATCH)),
+                    check(it.next()),
+                    "a refused state leaves the epoch where it was");
             it.resume(afterOne);
             assertEquals(second, check(it.next()));
             assertEquals(third, check(it.next()));
@@ -291,7 +300,8 @@ class GranaryDataSetIteratorTest {
             LoaderState end = it.state();
             assertEquals(1, end.epoch());
             assertEquals(0, end.nextBatch());
-            try (GranaryDataSetIterator resumed = builder().shuffle(8).resume(end).build()) {
+            try (GranaryDataSetIterator resumed =
+                    builder().shuffle(8).resume(end).build()) {
                 assertEquals(1, resumed.epoch());
                 assertEquals(boxed(Sampler.shuffled(N, 8).epoch(1)), drainEpoch(resumed));
             }
@@ -312,7 +322,8 @@ class GranaryDataSetIteratorTest {
                         expected[i] /= 255f;
                     }
                     assertArrayEquals(expected, batch.getFeatures().getRow(r).toFloatVector(), 1e-6f);
-                    assertArrayEquals(shards.labels(rows + r), batch.getLabels().getRow(r).toFloatVector());
+                    assertArrayEquals(
+                            shards.labels(rows + r), batch.getLabels().getRow(r).toFloatVector());
                 }
                 rows += batch.numExamples();
             }
@@ -347,10 +358,15 @@ class GranaryDataSetIteratorTest {
     @Test
     void dl4jFitRunsEpochsOnTheTrainersThreadWithoutAsyncWrapping() {
         List<Thread> threads = new ArrayList<>();
-        MultiLayerNetwork net = new MultiLayerNetwork(new NeuralNetConfiguration.Builder().seed(1)
-                .updater(new Sgd(0.01)).list()
-                .layer(new OutputLayer.Builder(LossFunctions.LossFunction.MCXENT).nIn(Shards.COLUMNS)
-                        .nOut(Shards.CLASSES).activation(Activation.SOFTMAX).build())
+        MultiLayerNetwork net = new MultiLayerNetwork(new NeuralNetConfiguration.Builder()
+                .seed(1)
+                .updater(new Sgd(0.01))
+                .list()
+                .layer(new OutputLayer.Builder(LossFunctions.LossFunction.MCXENT)
+                        .nIn(Shards.COLUMNS)
+                        .nOut(Shards.CLASSES)
+                        .activation(Activation.SOFTMAX)
+                        .build())
                 .build());
         net.init();
         try (GranaryDataSetIterator it = builder().shuffle(2).build()) {
@@ -364,13 +380,16 @@ class GranaryDataSetIteratorTest {
             assertEquals(2L * N, stats.samples());
         }
         assertEquals(14, threads.size());
-        assertTrue(threads.stream().allMatch(t -> t == Thread.currentThread()),
+        assertTrue(
+                threads.stream().allMatch(t -> t == Thread.currentThread()),
                 "every batch was taken on the trainer's thread, not an AsyncDataSetIterator's: " + threads);
     }
 
     @Test
     void describesItselfToDl4j() {
-        try (GranaryDataSetIterator it = builder().featureShape(1, 2, 3).labelNames(List.of("a", "b", "c", "d"))
+        try (GranaryDataSetIterator it = builder()
+                .featureShape(1, 2, 3)
+                .labelNames(List.of("a", "b", "c", "d"))
                 .build()) {
             assertFalse(it.asyncSupported());
             assertTrue(it.resetSupported());
@@ -380,10 +399,12 @@ class GranaryDataSetIteratorTest {
             assertEquals(List.of("a", "b", "c", "d"), it.getLabels());
             DataSet batch = it.next(BATCH);
             assertArrayEquals(new long[] {BATCH, 1, 2, 3}, batch.getFeatures().shape());
-            assertArrayEquals(shards.features(0), batch.getFeatures().slice(0).reshape(Shards.COLUMNS)
-                    .toFloatVector());
+            assertArrayEquals(
+                    shards.features(0),
+                    batch.getFeatures().slice(0).reshape(Shards.COLUMNS).toFloatVector());
             UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class, () -> it.next(5));
-            assertTrue(e.getMessage().startsWith("next(5): batches are cut by the Granary loader at batch size 8"),
+            assertTrue(
+                    e.getMessage().startsWith("next(5): batches are cut by the Granary loader at batch size 8"),
                     e.getMessage());
             assertTrue(it.toString().contains("epoch 0"), it.toString());
         }
@@ -408,8 +429,12 @@ class GranaryDataSetIteratorTest {
             }
             Shards.ENCODER.encode(sample, features, labels);
         };
-        try (GranaryDataSetIterator it = GranaryDataSetIterator.builder(dataset, failing).features(Shards.COLUMNS)
-                .labels(Shards.CLASSES).batchSize(BATCH).workers(2).build()) {
+        try (GranaryDataSetIterator it = GranaryDataSetIterator.builder(dataset, failing)
+                .features(Shards.COLUMNS)
+                .labels(Shards.CLASSES)
+                .batchSize(BATCH)
+                .workers(2)
+                .build()) {
             check(it.next());
             SampleException e = assertThrows(SampleException.class, it::next);
             assertEquals("s/0013", e.key());
@@ -429,7 +454,9 @@ class GranaryDataSetIteratorTest {
         assertTrue(e.getMessage().contains("is closed"), e.getMessage());
         assertThrows(IllegalStateException.class, it::next);
         assertThrows(IllegalStateException.class, it::reset);
-        assertThrows(IllegalStateException.class, () -> it.resume(LoaderState.decode(it.state().encode())));
+        assertThrows(
+                IllegalStateException.class,
+                () -> it.resume(LoaderState.decode(it.state().encode())));
         assertEquals(1, it.state().nextBatch(), "the state stays readable for a last checkpoint");
         it.close(); // idempotent
         // LeakCheck then closes the cache and requires the memory tier's slabs to be freed.
@@ -446,8 +473,13 @@ class GranaryDataSetIteratorTest {
 
     @Test
     void everyLoaderOptionIsReachableThroughTheLoadersOwnBuilder() {
-        try (GranaryDataSetIterator it = builder().loader(o -> o.readAhead(3).maxBytesInFlight(1 << 20)
-                .skipFailedSamples(true).driveCache(false)).shuffle(6).build()) {
+        try (GranaryDataSetIterator it = builder()
+                .loader(o -> o.readAhead(3)
+                        .maxBytesInFlight(1 << 20)
+                        .skipFailedSamples(true)
+                        .driveCache(false))
+                .shuffle(6)
+                .build()) {
             assertEquals(N, drainEpoch(it).size(), "the iterator runs with the loader's own options");
         }
         assertEquals(0, cache.stats().openLeases(), "closing the iterator released every lease it read ahead");
@@ -467,7 +499,8 @@ class GranaryDataSetIteratorTest {
         assertMessage("features: 0 (expected: >= 1 columns)", () -> b.features(0));
         assertMessage("feature shape: [] (expected: one or more dimensions", () -> b.featureShape());
         assertMessage("feature shape: [1, 0, 3] (expected: every dimension >= 1)", () -> b.featureShape(1, 0, 3));
-        assertMessage("feature shape: [65536, 65536] (expected: at most 2147483647 values per example)",
+        assertMessage(
+                "feature shape: [65536, 65536] (expected: at most 2147483647 values per example)",
                 () -> b.featureShape(65536, 65536));
         assertMessage("labels: -1 (expected: >= 1 columns)", () -> b.labels(-1));
         assertMessage("label names: null", () -> b.labelNames(null));
@@ -488,8 +521,10 @@ class GranaryDataSetIteratorTest {
         assertMessage("label names: 1 names (expected: 4, one per label column)", b::build);
         b.labelNames(List.of("a", "b", "c", "d"));
         b.batchSize(64).dropLast(true);
-        assertMessage("batch size: 64 with dropLast for 50 samples over 1 rank(s) (expected: at least one full"
-                + " batch per epoch)", b::build);
+        assertMessage(
+                "batch size: 64 with dropLast for 50 samples over 1 rank(s) (expected: at least one full"
+                        + " batch per epoch)",
+                b::build);
         b.batchSize(BATCH).dropLast(false).resume(new LoaderState(0, 0, N, 16, false, false, 0, 0, 1));
         assertMessage("state: ", b::build);
         assertEquals(0, cache.stats().openLeases(), "refused builds leave nothing open");
@@ -497,7 +532,8 @@ class GranaryDataSetIteratorTest {
 
     private static void assertMessage(String start, Executable call) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, call);
-        assertTrue(e.getMessage().startsWith(start), "message: " + e.getMessage() + " (expected to start with: "
-                + start + ")");
+        assertTrue(
+                e.getMessage().startsWith(start),
+                "message: " + e.getMessage() + " (expected to start with: " + start + ")");
     }
 }

@@ -54,26 +54,38 @@ public final class IteratorOverheadMain {
             FashionMnist.Split train = FashionMnist.read("train");
             List<String> shards = FashionMnist.pack(train, train.count(), "train", 5_000, dir);
             try (TieredCache cache = TieredCache.builder(PosixOrigin.of(dir))
-                    .tier(MemoryTier.builder().capacity(384L << 20).build()).build()) {
+                    .tier(MemoryTier.builder().capacity(384L << 20).build())
+                    .build()) {
                 WebDataset dataset = WebDataset.of(cache, shards);
                 try (DataLoader<Rows> loader = DataLoader.builder(dataset, sample -> {
-                            Rows rows = new Rows(new float[FashionMnist.PIXELS], new float[10]);
-                            FashionMnistTraining.ENCODER.encode(sample, rows.features, rows.labels);
-                            return rows;
-                        }).batchSize(BATCH).shuffle(SEED).workers(WORKERS).prefetch(PREFETCH).build();
-                        GranaryDataSetIterator iterator = GranaryDataSetIterator
-                                .builder(dataset, FashionMnistTraining.ENCODER).features(FashionMnist.PIXELS)
-                                .labels(10).batchSize(BATCH).shuffle(SEED).workers(WORKERS).prefetch(PREFETCH)
+                                    Rows rows = new Rows(new float[FashionMnist.PIXELS], new float[10]);
+                                    FashionMnistTraining.ENCODER.encode(sample, rows.features, rows.labels);
+                                    return rows;
+                                })
+                                .batchSize(BATCH)
+                                .shuffle(SEED)
+                                .workers(WORKERS)
+                                .prefetch(PREFETCH)
+                                .build();
+                        GranaryDataSetIterator iterator = GranaryDataSetIterator.builder(
+                                        dataset, FashionMnistTraining.ENCODER)
+                                .features(FashionMnist.PIXELS)
+                                .labels(10)
+                                .batchSize(BATCH)
+                                .shuffle(SEED)
+                                .workers(WORKERS)
+                                .prefetch(PREFETCH)
                                 .build()) {
                     // Warm-up: epoch 0 through both fills the cache and compiles both paths.
                     try (Epoch<Rows> warm = loader.epoch(0)) {
-                        warm.forEach(batch -> { });
+                        warm.forEach(batch -> {});
                     }
                     LoaderStats before = iterator.stats();
                     adapter(iterator); // epochs 0 to 2, from the cache the loader's epoch 0 filled
                     LoaderStats warm = iterator.stats().minus(before);
-                    System.out.printf("warm-up: the iterator's hit ratio %.3f, origin reads %d%n", warm.hitRatio(),
-                            warm.originReads());
+                    System.out.printf(
+                            "warm-up: the iterator's hit ratio %.3f, origin reads %d%n",
+                            warm.hitRatio(), warm.originReads());
                     List<Double> ratios = new ArrayList<>();
                     List<Double> cpuRatios = new ArrayList<>();
                     long epoch = EPOCHS_PER_ROUND; // the iterator is at epoch 2 (exhausted)
@@ -90,15 +102,26 @@ public final class IteratorOverheadMain {
                         epoch += EPOCHS_PER_ROUND;
                         ratios.add(b.perSecond() / a.perSecond());
                         cpuRatios.add(b.perCpuSecond() / a.perCpuSecond());
-                        System.out.printf("round %d: DataLoader %.0f samples/s (%.0f per CPU-s), GranaryDataSetIterator"
-                                + " %.0f samples/s (%.0f per CPU-s), ratio %.3f (CPU %.3f)%n", r, a.perSecond(),
-                                a.perCpuSecond(), b.perSecond(), b.perCpuSecond(), ratios.getLast(),
+                        System.out.printf(
+                                "round %d: DataLoader %.0f samples/s (%.0f per CPU-s), GranaryDataSetIterator"
+                                        + " %.0f samples/s (%.0f per CPU-s), ratio %.3f (CPU %.3f)%n",
+                                r,
+                                a.perSecond(),
+                                a.perCpuSecond(),
+                                b.perSecond(),
+                                b.perCpuSecond(),
+                                ratios.getLast(),
                                 cpuRatios.getLast());
                     }
-                    System.out.printf("median over %d rounds of %d epochs: samples/s ratio iterator / loader %.3f"
-                            + " (min %.3f, max %.3f); CPU-time ratio %.3f%n", rounds, EPOCHS_PER_ROUND,
-                            median(ratios), ratios.stream().min(Double::compare).orElseThrow(),
-                            ratios.stream().max(Double::compare).orElseThrow(), median(cpuRatios));
+                    System.out.printf(
+                            "median over %d rounds of %d epochs: samples/s ratio iterator / loader %.3f"
+                                    + " (min %.3f, max %.3f); CPU-time ratio %.3f%n",
+                            rounds,
+                            EPOCHS_PER_ROUND,
+                            median(ratios),
+                            ratios.stream().min(Double::compare).orElseThrow(),
+                            ratios.stream().max(Double::compare).orElseThrow(),
+                            median(cpuRatios));
                 }
             }
         } finally {

@@ -41,7 +41,10 @@ final class Shards {
         byte[][] raw = new byte[count][COLUMNS];
         int[] classes = new int[count];
         SplittableRandom random = new SplittableRandom(count);
-        ShardWriter writer = ShardWriter.builder(dir).pattern("part-%05d.tar").maxCount(perShard).build();
+        ShardWriter writer = ShardWriter.builder(dir)
+                .pattern("part-%05d.tar")
+                .maxCount(perShard)
+                .build();
         try {
             for (int i = 0; i < count; i++) {
                 random.nextBytes(raw[i]);
@@ -64,14 +67,21 @@ final class Shards {
         for (int i = 0; i < features.length; i++) {
             features[i] = raw.get(i) & 0xFF;
         }
-        labels[Integer.parseInt(StandardCharsets.US_ASCII.decode(sample.fields().get("cls")).toString())] = 1f;
+        labels[
+                Integer.parseInt(StandardCharsets.US_ASCII
+                        .decode(sample.fields().get("cls"))
+                        .toString())] = 1f;
     };
 
     static TieredCache cache(LeakCheck leaks, Path dir) {
-        MemoryTier memory = MemoryTier.builder().capacity(8L << 20).slabSize(1 << 20).build();
+        MemoryTier memory =
+                MemoryTier.builder().capacity(8L << 20).slabSize(1 << 20).build();
         leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
-        return leaks.watch(TieredCache.builder(PosixOrigin.of(dir)).tier(memory).pageSize(4 << 10)
-                .leakDetection(LeakDetection.PARANOID).build());
+        return leaks.watch(TieredCache.builder(PosixOrigin.of(dir))
+                .tier(memory)
+                .pageSize(4 << 10)
+                .leakDetection(LeakDetection.PARANOID)
+                .build());
     }
 
     WebDataset dataset(TieredCache cache) throws IOException {

@@ -25,18 +25,19 @@ public class PackShards {
      * {@code jpg} of the sample {@code train/n0153}: files sharing a key up to the first dot are one sample.
      */
     public static List<String> pack(Path src, Path dst, int samplesPerShard) throws IOException {
-        Map<String, List<Path>> samples = new TreeMap<>();     // sample key -> its files
+        Map<String, List<Path>> samples = new TreeMap<>(); // sample key -> its files
         try (Stream<Path> files = Files.walk(src)) {
             for (Path file : files.filter(Files::isRegularFile).toList()) {
-                String name = src.relativize(file).toString();   // train/n0153.jpg
+                String name = src.relativize(file).toString(); // train/n0153.jpg
                 int dot = name.indexOf('.', name.lastIndexOf('/') + 1);
                 if (dot > 0) {
-                    samples.computeIfAbsent(name.substring(0, dot), k -> new ArrayList<>()).add(file);
+                    samples.computeIfAbsent(name.substring(0, dot), k -> new ArrayList<>())
+                            .add(file);
                 }
             }
         }
         List<String> keys = new ArrayList<>(samples.keySet());
-        Collections.shuffle(keys, new Random(42));   // mix the classes over the shards, once
+        Collections.shuffle(keys, new Random(42)); // mix the classes over the shards, once
 
         ShardWriter writer = ShardWriter.builder(dst)
                 .pattern("shard-%06d.tar")
@@ -50,9 +51,9 @@ public class PackShards {
                     String fileName = file.getFileName().toString();
                     fields.put(fileName.substring(fileName.indexOf('.') + 1), Files.readAllBytes(file));
                 }
-                writer.write(key, fields);   // members train/n0153.cls, train/n0153.jpg, consecutive
+                writer.write(key, fields); // members train/n0153.cls, train/n0153.jpg, consecutive
             }
         }
-        return writer.shards();   // each written with its index beside it: shard-000000.tar.gidx
+        return writer.shards(); // each written with its index beside it: shard-000000.tar.gidx
     }
 }

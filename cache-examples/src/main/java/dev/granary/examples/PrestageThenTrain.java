@@ -26,8 +26,10 @@ public class PrestageThenTrain {
     public static void main(String[] args) throws IOException {
         Path data = Path.of(args[0]);
         Path nodeCache = Path.of(args[1]);
-        prestage(data, nodeCache);                                    // before the job: an init container, a prologue
-        train(data, nodeCache, 2, batch -> { /* your training step */ });   // the job
+        prestage(data, nodeCache); // before the job: an init container, a prologue
+        train(data, nodeCache, 2, batch -> {
+            /* your training step */
+        }); // the job
     }
 
     /** Pulls every object under {@code train/} into the disk tier; running it again fetches only what is missing. */
@@ -35,9 +37,13 @@ public class PrestageThenTrain {
         try (TieredCache cache = TieredCache.builder(PosixOrigin.of(data))
                 .tier(DiskTier.builder().directory(nodeCache).capacity(4L << 30).build())
                 .build()) {
-            PrestageResult r = cache.prestage("train/", p -> System.out.printf("%d/%d objects, %.1f MB/s%n",
-                    p.objectsDone(), p.objectsTotal(), p.bytesPerSecond() / 1e6));   // total: -1 until listed
-            System.out.printf("staged %d objects (%d bytes), %d already cached, %d failed%n",
+            PrestageResult r = cache.prestage(
+                    "train/",
+                    p -> System.out.printf(
+                            "%d/%d objects, %.1f MB/s%n",
+                            p.objectsDone(), p.objectsTotal(), p.bytesPerSecond() / 1e6)); // total: -1 until listed
+            System.out.printf(
+                    "staged %d objects (%d bytes), %d already cached, %d failed%n",
                     r.objects(), r.bytes(), r.alreadyCached(), r.failed().size());
             return r;
         }
@@ -48,16 +54,19 @@ public class PrestageThenTrain {
             throws IOException {
         List<LoaderStats> figures = new ArrayList<>();
         try (TieredCache cache = TieredCache.builder(PosixOrigin.of(data))
-                     .tier(MemoryTier.builder().capacity(256L << 20).build())
-                     .tier(DiskTier.builder().directory(nodeCache).capacity(4L << 30).build())
-                     .build();
-             DataLoader<Example> loader = DataLoader.builder(Dataset.ofObjects(cache, "train/"),
-                             PrestageThenTrain::decode)
-                     .batchSize(32)
-                     .shuffle(42L)
-                     .workers(4)
-                     .prefetch(4)
-                     .build()) {
+                        .tier(MemoryTier.builder().capacity(256L << 20).build())
+                        .tier(DiskTier.builder()
+                                .directory(nodeCache)
+                                .capacity(4L << 30)
+                                .build())
+                        .build();
+                DataLoader<Example> loader = DataLoader.builder(
+                                Dataset.ofObjects(cache, "train/"), PrestageThenTrain::decode)
+                        .batchSize(32)
+                        .shuffle(42L)
+                        .workers(4)
+                        .prefetch(4)
+                        .build()) {
             for (int epoch = 0; epoch < epochs; epoch++) {
                 try (Epoch<Example> batches = loader.epoch(epoch)) {
                     for (Batch<Example> batch : batches) {

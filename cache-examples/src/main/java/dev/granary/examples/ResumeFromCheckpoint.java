@@ -19,24 +19,26 @@ import java.util.function.Consumer;
 public class ResumeFromCheckpoint {
 
     public static void main(String[] args) throws IOException {
-        train(Path.of(args[0]), Path.of(args[1]), 10, batch -> { /* your training step */ });
+        train(Path.of(args[0]), Path.of(args[1]), 10, batch -> {
+            /* your training step */
+        });
     }
 
     /** Trains until {@code epochs}; if {@code checkpoint} exists, first continues from where it was taken. */
     public static void train(Path data, Path checkpoint, int epochs, Consumer<Batch<String>> step) throws IOException {
         try (TieredCache cache = TieredCache.builder(PosixOrigin.of(data))
-                     .tier(MemoryTier.builder().capacity(256L << 20).build())
-                     .build();
-             DataLoader<String> loader = DataLoader.builder(Dataset.ofObjects(cache, "train/"), Sample::key)
-                     .batchSize(32)
-                     .shuffle(42L)
-                     .workers(4)
-                     .prefetch(4)
-                     .build()) {
+                        .tier(MemoryTier.builder().capacity(256L << 20).build())
+                        .build();
+                DataLoader<String> loader = DataLoader.builder(Dataset.ofObjects(cache, "train/"), Sample::key)
+                        .batchSize(32)
+                        .shuffle(42L)
+                        .workers(4)
+                        .prefetch(4)
+                        .build()) {
             long first = 0;
             if (Files.exists(checkpoint)) {
                 LoaderState state = LoaderState.decode(Files.readString(checkpoint));
-                loader.resume(state);   // the next epoch(...) yields exactly the batches not handed out yet
+                loader.resume(state); // the next epoch(...) yields exactly the batches not handed out yet
                 first = state.epoch();
                 // ... and load the model's weights saved with it
             }
@@ -44,12 +46,12 @@ public class ResumeFromCheckpoint {
                 try (Epoch<String> batches = loader.epoch(epoch)) {
                     for (Batch<String> batch : batches) {
                         step.accept(batch);
-                        if ((batch.index() + 1) % 10 == 0) {   // every 10 batches, with the model's weights
+                        if ((batch.index() + 1) % 10 == 0) { // every 10 batches, with the model's weights
                             save(loader.state(), checkpoint);
                         }
                     }
                 }
-                save(loader.state(), checkpoint);   // after an epoch: the start of the next one
+                save(loader.state(), checkpoint); // after an epoch: the start of the next one
             }
         }
     }

@@ -27,7 +27,9 @@ public class WebDatasetShardBlocks {
     public record Example(String key, int label, byte[] image) {}
 
     public static void main(String[] args) throws IOException {
-        train(Path.of(args[0]), 2, batch -> { /* your training step */ });
+        train(Path.of(args[0]), 2, batch -> {
+            /* your training step */
+        });
     }
 
     /** Trains on every shard under {@code data/shards/}. */
@@ -38,13 +40,16 @@ public class WebDatasetShardBlocks {
                 .build()) {
             List<String> shardKeys;
             try (Stream<ObjectInfo> objects = cache.list("shards/")) {
-                shardKeys = objects.map(ObjectInfo::key).filter(key -> key.endsWith(".tar")).sorted().toList();
+                shardKeys = objects.map(ObjectInfo::key)
+                        .filter(key -> key.endsWith(".tar"))
+                        .sorted()
+                        .toList();
             }
-            WebDataset shards = WebDataset.of(cache, shardKeys);   // one small read of each shard's .gidx index
+            WebDataset shards = WebDataset.of(cache, shardKeys); // one small read of each shard's .gidx index
 
             try (DataLoader<Example> loader = DataLoader.builder(shards, WebDatasetShardBlocks::decode)
                     .batchSize(64)
-                    .shuffle(Shuffle.shardBlocks(42L, 8))   // shards permuted; 8 at a time, their samples mixed
+                    .shuffle(Shuffle.shardBlocks(42L, 8)) // shards permuted; 8 at a time, their samples mixed
                     .workers(4)
                     .prefetch(4)
                     .build()) {
@@ -54,7 +59,8 @@ public class WebDatasetShardBlocks {
                             step.accept(batch.items());
                         }
                         LoaderStats s = batches.stats();
-                        System.out.printf("epoch %d: %d samples from %d shards in %d origin requests%n",
+                        System.out.printf(
+                                "epoch %d: %d samples from %d shards in %d origin requests%n",
                                 epoch, s.samples(), shardKeys.size(), s.originReads());
                         figures.add(s);
                     }
@@ -70,7 +76,8 @@ public class WebDatasetShardBlocks {
         ByteBuffer jpg = fields.get("jpg");
         byte[] image = new byte[jpg.remaining()];
         jpg.get(image);
-        int label = Integer.parseInt(StandardCharsets.US_ASCII.decode(fields.get("cls")).toString().trim());
+        int label = Integer.parseInt(
+                StandardCharsets.US_ASCII.decode(fields.get("cls")).toString().trim());
         return new Example(sample.key(), label, image);
     }
 }

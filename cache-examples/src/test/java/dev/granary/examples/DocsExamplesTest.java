@@ -32,12 +32,12 @@ class DocsExamplesTest {
 
     private static final Path REPO = Path.of(System.getProperty("granary.repo", ".."));
     private static final List<String> DOCS = List.of("README.md", "docs/cookbook.md");
-    private static final Pattern MARKER = Pattern.compile("<!-- example: (\\S+) -->\n```java\n(.*?)```\n",
-            Pattern.DOTALL);
+    private static final Pattern MARKER =
+            Pattern.compile("<!-- example: (\\S+) -->\n```java\n(.*?)```\n", Pattern.DOTALL);
     private static final String DEMO = "./mvnw -q -DskipTests -pl cache-benchmarks -am package exec:exec@demo"
             + "   # the demo: no setup, about a minute";
-    private static final String TESTS = "./mvnw -q verify"
-            + "                                                         # the tests";
+    private static final String TESTS =
+            "./mvnw -q verify" + "                                                         # the tests";
 
     private static String read(String file) throws IOException {
         return Files.readString(REPO.resolve(file), StandardCharsets.UTF_8);
@@ -54,8 +54,11 @@ class DocsExamplesTest {
                 shown++;
             }
             int blocks = text.split("```java\n", -1).length - 1;
-            assertEquals(blocks, shown, doc + ": every ```java block must follow an <!-- example: path --> marker"
-                    + " naming the file it shows");
+            assertEquals(
+                    blocks,
+                    shown,
+                    doc + ": every ```java block must follow an <!-- example: path --> marker"
+                            + " naming the file it shows");
             assertTrue(shown > 0, doc + " shows no example");
         }
     }
@@ -83,29 +86,39 @@ class DocsExamplesTest {
         List<String> top = readme.lines().limit(10).toList();
         assertTrue(top.contains(DEMO), "README lines 1-10 must hold, byte for byte (.ci/run greps it): " + DEMO);
         assertTrue(top.contains(TESTS), "README lines 1-10 must hold, byte for byte (.ci/run greps it): " + TESTS);
-        assertTrue(readme.getBytes(StandardCharsets.UTF_8).length <= 15_000, "README.md is "
-                + readme.getBytes(StandardCharsets.UTF_8).length + " bytes (expected: at most 15 000; details go"
-                + " to docs/)");
+        assertTrue(
+                readme.getBytes(StandardCharsets.UTF_8).length <= 15_000,
+                "README.md is "
+                        + readme.getBytes(StandardCharsets.UTF_8).length
+                        + " bytes (expected: at most 15 000; details go"
+                        + " to docs/)");
     }
 
     @Test
     void theReadmePomHasWhatAFirstRunNeeds() throws Exception {
         String readme = read("README.md");
-        Matcher block = Pattern.compile("```xml\n(<\\?xml.*?)```\n", Pattern.DOTALL).matcher(readme);
+        Matcher block =
+                Pattern.compile("```xml\n(<\\?xml.*?)```\n", Pattern.DOTALL).matcher(readme);
         assertTrue(block.find(), "the README has no complete pom.xml (```xml starting with <?xml)");
-        Document pom = DocumentBuilderFactory.newInstance().newDocumentBuilder()
+        Document pom = DocumentBuilderFactory.newInstance()
+                .newDocumentBuilder()
                 .parse(new InputSource(new StringReader(block.group(1))));
         var xpath = XPathFactory.newInstance().newXPath();
         assertEquals("25", xpath.evaluate("/project/properties/*[local-name()='maven.compiler.release']", pom));
-        assertEquals(projectVersion(), xpath.evaluate(
-                "/project/dependencyManagement/dependencies/dependency[artifactId='cache-bom']/version", pom));
-        assertTrue(xpath.evaluate("//plugin[artifactId='maven-surefire-plugin']/configuration/argLine", pom)
-                .contains("--enable-native-access=ALL-UNNAMED"), "surefire's argLine");
+        assertEquals(
+                projectVersion(),
+                xpath.evaluate(
+                        "/project/dependencyManagement/dependencies/dependency[artifactId='cache-bom']/version", pom));
+        assertTrue(
+                xpath.evaluate("//plugin[artifactId='maven-surefire-plugin']/configuration/argLine", pom)
+                        .contains("--enable-native-access=ALL-UNNAMED"),
+                "surefire's argLine");
         String exec = xpath.evaluate("//plugin[artifactId='exec-maven-plugin']/configuration", pom);
         assertTrue(exec.contains("--enable-native-access=ALL-UNNAMED"), "exec's arguments: " + exec);
         assertTrue(exec.contains(FirstLoop.class.getName()), "exec runs the first loop: " + exec);
 
-        Matcher gradle = Pattern.compile("```kotlin\n(.*?)```\n", Pattern.DOTALL).matcher(readme);
+        Matcher gradle =
+                Pattern.compile("```kotlin\n(.*?)```\n", Pattern.DOTALL).matcher(readme);
         assertTrue(gradle.find(), "the README has no build.gradle.kts");
         String kts = gradle.group(1);
         assertTrue(kts.contains("dev.granary:cache-bom:" + projectVersion()), kts);
@@ -114,8 +127,9 @@ class DocsExamplesTest {
     }
 
     private static String projectVersion() throws Exception {
-        Document pom = DocumentBuilderFactory.newInstance().newDocumentBuilder().parse(REPO.resolve("pom.xml")
-                .toFile());
+        Document pom = DocumentBuilderFactory.newInstance()
+                .newDocumentBuilder()
+                .parse(REPO.resolve("pom.xml").toFile());
         return XPathFactory.newInstance().newXPath().evaluate("/project/version", pom);
     }
 }

@@ -60,7 +60,8 @@ class ObjectsFromS3Test {
         try (S3Client client = server.client()) {
             client.createBucket(b -> b.bucket(BUCKET));
             for (Map.Entry<String, byte[]> object : data.objects().entrySet()) {
-                client.putObject(b -> b.bucket(BUCKET).key("imagenet/" + object.getKey()),
+                client.putObject(
+                        b -> b.bucket(BUCKET).key("imagenet/" + object.getKey()),
                         RequestBody.fromBytes(object.getValue()));
             }
             // Not part of the dataset: outside the prefix, and outside train/.
@@ -69,8 +70,8 @@ class ObjectsFromS3Test {
         }
         List<Example> trained = new ArrayList<>();
 
-        List<LoaderStats> epochs = ObjectsFromS3.train(server.endpoint(), BUCKET, "imagenet/",
-                temp.resolve("granary-cache"), 2, trained::addAll);
+        List<LoaderStats> epochs = ObjectsFromS3.train(
+                server.endpoint(), BUCKET, "imagenet/", temp.resolve("granary-cache"), 2, trained::addAll);
 
         data.assertEveryObjectOnce(entries(trained.subList(0, data.count())), "epoch 0");
         data.assertEveryObjectOnce(entries(trained.subList(data.count(), trained.size())), "epoch 1");

@@ -66,19 +66,27 @@ class PackShardsTest {
 
         List<String> shards = PackShards.pack(temp.resolve("images"), data.resolve("shards"), 50);
 
-        assertEquals(IntStream.range(0, 5).mapToObj(i -> String.format("shard-%06d.tar", i)).toList(), shards);
+        assertEquals(
+                IntStream.range(0, 5)
+                        .mapToObj(i -> String.format("shard-%06d.tar", i))
+                        .toList(),
+                shards);
         for (String shard : shards) {
             assertTrue(Files.isRegularFile(data.resolve("shards").resolve(shard + ".gidx")), shard + ": no index");
         }
         List<String> keysInShardOrder = new ArrayList<>();
         Map<String, Map<String, byte[]>> read = new LinkedHashMap<>();
         try (TieredCache cache = leaks.watch(TieredCache.builder(PosixOrigin.of(data))
-                .tier(MemoryTier.builder().capacity(64L << 20).build()).build())) {
-            WebDataset dataset = WebDataset.of(cache, shards.stream().map(s -> "shards/" + s).toList());
+                .tier(MemoryTier.builder().capacity(64L << 20).build())
+                .build())) {
+            WebDataset dataset =
+                    WebDataset.of(cache, shards.stream().map(s -> "shards/" + s).toList());
             assertEquals(230, dataset.size());
-            try (DataLoader<Map.Entry<String, Map<String, byte[]>>> loader = DataLoader.builder(dataset,
-                    sample -> Map.entry(sample.key(), copy(sample.fields()))).batchSize(16).build();
-                 Epoch<Map.Entry<String, Map<String, byte[]>>> epoch = loader.epoch(0)) {
+            try (DataLoader<Map.Entry<String, Map<String, byte[]>>> loader = DataLoader.builder(
+                                    dataset, sample -> Map.entry(sample.key(), copy(sample.fields())))
+                            .batchSize(16)
+                            .build();
+                    Epoch<Map.Entry<String, Map<String, byte[]>>> epoch = loader.epoch(0)) {
                 for (Batch<Map.Entry<String, Map<String, byte[]>>> batch : epoch) {
                     for (Map.Entry<String, Map<String, byte[]>> sample : batch.items()) {
                         keysInShardOrder.add(sample.getKey());
@@ -95,7 +103,9 @@ class PackShardsTest {
                 assertArrayEquals(sample.getValue().get(field), fields.get(field), sample.getKey() + "." + field);
             }
         }
-        assertNotEquals(keysInShardOrder.stream().sorted().toList(), keysInShardOrder,
+        assertNotEquals(
+                keysInShardOrder.stream().sorted().toList(),
+                keysInShardOrder,
                 "the recipe shuffles the samples once before packing");
     }
 

@@ -42,7 +42,10 @@ class PrestageThenTrainTest {
 
         assertEquals(0, epochs.get(0).originReads(), "epoch 0 reads the staged pages");
         assertEquals(0, epochs.get(1).originReads());
-        data.assertEveryObjectOnce(trained.subList(0, data.count()).stream()
-                .map(e -> Map.entry(e.key(), e.bytes())).toList(), "epoch 0");
+        data.assertEveryObjectOnce(
+                trained.subList(0, data.count()).stream()
+                        .map(e -> Map.entry(e.key(), e.bytes()))
+                        .toList(),
+                "epoch 0");
     }
 }

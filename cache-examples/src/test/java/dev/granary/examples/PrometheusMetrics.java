@@ -28,9 +28,11 @@ public class PrometheusMetrics {
 
     public static void main(String[] args) throws IOException {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-        HttpServer server = serve(registry, 9400);   // Prometheus scrapes http://<host>:9400/metrics
+        HttpServer server = serve(registry, 9400); // Prometheus scrapes http://<host>:9400/metrics
         try {
-            train(Path.of(args[0]), registry, 10, batch -> { /* your training step */ });
+            train(Path.of(args[0]), registry, 10, batch -> {
+                /* your training step */
+            });
         } finally {
             server.stop(0);
         }
@@ -54,15 +56,16 @@ public class PrometheusMetrics {
     public static void train(Path data, MeterRegistry registry, int epochs, Consumer<List<Integer>> step)
             throws IOException {
         try (TieredCache cache = TieredCache.builder(PosixOrigin.of(data))
-                     .tier(MemoryTier.builder().capacity(256L << 20).build())
-                     .build();
-             DataLoader<Integer> loader = DataLoader.builder(Dataset.ofObjects(cache, "train/"),
-                             (Sample sample) -> sample.bytes().remaining())
-                     .batchSize(32)
-                     .shuffle(42L)
-                     .build()) {
-            new TieredCacheMetrics(cache, "train", Tags.empty()).bindTo(registry);   // tiers, origin, leases
-            new DataLoaderMetrics(loader, "train", Tags.empty()).bindTo(registry);   // data-wait, samples, queue
+                        .tier(MemoryTier.builder().capacity(256L << 20).build())
+                        .build();
+                DataLoader<Integer> loader = DataLoader.builder(
+                                Dataset.ofObjects(cache, "train/"),
+                                (Sample sample) -> sample.bytes().remaining())
+                        .batchSize(32)
+                        .shuffle(42L)
+                        .build()) {
+            new TieredCacheMetrics(cache, "train", Tags.empty()).bindTo(registry); // tiers, origin, leases
+            new DataLoaderMetrics(loader, "train", Tags.empty()).bindTo(registry); // data-wait, samples, queue
             for (int epoch = 0; epoch < epochs; epoch++) {
                 try (Epoch<Integer> batches = loader.epoch(epoch)) {
                     for (Batch<Integer> batch : batches) {

@@ -31,7 +31,7 @@ class PrometheusMetricsTest {
 
     @Test
     void theScrapePageShowsTheCacheAndTheLoader() throws Exception {
-        ExampleData data = ExampleData.write(temp.resolve("data"), 100, 16 << 10);   // 4 batches of 32 per epoch
+        ExampleData data = ExampleData.write(temp.resolve("data"), 100, 16 << 10); // 4 batches of 32 per epoch
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         HttpServer server = PrometheusMetrics.serve(registry, 0);
         AtomicInteger batches = new AtomicInteger();
@@ -39,10 +39,10 @@ class PrometheusMetricsTest {
         try (HttpClient http = HttpClient.newHttpClient()) {
             URI uri = URI.create("http://127.0.0.1:" + server.getAddress().getPort() + "/metrics");
             PrometheusMetrics.train(data.root(), registry, 2, items -> {
-                if (batches.incrementAndGet() == 8) {   // the last batch of epoch 1
+                if (batches.incrementAndGet() == 8) { // the last batch of epoch 1
                     try {
-                        HttpResponse<String> response = http.send(HttpRequest.newBuilder(uri).build(),
-                                HttpResponse.BodyHandlers.ofString());
+                        HttpResponse<String> response =
+                                http.send(HttpRequest.newBuilder(uri).build(), HttpResponse.BodyHandlers.ofString());
                         assertEquals(200, response.statusCode());
                         page.set(response.body());
                     } catch (IOException e) {
@@ -57,7 +57,7 @@ class PrometheusMetricsTest {
             server.stop(0);
         }
         String scraped = page.get();
-        System.out.println(scraped);   // in target/surefire-reports: what docs/cookbook.md quotes
+        System.out.println(scraped); // in target/surefire-reports: what docs/cookbook.md quotes
         assertEquals(100.0, value(scraped, "granary_origin_requests_total{cache=\"train\"}"), scraped);
         assertEquals(100.0, value(scraped, "granary_cache_hits_total{cache=\"train\",tier=\"memory\"}"), scraped);
         assertEquals(8.0, value(scraped, "granary_loader_batches_total{loader=\"train\"}"), scraped);
@@ -65,7 +65,8 @@ class PrometheusMetricsTest {
     }
 
     private static double value(String page, String series) {
-        Matcher m = Pattern.compile("(?m)^" + Pattern.quote(series) + " (\\S+)$").matcher(page);
+        Matcher m =
+                Pattern.compile("(?m)^" + Pattern.quote(series) + " (\\S+)$").matcher(page);
         assertTrue(m.find(), "no " + series);
         return Double.parseDouble(m.group(1));
     }

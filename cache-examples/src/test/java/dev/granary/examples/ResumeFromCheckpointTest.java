@@ -34,19 +34,21 @@ class ResumeFromCheckpointTest {
 
     @Test
     void aRunResumedFromItsCheckpointContinuesExactlyWhereTheCheckpointWasTaken() throws IOException {
-        ExampleData data = ExampleData.write(temp.resolve("data"), 640, 2 << 10);   // 20 batches of 32 per epoch
+        ExampleData data = ExampleData.write(temp.resolve("data"), 640, 2 << 10); // 20 batches of 32 per epoch
         List<Seen> uninterrupted = new ArrayList<>();
         ResumeFromCheckpoint.train(data.root(), temp.resolve("a.checkpoint"), 3, b -> uninterrupted.add(Seen.of(b)));
         assertEquals(3 * 20, uninterrupted.size());
 
         Path checkpoint = temp.resolve("b.checkpoint");
         List<Seen> crashed = new ArrayList<>();
-        assertThrows(IllegalStateException.class, () -> ResumeFromCheckpoint.train(data.root(), checkpoint, 3, b -> {
-            crashed.add(Seen.of(b));
-            if (b.epoch() == 1 && b.index() == 14) {
-                throw new IllegalStateException("killed after batch 14 of epoch 1");
-            }
-        }));
+        assertThrows(
+                IllegalStateException.class,
+                () -> ResumeFromCheckpoint.train(data.root(), checkpoint, 3, b -> {
+                    crashed.add(Seen.of(b));
+                    if (b.epoch() == 1 && b.index() == 14) {
+                        throw new IllegalStateException("killed after batch 14 of epoch 1");
+                    }
+                }));
         assertEquals(20 + 15, crashed.size());
         String saved = Files.readString(checkpoint);
         assertTrue(saved.startsWith("granary-loader-state/2 epoch=1 nextBatch=10 "), saved);
@@ -54,7 +56,9 @@ class ResumeFromCheckpointTest {
         List<Seen> resumed = new ArrayList<>();
         ResumeFromCheckpoint.train(data.root(), checkpoint, 3, b -> resumed.add(Seen.of(b)));
 
-        assertEquals(uninterrupted.subList(20 + 10, uninterrupted.size()), resumed,
+        assertEquals(
+                uninterrupted.subList(20 + 10, uninterrupted.size()),
+                resumed,
                 "from batch 10 of epoch 1 on, as if never interrupted");
         assertEquals(uninterrupted.subList(0, 20 + 15), crashed, "the same order before the crash too");
         assertTrue(Files.readString(checkpoint).startsWith("granary-loader-state/2 epoch=3 nextBatch=0 "));

@@ -4,7 +4,6 @@ package dev.granary.examples;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -34,8 +33,14 @@ class SeveralJvmsOnOneNodeTest {
         Path nodeCache = temp.resolve("node-cache");
         List<Process> ranks = new ArrayList<>();
         for (int rank = 0; rank < 2; rank++) {
-            ranks.add(ChildJvm.start(SeveralJvmsOnOneNode.class, data.root().toString(), nodeCache.toString(),
-                    Integer.toString(rank), "2", "2", "2"));
+            ranks.add(ChildJvm.start(
+                    SeveralJvmsOnOneNode.class,
+                    data.root().toString(),
+                    nodeCache.toString(),
+                    Integer.toString(rank),
+                    "2",
+                    "2",
+                    "2"));
         }
         long[] samples = new long[2];
         long originReads = 0;
@@ -54,7 +59,10 @@ class SeveralJvmsOnOneNodeTest {
         assertEquals(4, lines, "two epochs of two ranks");
         assertEquals(data.count(), samples[0], "epoch 0: the ranks' parts make the dataset");
         assertEquals(data.count(), samples[1], "epoch 1: the ranks' parts make the dataset");
-        assertEquals(data.count(), originReads, "each object read from the origin once for the whole node, although"
-                + " in epoch 1 each rank reads samples the other rank fetched in epoch 0");
+        assertEquals(
+                data.count(),
+                originReads,
+                "each object read from the origin once for the whole node, although"
+                        + " in epoch 1 each rank reads samples the other rank fetched in epoch 0");
     }
 }

@@ -30,7 +30,8 @@ class WebDatasetShardBlocksTest {
     void shardBlocksReadEachShardWholeAndEverySampleOncePerEpoch() throws IOException {
         Map<String, Map<String, byte[]>> expected = PackShardsTest.smallFiles(temp.resolve("images"), 600);
         Path data = temp.resolve("data");
-        int shards = PackShards.pack(temp.resolve("images"), data.resolve("shards"), 25).size();
+        int shards = PackShards.pack(temp.resolve("images"), data.resolve("shards"), 25)
+                .size();
         assertEquals(24, shards);
         List<Example> trained = new ArrayList<>();
 
@@ -48,8 +49,10 @@ class WebDatasetShardBlocksTest {
             assertEquals(expected.keySet(), seen, "epoch " + epoch);
         }
         long requests = epochs.get(0).originReads();
-        assertTrue(requests > 0 && requests <= shards, "epoch 0: each shard read whole (one request per part), not"
-                + " one request per sample: " + requests + " requests for " + shards + " shards");
+        assertTrue(
+                requests > 0 && requests <= shards,
+                "epoch 0: each shard read whole (one request per part), not" + " one request per sample: " + requests
+                        + " requests for " + shards + " shards");
         assertEquals(0, epochs.get(1).originReads(), "epoch 1: from the memory tier");
     }
 }

@@ -41,8 +41,12 @@ public record Batch<T>(long epoch, long index, List<T> items, int[] indices, Mem
     /** Equal when epoch, index, items, indices (by content) and staging view are. */
     @Override
     public boolean equals(Object o) {
-        return o instanceof Batch<?> b && epoch == b.epoch && index == b.index && items.equals(b.items)
-                && Arrays.equals(indices, b.indices) && Objects.equals(staging, b.staging);
+        return o instanceof Batch<?> b
+                && epoch == b.epoch
+                && index == b.index
+                && items.equals(b.items)
+                && Arrays.equals(indices, b.indices)
+                && Objects.equals(staging, b.staging);
     }
 
     @Override

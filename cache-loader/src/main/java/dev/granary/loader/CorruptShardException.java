@@ -49,8 +49,10 @@ public final class CorruptShardException extends IOException {
      * @throws NullPointerException if {@code shard} or {@code problem} is null
      */
     public CorruptShardException(String shard, long offset, String problem, Throwable cause) {
-        super("shard '" + Objects.requireNonNull(shard, "shard") + "' at offset " + offset + ": "
-                + Objects.requireNonNull(problem, "problem"), cause);
+        super(
+                "shard '" + Objects.requireNonNull(shard, "shard") + "' at offset " + offset + ": "
+                        + Objects.requireNonNull(problem, "problem"),
+                cause);
         this.shard = shard;
         this.offset = offset;
     }

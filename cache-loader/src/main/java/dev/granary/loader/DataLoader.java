@@ -5,7 +5,6 @@ import dev.granary.CacheSimulation;
 import dev.granary.CacheStats;
 import dev.granary.EpochDriver;
 import dev.granary.TierStats;
-import dev.granary.TieredCache;
 import dev.granary.internal.ByteSizes;
 import dev.granary.internal.ReadAccount;
 import java.lang.ref.Cleaner;
@@ -116,6 +115,7 @@ public final class DataLoader<T> implements AutoCloseable {
     static final long DEFAULT_MAX_BYTES_IN_FLIGHT = 256L << 20;
     /** The share of the cache's capacity an epoch may hold in shard parts when the builder set no bound. */
     static final int STREAM_SHARE_DIVISOR = 4;
+
     private static final Cleaner CLEANER = Cleaner.create();
 
     private final LoaderSettings<T> settings;
@@ -131,6 +131,7 @@ public final class DataLoader<T> implements AutoCloseable {
     private final List<String> tierNames;
     /** What this loader's reads caused in the cache (per-loader figures, not the cache-wide counters). */
     private final ReadAccount account;
+
     private final Cleaner.Cleanable resources;
 
     private final Object lock = new Object();
@@ -144,18 +145,36 @@ public final class DataLoader<T> implements AutoCloseable {
         this.batchSize = b.batchSize;
         int readAhead = b.readAhead > 0 ? b.readAhead : (int) Math.min(1024, (long) b.batchSize * b.prefetch);
         long maxBytesInFlight = b.maxBytesInFlight > 0 ? b.maxBytesInFlight : DEFAULT_MAX_BYTES_IN_FLIGHT;
-        long streamBudget = b.maxBytesInFlight > 0 ? b.maxBytesInFlight
+        long streamBudget = b.maxBytesInFlight > 0
+                ? b.maxBytesInFlight
                 : defaultStreamBudget(b.dataset.cache().stats());
-        this.settings = new LoaderSettings<>(b.dataset, b.decoder, b.batchSize, b.prefetch, readAhead,
-                maxBytesInFlight, streamBudget, b.skipFailed, b.collator, b.streamShards, b.partSize);
+        this.settings = new LoaderSettings<>(
+                b.dataset,
+                b.decoder,
+                b.batchSize,
+                b.prefetch,
+                readAhead,
+                maxBytesInFlight,
+                streamBudget,
+                b.skipFailed,
+                b.collator,
+                b.streamShards,
+                b.partSize);
         this.account = new ReadAccount(dataset.cache().stats().tiers().size());
-        this.counters = new LoaderCounters(b.prefetch, account, new StarvationAlarm(b.starvationThreshold,
-                b.starvationWindow, b.workers, "loader over " + b.dataset, b.starvationListener));
+        this.counters = new LoaderCounters(
+                b.prefetch,
+                account,
+                new StarvationAlarm(
+                        b.starvationThreshold,
+                        b.starvationWindow,
+                        b.workers,
+                        "loader over " + b.dataset,
+                        b.starvationListener));
         this.dropLast = b.dropLast;
         this.sampler = b.sampler();
         AtomicInteger n = new AtomicInteger();
-        this.workers = new ThreadPoolExecutor(b.workers, b.workers, 5, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
-                r -> {
+        this.workers =
+                new ThreadPoolExecutor(b.workers, b.workers, 5, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
                     Thread t = new Thread(r, "granary-loader-worker-" + n.incrementAndGet());
                     t.setDaemon(true);
                     return t;
@@ -164,7 +183,8 @@ public final class DataLoader<T> implements AutoCloseable {
         this.driver = b.drive ? dataset.cache().loaderSupport().driver() : null;
         // Buffers for the batches in the prefetch queue, the one the trainer holds and one being collated.
         this.staging = b.collator == null ? null : new StagingPool(b.prefetch + 2, b.stagingBytes, b.pinnedStaging);
-        this.tierNames = dataset.cache().stats().tiers().stream().map(TierStats::name).toList();
+        this.tierNames =
+                dataset.cache().stats().tiers().stream().map(TierStats::name).toList();
         this.position = state(0, 0);
         // A loader dropped without close() must not keep pinning the cache's resident set nor its threads.
         this.resources = CLEANER.register(this, new Resources(workers, driver, staging));
@@ -194,8 +214,7 @@ public final class DataLoader<T> implements AutoCloseable {
     }
 
     /** What a loader holds beyond the heap: released by close(), or by the cleaner for a forgotten loader. */
-    private record Resources(ThreadPoolExecutor workers, EpochDriver driver, StagingPool staging)
-            implements Runnable {
+    private record Resources(ThreadPoolExecutor workers, EpochDriver driver, StagingPool staging) implements Runnable {
         @Override
         public void run() {
             workers.shutdown();
@@ -224,12 +243,12 @@ public final class DataLoader<T> implements AutoCloseable {
      */
     public static <T> Builder<T> builder(Dataset dataset, Decoder<T> decoder) {
         if (dataset == null) {
-            throw new IllegalArgumentException("dataset: null (expected: a Dataset such as Dataset.ofObjects(cache,"
-                    + " \"train/\"))");
+            throw new IllegalArgumentException(
+                    "dataset: null (expected: a Dataset such as Dataset.ofObjects(cache," + " \"train/\"))");
         }
         if (decoder == null) {
-            throw new IllegalArgumentException("decoder: null (expected: a function from Sample to the trainer's"
-                    + " item)");
+            throw new IllegalArgumentException(
+                    "decoder: null (expected: a function from Sample to the trainer's" + " item)");
         }
         return new Builder<>(dataset, decoder);
     }
@@ -367,8 +386,8 @@ public final class DataLoader<T> implements AutoCloseable {
         List<DryRun.EpochSpec> specs = new ArrayList<>(epochs);
         for (int i = 0; i < epochs; i++) {
             long epoch = firstEpoch + i;
-            specs.add(new DryRun.EpochSpec(epoch, () -> sampler.epoch(epoch), i == 0 ? Math.min(firstBatch, end) : 0,
-                    end, batchSize));
+            specs.add(new DryRun.EpochSpec(
+                    epoch, () -> sampler.epoch(epoch), i == 0 ? Math.min(firstBatch, end) : 0, end, batchSize));
         }
         CacheSimulation sim;
         try {
@@ -434,9 +453,19 @@ public final class DataLoader<T> implements AutoCloseable {
             throw new IllegalArgumentException("state: null (expected: a LoaderState from loader.state())");
         }
         LoaderState mine = state(state.epoch(), state.nextBatch());
-        boolean elastic = state.nextBatch() == 0 && mine.equals(new LoaderState(state.epoch(), 0,
-                state.datasetSize(), state.batchSize(), state.dropLast(), state.shuffle(), state.partitioning(),
-                sampler.rank(), sampler.worldSize(), sampler.ranksPerNode(), state.canonicalPartitions()));
+        boolean elastic = state.nextBatch() == 0
+                && mine.equals(new LoaderState(
+                        state.epoch(),
+                        0,
+                        state.datasetSize(),
+                        state.batchSize(),
+                        state.dropLast(),
+                        state.shuffle(),
+                        state.partitioning(),
+                        sampler.rank(),
+                        sampler.worldSize(),
+                        sampler.ranksPerNode(),
+                        state.canonicalPartitions()));
         if (!mine.equals(state) && !elastic) {
             throw new IllegalArgumentException("state: " + state.encode() + " (expected: a state of a loader"
                     + " configured like this one: " + mine.encode() + ")");
@@ -473,9 +502,21 @@ public final class DataLoader<T> implements AutoCloseable {
             queued = current == null ? 0 : current.readyDepth();
         }
         LoaderCounters c = counters;
-        return new LoaderStats(c.samples.sum(), c.skipped.sum(), c.failed.sum(), c.batches.sum(), c.bytes.sum(),
-                c.dataWait.sum(), queued, c.depthAtTake(), account.tierHits(), tierNames, account.misses(),
-                account.originReads(), account.originBytes(), c.epochNanos());
+        return new LoaderStats(
+                c.samples.sum(),
+                c.skipped.sum(),
+                c.failed.sum(),
+                c.batches.sum(),
+                c.bytes.sum(),
+                c.dataWait.sum(),
+                queued,
+                c.depthAtTake(),
+                account.tierHits(),
+                tierNames,
+                account.misses(),
+                account.originReads(),
+                account.originBytes(),
+                c.epochNanos());
     }
 
     /**
@@ -567,8 +608,17 @@ public final class DataLoader<T> implements AutoCloseable {
     }
 
     private LoaderState state(long epoch, long nextBatch) {
-        return new LoaderState(epoch, nextBatch, dataset.size(), batchSize, dropLast, sampler.shuffle(),
-                sampler.partitioning(), sampler.rank(), sampler.worldSize(), sampler.ranksPerNode(),
+        return new LoaderState(
+                epoch,
+                nextBatch,
+                dataset.size(),
+                batchSize,
+                dropLast,
+                sampler.shuffle(),
+                sampler.partitioning(),
+                sampler.rank(),
+                sampler.worldSize(),
+                sampler.ranksPerNode(),
                 sampler.canonicalPartitions());
     }
 
@@ -580,8 +630,8 @@ public final class DataLoader<T> implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "DataLoader[" + dataset + ", batch " + batchSize + ", " + sampler.shuffle() + ", rank "
-                + sampler.rank() + "/" + sampler.worldSize() + " " + sampler.partitioning() + "]";
+        return "DataLoader[" + dataset + ", batch " + batchSize + ", " + sampler.shuffle() + ", rank " + sampler.rank()
+                + "/" + sampler.worldSize() + " " + sampler.partitioning() + "]";
     }
 
     /**
@@ -605,6 +655,7 @@ public final class DataLoader<T> implements AutoCloseable {
         private int readAhead;
         /** 0 until set: then {@link #DEFAULT_MAX_BYTES_IN_FLIGHT}, and the stream budget from the cache's size. */
         private long maxBytesInFlight;
+
         private boolean dropLast;
         private boolean skipFailed;
         private boolean drive = true;
@@ -884,8 +935,8 @@ public final class DataLoader<T> implements AutoCloseable {
                         + ByteSizes.range(1, 1L << 40) + ")");
             }
             if (collator == null) {
-                throw new IllegalArgumentException("collator: null (expected: a Collator that packs a batch into"
-                        + " the staging buffer)");
+                throw new IllegalArgumentException(
+                        "collator: null (expected: a Collator that packs a batch into" + " the staging buffer)");
             }
             this.stagingBytes = bytesPerBatch;
             this.collator = collator;
@@ -945,7 +996,8 @@ public final class DataLoader<T> implements AutoCloseable {
          * @throws IllegalArgumentException if null or out of range
          */
         public Builder<T> starvationWindow(Duration window) {
-            if (window == null || window.compareTo(Duration.ofMillis(1)) < 0
+            if (window == null
+                    || window.compareTo(Duration.ofMillis(1)) < 0
                     || window.compareTo(Duration.ofDays(1)) > 0) {
                 throw new IllegalArgumentException("starvation window: " + window + " (expected: 1 ms to 1 day)");
             }

@@ -30,8 +30,7 @@ final class DryRun implements ReadUnits.Sink {
      * One epoch to run: its number, how to compute its order (when its turn comes, so that a long plan holds one order
      * at a time), and the batches it reads.
      */
-    record EpochSpec(long epoch, Supplier<int[]> order, long firstBatch, long endBatch,
-            int batchSize) {}
+    record EpochSpec(long epoch, Supplier<int[]> order, long firstBatch, long endBatch, int batchSize) {}
 
     private final CacheSimulation sim;
     private final ReadUnits units;
@@ -72,8 +71,16 @@ final class DryRun implements ReadUnits.Sink {
                 byTier.merge(names.get(i), hits[i], Long::sum);
                 bytesByTier.merge(names.get(i), hitBytes[i], Long::sum);
             }
-            plans.add(new EpochPlan(e.epoch(), to - from, reads, readBytes, byTier, bytesByTier, originReads,
-                    metadataRequests, originBytes));
+            plans.add(new EpochPlan(
+                    e.epoch(),
+                    to - from,
+                    reads,
+                    readBytes,
+                    byTier,
+                    bytesByTier,
+                    originReads,
+                    metadataRequests,
+                    originBytes));
         }
         return new LoaderPlan(names, plans);
     }

@@ -34,8 +34,8 @@ public final class Epoch<T> implements Iterable<Batch<T>>, AutoCloseable {
     Epoch(EpochRun<T> run, Cleaner cleaner) {
         this.run = run;
         // Dropped unclosed: abandoned on a virtual thread of its own, so the shared cleaner thread never waits.
-        this.cleanable = cleaner.register(this, () -> Thread.ofVirtual().name("granary-loader-abandon")
-                .start(run::abandon));
+        this.cleanable = cleaner.register(
+                this, () -> Thread.ofVirtual().name("granary-loader-abandon").start(run::abandon));
     }
 
     /** {@return the epoch number} */

@@ -13,6 +13,7 @@ final class EpochOrder implements Sampler {
 
     /** Of the order's keys, which one: so that no two permutations of an epoch share a key. */
     static final long TAG_SAMPLES = 1;
+
     static final long TAG_SHARDS = 2;
     static final long TAG_BLOCK = 3;
     static final long TAG_STABLE = 4;
@@ -23,6 +24,7 @@ final class EpochOrder implements Sampler {
     private final Shuffle shuffle;
     /** Shard {@code s} holds {@code [firstSample[s], firstSample[s + 1])}; null for a dataset without shards. */
     private final int[] firstSample;
+
     private final boolean sharded;
     private final Partitioning partitioning;
     private final int rank;
@@ -37,8 +39,16 @@ final class EpochOrder implements Sampler {
     private final int[] partShards;
     private final long partSize;
 
-    private EpochOrder(int n, Shuffle shuffle, int[] firstSample, boolean sharded, Partitioning partitioning, int rank,
-            int worldSize, int ranksPerNode, int canonicalPartitions) {
+    private EpochOrder(
+            int n,
+            Shuffle shuffle,
+            int[] firstSample,
+            boolean sharded,
+            Partitioning partitioning,
+            int rank,
+            int worldSize,
+            int ranksPerNode,
+            int canonicalPartitions) {
         this.n = n;
         this.shuffle = shuffle;
         this.firstSample = firstSample;
@@ -104,8 +114,9 @@ final class EpochOrder implements Sampler {
         for (int m = 0; m < nodes; m++) {
             if (nodeSizes[m] == 0) {
                 throw new IllegalArgumentException("STABLE partitioning: node " + m + " of " + nodes + " gets no"
-                        + " samples (" + n + " samples" + (firstSample == null ? ""
-                        : " in " + (firstSample.length - 1) + " shards") + ", " + p + " canonical partitions; expected:"
+                        + " samples (" + n + " samples"
+                        + (firstSample == null ? "" : " in " + (firstSample.length - 1) + " shards") + ", " + p
+                        + " canonical partitions; expected:"
                         + " a part for every node: fewer nodes, or more " + (firstSample == null ? "samples" : "shards")
                         + ")");
             }
@@ -121,8 +132,8 @@ final class EpochOrder implements Sampler {
                     + " a WebDataset, whose tar shards the blocks are made of; for one object per sample use"
                     + " Shuffle.samples(seed))");
         }
-        return new EpochOrder(n, shuffle, firstSample, false, Partitioning.PER_EPOCH, 0, 1, 1,
-                Sampler.DEFAULT_CANONICAL_PARTITIONS);
+        return new EpochOrder(
+                n, shuffle, firstSample, false, Partitioning.PER_EPOCH, 0, 1, 1, Sampler.DEFAULT_CANONICAL_PARTITIONS);
     }
 
     /** {@return shard boundaries for shards of the given sizes} @throws IllegalArgumentException on a bad size */
@@ -159,25 +170,25 @@ final class EpochOrder implements Sampler {
     }
 
     @Override
-    public Sampler shard(int rank, int worldSize, Partitioning partitioning, int ranksPerNode,
-            int canonicalPartitions) {
+    public Sampler shard(
+            int rank, int worldSize, Partitioning partitioning, int ranksPerNode, int canonicalPartitions) {
         if (sharded) {
             throw new IllegalStateException("sampler is already shard " + this.rank + " of " + this.worldSize
                     + " (expected: shard an unsharded sampler)");
         }
         checkShard(rank, worldSize, partitioning, ranksPerNode, canonicalPartitions);
-        return new EpochOrder(n, shuffle, firstSample, true, partitioning, rank, worldSize, ranksPerNode,
-                canonicalPartitions);
+        return new EpochOrder(
+                n, shuffle, firstSample, true, partitioning, rank, worldSize, ranksPerNode, canonicalPartitions);
     }
 
-    static void checkShard(int rank, int worldSize, Partitioning partitioning, int ranksPerNode,
-            int canonicalPartitions) {
+    static void checkShard(
+            int rank, int worldSize, Partitioning partitioning, int ranksPerNode, int canonicalPartitions) {
         if (worldSize < 1) {
             throw new IllegalArgumentException("world size: " + worldSize + " (expected: >= 1)");
         }
         if (rank < 0 || rank >= worldSize) {
-            throw new IllegalArgumentException("rank: " + rank + " (expected: 0 <= rank < world size " + worldSize
-                    + ")");
+            throw new IllegalArgumentException(
+                    "rank: " + rank + " (expected: 0 <= rank < world size " + worldSize + ")");
         }
         if (partitioning == null) {
             throw new IllegalArgumentException("partitioning: null (expected: Partitioning.PER_EPOCH or STABLE)");
@@ -272,14 +283,22 @@ final class EpochOrder implements Sampler {
         checkEpoch(epoch);
         int[] out = new int[n];
         if (partitioning == Partitioning.PER_EPOCH) {
-            EpochOrder whole = new EpochOrder(n, shuffle, firstSample, false, Partitioning.PER_EPOCH, 0, 1, 1,
-                    canonicalPartitions);
+            EpochOrder whole = new EpochOrder(
+                    n, shuffle, firstSample, false, Partitioning.PER_EPOCH, 0, 1, 1, canonicalPartitions);
             return whole.epoch(epoch);
         }
         int at = 0;
         for (int node = 0; node < worldSize / ranksPerNode; node++) {
-            EpochOrder first = new EpochOrder(n, shuffle, firstSample, true, partitioning, node * ranksPerNode,
-                    worldSize, ranksPerNode, canonicalPartitions);
+            EpochOrder first = new EpochOrder(
+                    n,
+                    shuffle,
+                    firstSample,
+                    true,
+                    partitioning,
+                    node * ranksPerNode,
+                    worldSize,
+                    ranksPerNode,
+                    canonicalPartitions);
             NodeOrder order = first.new NodeOrder(epoch);
             for (long q = 0; q < first.partSize; q++) {
                 out[at++] = order.at(q);
@@ -326,8 +345,8 @@ final class EpochOrder implements Sampler {
 
     /** {@return the key of permutation {@code tag} of {@code epoch} for part {@code identity}} */
     private long key(long tag, long epoch, long identity) {
-        return KeyedPermutation.combine(KeyedPermutation.combine(KeyedPermutation.combine(shuffle.seed(), tag),
-                epoch), identity);
+        return KeyedPermutation.combine(
+                KeyedPermutation.combine(KeyedPermutation.combine(shuffle.seed(), tag), epoch), identity);
     }
 
     /** {@return where canonical partition {@code c} starts in the stable sequence of samples: floor(c × N / P)} */
@@ -370,7 +389,11 @@ final class EpochOrder implements Sampler {
         NodeOrder(long epoch) {
             if (partShards != null) {
                 Shuffle.Kind kind = shuffle.kind();
-                blocks = new BlockOrder(partShards, epoch, identity, kind == Shuffle.Kind.SHARD_BLOCKS,
+                blocks = new BlockOrder(
+                        partShards,
+                        epoch,
+                        identity,
+                        kind == Shuffle.Kind.SHARD_BLOCKS,
                         kind == Shuffle.Kind.SHARD_BLOCKS ? shuffle.blockShards() : Integer.MAX_VALUE,
                         kind != Shuffle.Kind.NONE);
                 within = null;
@@ -430,8 +453,9 @@ final class EpochOrder implements Sampler {
                 int end = (int) Math.min((long) first + k, shards.length);
                 blockStart = first == 0 ? 0 : ends[first - 1];
                 block = b;
-                perm = within ? new KeyedPermutation(ends[end - 1] - blockStart,
-                        KeyedPermutation.combine(blockKey, b)) : null;
+                perm = within
+                        ? new KeyedPermutation(ends[end - 1] - blockStart, KeyedPermutation.combine(blockKey, b))
+                        : null;
             }
             if (perm != null) {
                 position = blockStart + perm.apply(position - blockStart);

@@ -24,8 +24,16 @@ import java.util.Map;
  * @param metadataRequests requests for objects' versions (HEAD, stat) the epoch makes
  * @param originBytes      bytes read from the origin
  */
-public record EpochPlan(long epoch, long samples, long reads, long readBytes, Map<String, Long> tierHits,
-        Map<String, Long> tierHitBytes, long originReads, long metadataRequests, long originBytes) {
+public record EpochPlan(
+        long epoch,
+        long samples,
+        long reads,
+        long readBytes,
+        Map<String, Long> tierHits,
+        Map<String, Long> tierHitBytes,
+        long originReads,
+        long metadataRequests,
+        long originBytes) {
 
     /**
      * Validates and copies the maps.
@@ -95,9 +103,18 @@ public record EpochPlan(long epoch, long samples, long reads, long readBytes, Ma
 
     @Override
     public String toString() {
-        return String.format(Locale.ROOT,
+        return String.format(
+                Locale.ROOT,
                 "epoch %d: %d samples, %d reads, hits %s (ratio %.3f), origin %d reads + %d metadata = %d requests,"
-                        + " %d bytes", epoch, samples, reads, tierHits, hitRatio(), originReads, metadataRequests,
-                originRequests(), originBytes);
+                        + " %d bytes",
+                epoch,
+                samples,
+                reads,
+                tierHits,
+                hitRatio(),
+                originReads,
+                metadataRequests,
+                originRequests(),
+                originBytes);
     }
 }

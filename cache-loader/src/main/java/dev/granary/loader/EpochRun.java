@@ -61,6 +61,7 @@ final class EpochRun<T> {
     private final Executor workers;
     /** The staging buffers of collated batches, or null without staging. */
     private final StagingPool staging;
+
     private final Owner<T> owner;
     private final int[] order;
     private final ArrayBlockingQueue<PendingBatch<T>> ready;
@@ -68,9 +69,11 @@ final class EpochRun<T> {
     private final ByteBudget budget;
     /** Reads the shards in parts when the epoch's order allows; null for per-sample reads. */
     private final ShardStream stream;
+
     private final Set<Thread> readers = ConcurrentHashMap.newKeySet();
     /** Reads and decodes started and not finished; close waits for 0. */
     private final AtomicInteger active = new AtomicInteger();
+
     private final Object idle = new Object();
     private final Thread feeder;
     private volatile boolean cancelled;
@@ -86,12 +89,21 @@ final class EpochRun<T> {
     private volatile PendingBatch<T> handed;
     /** The loader's figures when the epoch started, and a source of them; set by the loader before start(). */
     LoaderStats statsAtStart;
+
     Supplier<LoaderStats> loaderStats;
     /** The loader's figures when the epoch closed (its reads and decodes stopped). */
     private volatile LoaderStats statsAtEnd;
 
-    EpochRun(LoaderSettings<T> settings, LoaderCounters counters, Executor workers, StagingPool staging,
-            Owner<T> owner, long epoch, int[] order, long firstBatch, long endBatch) {
+    EpochRun(
+            LoaderSettings<T> settings,
+            LoaderCounters counters,
+            Executor workers,
+            StagingPool staging,
+            Owner<T> owner,
+            long epoch,
+            int[] order,
+            long firstBatch,
+            long endBatch) {
         this.settings = settings;
         this.counters = counters;
         this.workers = workers;
@@ -107,8 +119,8 @@ final class EpochRun<T> {
         this.budget = new ByteBudget(settings.maxBytesInFlight());
         this.feeder = Thread.ofVirtual().name("granary-loader-feeder-" + epoch).unstarted(this::feed);
         long size = settings.batchSize();
-        this.stream = openStream((int) Math.min(order.length, firstBatch * size),
-                (int) Math.min(order.length, endBatch * size));
+        this.stream = openStream(
+                (int) Math.min(order.length, firstBatch * size), (int) Math.min(order.length, endBatch * size));
     }
 
     /** Plans the epoch's reads: a stream of shard parts if its order allows, else null (per-sample reads). */
@@ -120,18 +132,25 @@ final class EpochRun<T> {
         ShardedDataset shards = (ShardedDataset) settings.dataset();
         if (!plan.streams()) {
             // Once per loader at INFO (the order is a configuration choice, the same every epoch), then DEBUG.
-            System.Logger.Level level = counters.firstFallback() ? System.Logger.Level.INFO
-                    : System.Logger.Level.DEBUG;
-            LOG.log(level, () -> "loader over " + shards + ": epoch " + epoch + " reads each sample as its own extent,"
-                    + " not the shards in parts: " + plan.reason());
+            System.Logger.Level level = counters.firstFallback() ? System.Logger.Level.INFO : System.Logger.Level.DEBUG;
+            LOG.log(
+                    level,
+                    () -> "loader over " + shards + ": epoch " + epoch + " reads each sample as its own extent,"
+                            + " not the shards in parts: " + plan.reason());
             return null;
         }
-        LOG.log(System.Logger.Level.DEBUG, () -> "loader over " + shards + ": epoch " + epoch + " streams its shards: "
-                + plan.reason());
-        long parallelism = Math.max(1, Math.min(settings.readAhead(), settings.streamBudget()
-                / settings.partSize()));
-        return new ShardStream(shards, plan, order, (int) parallelism, settings.streamBudget(),
-                Long.toString(epoch), counters.account);
+        LOG.log(
+                System.Logger.Level.DEBUG,
+                () -> "loader over " + shards + ": epoch " + epoch + " streams its shards: " + plan.reason());
+        long parallelism = Math.max(1, Math.min(settings.readAhead(), settings.streamBudget() / settings.partSize()));
+        return new ShardStream(
+                shards,
+                plan,
+                order,
+                (int) parallelism,
+                settings.streamBudget(),
+                Long.toString(epoch),
+                counters.account);
     }
 
     /** Freezes the epoch's figures (the first call counts). */
@@ -192,8 +211,9 @@ final class EpochRun<T> {
                     ensureOpen();
                     Throwable failure = feedFailure;
                     if (failure != null && ready.isEmpty()) {
-                        throw new IllegalStateException("epoch " + epoch + ": the loader's feeder failed at batch "
-                                + next + ": " + failure, failure);
+                        throw new IllegalStateException(
+                                "epoch " + epoch + ": the loader's feeder failed at batch " + next + ": " + failure,
+                                failure);
                     }
                 }
             }
@@ -201,28 +221,27 @@ final class EpochRun<T> {
             ensureOpen(); // closed meanwhile: its batches were cut short by the close, not real ones
             advance();
             counters.delivered(batch.size(), System.nanoTime() - wait0, depth);
-            FlightEvents.batchWaitEnd(event, settings.dataset(), epoch, next - 1, depth,
-                    batch.size(), false);
+            FlightEvents.batchWaitEnd(event, settings.dataset(), epoch, next - 1, depth, batch.size(), false);
             return batch;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while waiting for batch " + next + " of epoch " + epoch
-                    + " (the position is kept: the next call waits for the same batch)", e);
+            throw new IllegalStateException(
+                    "interrupted while waiting for batch " + next + " of epoch " + epoch
+                            + " (the position is kept: the next call waits for the same batch)",
+                    e);
         } catch (CancellationException e) {
             ensureOpen();
             throw new IllegalStateException("epoch " + epoch + " was closed", e);
         } catch (ExecutionException e) {
             advance();
             counters.took(System.nanoTime() - wait0, depth);
-            FlightEvents.batchWaitEnd(event, settings.dataset(), epoch, next - 1, depth, 0,
-                    true);
+            FlightEvents.batchWaitEnd(event, settings.dataset(), epoch, next - 1, depth, 0, true);
             Throwable cause = e.getCause();
             if (cause instanceof SampleException se) {
                 se.addSuppressed(new SampleException.TrainerFrame(epoch, next - 1)); // where the trainer asked
                 throw se;
             }
-            throw new IllegalStateException("batch " + (next - 1) + " of epoch " + epoch + " failed: " + cause,
-                    cause);
+            throw new IllegalStateException("batch " + (next - 1) + " of epoch " + epoch + " failed: " + cause, cause);
         } finally {
             counters.waitingSince = 0;
         }
@@ -240,8 +259,8 @@ final class EpochRun<T> {
 
     private void ensureOpen() {
         if (cancelled) {
-            throw new IllegalStateException("epoch " + epoch + " is closed (expected: an open epoch; call"
-                    + " loader.epoch(n) for a new one)");
+            throw new IllegalStateException(
+                    "epoch " + epoch + " is closed (expected: an open epoch; call" + " loader.epoch(n) for a new one)");
         }
     }
 
@@ -253,8 +272,8 @@ final class EpochRun<T> {
             for (long b = firstBatch; b < endBatch && !cancelled; b++) {
                 int from = (int) (b * batchSize);
                 int to = (int) Math.min(order.length, from + (long) batchSize);
-                PendingBatch<T> pending = new PendingBatch<>(epoch, b, Arrays.copyOfRange(order, from, to),
-                        this::finish);
+                PendingBatch<T> pending =
+                        new PendingBatch<>(epoch, b, Arrays.copyOfRange(order, from, to), this::finish);
                 feeding = pending;
                 ready.put(pending); // blocks while prefetch batches wait for the trainer: back-pressure
                 for (int j = 0; j < pending.indices.length && !cancelled; j++) {
@@ -284,8 +303,10 @@ final class EpochRun<T> {
         } catch (InterruptedException e) {
             // closed: abandon() completes the batches
         } catch (RuntimeException | Error e) {
-            LOG.log(System.Logger.Level.ERROR, "loader over " + settings.dataset() + ": feeder of epoch " + epoch
-                    + " failed", e);
+            LOG.log(
+                    System.Logger.Level.ERROR,
+                    "loader over " + settings.dataset() + ": feeder of epoch " + epoch + " failed",
+                    e);
             feedFailure = e;
             PendingBatch<T> current = feeding;
             if (current != null) { // some of its samples were never started: the batch cannot complete
@@ -315,8 +336,11 @@ final class EpochRun<T> {
             try {
                 if (!cancelled) {
                     ShardStream parts = stream;
-                    sample = ReadAccount.call(counters.account,
-                            () -> parts != null ? parts.take(position) : settings.dataset().read(index));
+                    sample = ReadAccount.call(
+                            counters.account,
+                            () -> parts != null
+                                    ? parts.take(position)
+                                    : settings.dataset().read(index));
                     long actual = sample.size();
                     if (parts == null) {
                         budget.adjust(actual - estimate);
@@ -358,9 +382,18 @@ final class EpochRun<T> {
             } catch (InternalError e) {
                 // A zero-copy sample is a view of a cache file; if that file was truncated or its device failed
                 // under the decoder, the JVM reports the fault as an InternalError: hand the trainer an I/O failure.
-                slotFailed(pending, slot, failure(pending, sample.index(), new IOException("cannot read"
-                        + " sample " + sample.index() + ": the cache file under it was damaged (truncated or"
-                        + " failing)", e)));
+                slotFailed(
+                        pending,
+                        slot,
+                        failure(
+                                pending,
+                                sample.index(),
+                                new IOException(
+                                        "cannot read"
+                                                + " sample " + sample.index()
+                                                + ": the cache file under it was damaged (truncated or"
+                                                + " failing)",
+                                        e)));
             } catch (Exception | Error e) {
                 slotFailed(pending, slot, failure(pending, sample.index(), e));
             } finally {
@@ -428,8 +461,7 @@ final class EpochRun<T> {
             stream.close(); // every part lease: none outlives the epoch
         }
         // Whatever the trainer may be waiting for completes now: it gets "closed", never a hang.
-        CancellationException closed = new CancellationException(
-                "epoch " + epoch + " closed");
+        CancellationException closed = new CancellationException("epoch " + epoch + " closed");
         PendingBatch<T> current = feeding;
         if (current != null) {
             current.future.completeExceptionally(closed);
@@ -498,7 +530,6 @@ final class EpochRun<T> {
             }
         }
 
-
         void set(int slot, T item, long bytes, LoaderCounters counters) {
             synchronized (this) {
                 items[slot] = item;
@@ -539,8 +570,8 @@ final class EpochRun<T> {
                             kept[n++] = indices[i];
                         }
                     }
-                    batch = new Batch<>(epoch, number, Collections.unmodifiableList(list),
-                            Arrays.copyOf(kept, n), null);
+                    batch = new Batch<>(
+                            epoch, number, Collections.unmodifiableList(list), Arrays.copyOf(kept, n), null);
                 }
                 Arrays.fill(items, null);
             }
@@ -551,8 +582,8 @@ final class EpochRun<T> {
             try {
                 future.complete(finisher.finish(this, batch));
             } catch (Exception | Error e) {
-                future.completeExceptionally(new IllegalStateException("collating batch " + number + " of epoch "
-                        + epoch + " failed: " + e, e));
+                future.completeExceptionally(new IllegalStateException(
+                        "collating batch " + number + " of epoch " + epoch + " failed: " + e, e));
             }
         }
 
@@ -592,8 +623,8 @@ final class EpochRun<T> {
             }
             pending.staged(buffer);
             buffer = null;
-            return new Batch<>(batch.epoch(), batch.index(), batch.items(), batch.indices(),
-                    pending.bufferView(written));
+            return new Batch<>(
+                    batch.epoch(), batch.index(), batch.items(), batch.indices(), pending.bufferView(written));
         } finally {
             if (buffer != null) {
                 pool.release(buffer);

@@ -193,7 +193,8 @@ final class FrontCodedStrings {
 
         /** Appends a string's UTF-8 bytes {@code [0, length)}; the array is not kept. */
         void add(byte[] utf8, int length) {
-            if (previousLength >= 0 && sorted
+            if (previousLength >= 0
+                    && sorted
                     && Arrays.compareUnsigned(previous, 0, previousLength, utf8, 0, length) >= 0) {
                 sorted = false;
             }
@@ -219,8 +220,8 @@ final class FrontCodedStrings {
             maxLength = Math.max(maxLength, length);
             size++;
             if (size < 0) {
-                throw new IllegalArgumentException("strings: more than " + Integer.MAX_VALUE
-                        + " (expected: fewer than 2^31)");
+                throw new IllegalArgumentException(
+                        "strings: more than " + Integer.MAX_VALUE + " (expected: fewer than 2^31)");
             }
         }
 

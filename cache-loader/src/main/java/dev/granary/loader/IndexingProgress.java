@@ -19,8 +19,15 @@ package dev.granary.loader;
  *                       or the warning logged about a stale index or one of an unknown format version; empty when it
  *                       was indexed from its index file
  */
-public record IndexingProgress(String shard, boolean fromIndexFile, int shardsDone, int shardsTotal, long bytesRead,
-        long originRequests, long elapsedNanos, String note) {
+public record IndexingProgress(
+        String shard,
+        boolean fromIndexFile,
+        int shardsDone,
+        int shardsTotal,
+        long bytesRead,
+        long originRequests,
+        long elapsedNanos,
+        String note) {
 
     /** {@return whether every shard is indexed} */
     public boolean done() {

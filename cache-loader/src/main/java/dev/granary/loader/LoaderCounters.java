@@ -30,6 +30,7 @@ final class LoaderCounters {
     private volatile long epochStart = Long.MIN_VALUE;
     /** When the trainer started waiting for the batch it is waiting for; 0 when it is not waiting. */
     volatile long waitingSince;
+
     private final StarvationAlarm alarm;
     private final LongAdder[] depthAtTake;
     private final LongAdder observedBytes = new LongAdder();
@@ -82,8 +83,14 @@ final class LoaderCounters {
         for (LongAdder d : depthAtTake) {
             takes += d.sum();
         }
-        return new StarvationAlarm.Totals(dataWait.sum(), decodeNanos.sum(), account.originReads(),
-                account.originBytes(), account.originNanos(), takes, depthAtTake[0].sum());
+        return new StarvationAlarm.Totals(
+                dataWait.sum(),
+                decodeNanos.sum(),
+                account.originReads(),
+                account.originBytes(),
+                account.originNanos(),
+                takes,
+                depthAtTake[0].sum());
     }
 
     /** An epoch was opened: its time counts from now. Epochs of one loader are open one at a time. */

@@ -20,15 +20,32 @@ package dev.granary.loader;
  * @param partSize         the size of those parts, {@code >= ShardParts.MIN_PART_SIZE}
  * @param <T>              the decoded type
  */
-record LoaderSettings<T>(Dataset dataset, Decoder<T> decoder, int batchSize, int prefetch, int readAhead,
-        long maxBytesInFlight, long streamBudget, boolean skipFailed, Collator<T> collator, boolean streamShards, int partSize) {
+record LoaderSettings<T>(
+        Dataset dataset,
+        Decoder<T> decoder,
+        int batchSize,
+        int prefetch,
+        int readAhead,
+        long maxBytesInFlight,
+        long streamBudget,
+        boolean skipFailed,
+        Collator<T> collator,
+        boolean streamShards,
+        int partSize) {
 
     /** Checks the invariants the builder already enforced (a bug here is Granary's, not the user's). */
     LoaderSettings {
-        if (dataset == null || decoder == null || batchSize < 1 || prefetch < 1 || readAhead < 1
-                || maxBytesInFlight < 1 || streamBudget < 1 || partSize < ShardParts.MIN_PART_SIZE) {
+        if (dataset == null
+                || decoder == null
+                || batchSize < 1
+                || prefetch < 1
+                || readAhead < 1
+                || maxBytesInFlight < 1
+                || streamBudget < 1
+                || partSize < ShardParts.MIN_PART_SIZE) {
             throw new IllegalStateException("loader settings: dataset=" + dataset + ", batchSize=" + batchSize
-                    + ", prefetch=" + prefetch + ", readAhead=" + readAhead + ", maxBytesInFlight=" + maxBytesInFlight + ", streamBudget=" + streamBudget
+                    + ", prefetch=" + prefetch + ", readAhead=" + readAhead + ", maxBytesInFlight=" + maxBytesInFlight
+                    + ", streamBudget=" + streamBudget
                     + ", partSize=" + partSize + " (expected: a dataset and a decoder, every count >= 1, parts of"
                     + " at least " + ShardParts.MIN_PART_SIZE + " bytes)");
         }

@@ -33,9 +33,19 @@ import java.util.Map;
  * @param ranksPerNode        the ranks sharing a node's part
  * @param canonicalPartitions the canonical partitions of {@link Partitioning#STABLE}
  */
-public record LoaderState(long epoch, long nextBatch, int datasetSize, int batchSize, boolean dropLast,
-        Shuffle shuffle, Partitioning partitioning, int rank, int worldSize, int ranksPerNode,
-        int canonicalPartitions) implements Serializable {
+public record LoaderState(
+        long epoch,
+        long nextBatch,
+        int datasetSize,
+        int batchSize,
+        boolean dropLast,
+        Shuffle shuffle,
+        Partitioning partitioning,
+        int rank,
+        int worldSize,
+        int ranksPerNode,
+        int canonicalPartitions)
+        implements Serializable {
 
     private static final String PREFIX_V1 = "granary-loader-state/1";
     private static final String PREFIX = "granary-loader-state/2";
@@ -46,11 +56,31 @@ public record LoaderState(long epoch, long nextBatch, int datasetSize, int batch
      * @throws IllegalArgumentException if a value is out of range
      */
     public LoaderState {
-        if (epoch < 0 || nextBatch < 0 || datasetSize < 0 || batchSize < 1 || shuffle == null
-                || partitioning == null || worldSize < 1 || rank < 0 || rank >= worldSize || ranksPerNode < 1
-                || worldSize % ranksPerNode != 0 || canonicalPartitions < 1) {
-            throw new IllegalArgumentException("loader state: " + describe(epoch, nextBatch, datasetSize, batchSize,
-                    dropLast, shuffle, partitioning, rank, worldSize, ranksPerNode, canonicalPartitions)
+        if (epoch < 0
+                || nextBatch < 0
+                || datasetSize < 0
+                || batchSize < 1
+                || shuffle == null
+                || partitioning == null
+                || worldSize < 1
+                || rank < 0
+                || rank >= worldSize
+                || ranksPerNode < 1
+                || worldSize % ranksPerNode != 0
+                || canonicalPartitions < 1) {
+            throw new IllegalArgumentException("loader state: "
+                    + describe(
+                            epoch,
+                            nextBatch,
+                            datasetSize,
+                            batchSize,
+                            dropLast,
+                            shuffle,
+                            partitioning,
+                            rank,
+                            worldSize,
+                            ranksPerNode,
+                            canonicalPartitions)
                     + " (expected: epoch, nextBatch, datasetSize >= 0, batchSize >= 1, a shuffle and a partitioning,"
                     + " 0 <= rank < worldSize, ranksPerNode dividing worldSize, canonicalPartitions >= 1)");
         }
@@ -71,10 +101,28 @@ public record LoaderState(long epoch, long nextBatch, int datasetSize, int batch
      * @param worldSize   the number of ranks
      * @throws IllegalArgumentException if a value is out of range
      */
-    public LoaderState(long epoch, long nextBatch, int datasetSize, int batchSize, boolean dropLast, boolean shuffled,
-            long seed, int rank, int worldSize) {
-        this(epoch, nextBatch, datasetSize, batchSize, dropLast, shuffled ? Shuffle.samples(seed) : Shuffle.none(),
-                Partitioning.PER_EPOCH, rank, worldSize, 1, Sampler.DEFAULT_CANONICAL_PARTITIONS);
+    public LoaderState(
+            long epoch,
+            long nextBatch,
+            int datasetSize,
+            int batchSize,
+            boolean dropLast,
+            boolean shuffled,
+            long seed,
+            int rank,
+            int worldSize) {
+        this(
+                epoch,
+                nextBatch,
+                datasetSize,
+                batchSize,
+                dropLast,
+                shuffled ? Shuffle.samples(seed) : Shuffle.none(),
+                Partitioning.PER_EPOCH,
+                rank,
+                worldSize,
+                1,
+                Sampler.DEFAULT_CANONICAL_PARTITIONS);
     }
 
     /** {@return whether the order is shuffled} */
@@ -89,8 +137,19 @@ public record LoaderState(long epoch, long nextBatch, int datasetSize, int batch
 
     /** {@return a one-line text form, read back by {@link #decode(String)}} */
     public String encode() {
-        return PREFIX + " " + describe(epoch, nextBatch, datasetSize, batchSize, dropLast, shuffle, partitioning, rank,
-                worldSize, ranksPerNode, canonicalPartitions);
+        return PREFIX + " "
+                + describe(
+                        epoch,
+                        nextBatch,
+                        datasetSize,
+                        batchSize,
+                        dropLast,
+                        shuffle,
+                        partitioning,
+                        rank,
+                        worldSize,
+                        ranksPerNode,
+                        canonicalPartitions);
     }
 
     /**
@@ -111,8 +170,8 @@ public record LoaderState(long epoch, long nextBatch, int datasetSize, int batch
         for (String part : text.substring(PREFIX.length() + 1).trim().split(" ")) {
             int eq = part.indexOf('=');
             if (eq <= 0) {
-                throw new IllegalArgumentException("loader state text: '" + text + "': bad part '" + part
-                        + "' (expected: name=value)");
+                throw new IllegalArgumentException(
+                        "loader state text: '" + text + "': bad part '" + part + "' (expected: name=value)");
             }
             values.put(part.substring(0, eq), part.substring(eq + 1));
         }
@@ -133,27 +192,56 @@ public record LoaderState(long epoch, long nextBatch, int datasetSize, int batch
                             + " this version replaced, so the rest of that epoch would repeat and skip samples;"
                             + " restart the epoch with new LoaderState(" + epoch + ", 0, ...))");
                 }
-                return new LoaderState(epoch, 0, datasetSize, batchSize, dropLast,
-                        Boolean.parseBoolean(values.get("shuffled")), seed, rank, worldSize);
+                return new LoaderState(
+                        epoch,
+                        0,
+                        datasetSize,
+                        batchSize,
+                        dropLast,
+                        Boolean.parseBoolean(values.get("shuffled")),
+                        seed,
+                        rank,
+                        worldSize);
             }
             Shuffle shuffle = Shuffle.of(values.get("shuffle"), seed, Integer.parseInt(values.get("blockShards")));
             Partitioning partitioning = switch (values.get("partitioning")) {
                 case "per-epoch" -> Partitioning.PER_EPOCH;
                 case "stable" -> Partitioning.STABLE;
-                case null, default -> throw new IllegalArgumentException("loader state text: '" + text
-                        + "': partitioning '" + values.get("partitioning") + "' (expected: per-epoch or stable)");
+                case null, default ->
+                    throw new IllegalArgumentException("loader state text: '" + text + "': partitioning '"
+                            + values.get("partitioning") + "' (expected: per-epoch or stable)");
             };
-            return new LoaderState(epoch, nextBatch, datasetSize, batchSize, dropLast, shuffle, partitioning, rank,
-                    worldSize, Integer.parseInt(values.get("ranksPerNode")),
+            return new LoaderState(
+                    epoch,
+                    nextBatch,
+                    datasetSize,
+                    batchSize,
+                    dropLast,
+                    shuffle,
+                    partitioning,
+                    rank,
+                    worldSize,
+                    Integer.parseInt(values.get("ranksPerNode")),
                     Integer.parseInt(values.get("canonicalPartitions")));
         } catch (NumberFormatException | NullPointerException e) {
-            throw new IllegalArgumentException("loader state text: '" + text + "' (expected: every field of"
-                    + " LoaderState.encode(), as numbers): " + e, e);
+            throw new IllegalArgumentException(
+                    "loader state text: '" + text + "' (expected: every field of"
+                            + " LoaderState.encode(), as numbers): " + e,
+                    e);
         }
     }
 
-    private static String describe(long epoch, long nextBatch, int datasetSize, int batchSize, boolean dropLast,
-            Shuffle shuffle, Partitioning partitioning, int rank, int worldSize, int ranksPerNode,
+    private static String describe(
+            long epoch,
+            long nextBatch,
+            int datasetSize,
+            int batchSize,
+            boolean dropLast,
+            Shuffle shuffle,
+            Partitioning partitioning,
+            int rank,
+            int worldSize,
+            int ranksPerNode,
             int canonicalPartitions) {
         return "epoch=" + epoch + " nextBatch=" + nextBatch + " datasetSize=" + datasetSize + " batchSize="
                 + batchSize + " dropLast=" + dropLast + " shuffle=" + (shuffle == null ? "null" : shuffle.kindName())

@@ -31,9 +31,21 @@ import java.util.Objects;
  *                         {@code loader.epoch(n)} to the epoch's close), or for an epoch's own figures, from its
  *                         start to now (to its close once closed); time between epochs is not counted
  */
-public record LoaderStats(long samples, long skipped, long failed, long batches, long bytes, long dataWaitNanos,
-        int queueDepth, long[] depthAtTake, long[] tierHits, List<String> tierNames, long misses, long originReads,
-        long originBytes, long elapsedNanos) {
+public record LoaderStats(
+        long samples,
+        long skipped,
+        long failed,
+        long batches,
+        long bytes,
+        long dataWaitNanos,
+        int queueDepth,
+        long[] depthAtTake,
+        long[] tierHits,
+        List<String> tierNames,
+        long misses,
+        long originReads,
+        long originBytes,
+        long elapsedNanos) {
 
     /**
      * Copies the arrays and the list, so a snapshot never changes.
@@ -73,10 +85,21 @@ public record LoaderStats(long samples, long skipped, long failed, long batches,
         for (int i = 0; i < Math.min(hits.length, earlier.tierHits.length); i++) {
             hits[i] -= earlier.tierHits[i];
         }
-        return new LoaderStats(samples - earlier.samples, skipped - earlier.skipped, failed - earlier.failed,
-                batches - earlier.batches, bytes - earlier.bytes, dataWaitNanos - earlier.dataWaitNanos, queueDepth,
-                depth, hits, tierNames, misses - earlier.misses, originReads - earlier.originReads,
-                originBytes - earlier.originBytes, elapsedNanos - earlier.elapsedNanos);
+        return new LoaderStats(
+                samples - earlier.samples,
+                skipped - earlier.skipped,
+                failed - earlier.failed,
+                batches - earlier.batches,
+                bytes - earlier.bytes,
+                dataWaitNanos - earlier.dataWaitNanos,
+                queueDepth,
+                depth,
+                hits,
+                tierNames,
+                misses - earlier.misses,
+                originReads - earlier.originReads,
+                originBytes - earlier.originBytes,
+                elapsedNanos - earlier.elapsedNanos);
     }
 
     /**
@@ -120,17 +143,39 @@ public record LoaderStats(long samples, long skipped, long failed, long batches,
     /** Equal when every figure is, arrays compared by content. */
     @Override
     public boolean equals(Object o) {
-        return o instanceof LoaderStats x && samples == x.samples && skipped == x.skipped && failed == x.failed
-                && batches == x.batches && bytes == x.bytes && dataWaitNanos == x.dataWaitNanos
-                && queueDepth == x.queueDepth && Arrays.equals(depthAtTake, x.depthAtTake)
-                && Arrays.equals(tierHits, x.tierHits) && tierNames.equals(x.tierNames) && misses == x.misses
-                && originReads == x.originReads && originBytes == x.originBytes && elapsedNanos == x.elapsedNanos;
+        return o instanceof LoaderStats x
+                && samples == x.samples
+                && skipped == x.skipped
+                && failed == x.failed
+                && batches == x.batches
+                && bytes == x.bytes
+                && dataWaitNanos == x.dataWaitNanos
+                && queueDepth == x.queueDepth
+                && Arrays.equals(depthAtTake, x.depthAtTake)
+                && Arrays.equals(tierHits, x.tierHits)
+                && tierNames.equals(x.tierNames)
+                && misses == x.misses
+                && originReads == x.originReads
+                && originBytes == x.originBytes
+                && elapsedNanos == x.elapsedNanos;
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(samples, skipped, failed, batches, bytes, dataWaitNanos, queueDepth,
-                Arrays.hashCode(depthAtTake), Arrays.hashCode(tierHits), tierNames, misses, originReads, originBytes,
+        return Objects.hash(
+                samples,
+                skipped,
+                failed,
+                batches,
+                bytes,
+                dataWaitNanos,
+                queueDepth,
+                Arrays.hashCode(depthAtTake),
+                Arrays.hashCode(tierHits),
+                tierNames,
+                misses,
+                originReads,
+                originBytes,
                 elapsedNanos);
     }
 
@@ -139,7 +184,10 @@ public record LoaderStats(long samples, long skipped, long failed, long batches,
     public String toString() {
         StringBuilder tiers = new StringBuilder();
         for (int i = 0; i < tierHits.length; i++) {
-            tiers.append(i == 0 ? "" : ", ").append(tierNames.get(i)).append('=').append(tierHits[i]);
+            tiers.append(i == 0 ? "" : ", ")
+                    .append(tierNames.get(i))
+                    .append('=')
+                    .append(tierHits[i]);
         }
         return "LoaderStats[samples=" + samples + ", skipped=" + skipped + ", failed=" + failed + ", batches="
                 + batches + ", bytes=" + bytes + ", dataWaitNanos=" + dataWaitNanos + ", queueDepth=" + queueDepth

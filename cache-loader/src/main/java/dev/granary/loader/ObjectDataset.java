@@ -44,12 +44,13 @@ final class ObjectDataset extends Dataset {
     private final FrontCodedStrings keys;
     /** Sizes while every object is below 2 GiB; else null and {@link #longSizes} holds them; both null for ofKeys. */
     private final int[] sizes;
+
     private final long[] longSizes;
     /** The listed versions, or null when nothing was listed (ofKeys). */
     private final ObjectVersions versions;
 
-    private ObjectDataset(TieredCache cache, FrontCodedStrings keys, int[] sizes, long[] longSizes,
-            ObjectVersions versions) {
+    private ObjectDataset(
+            TieredCache cache, FrontCodedStrings keys, int[] sizes, long[] longSizes, ObjectVersions versions) {
         this.cache = cache;
         this.keys = keys;
         this.sizes = sizes;
@@ -82,8 +83,8 @@ final class ObjectDataset extends Dataset {
     static ObjectDataset of(TieredCache cache, List<String> keys) {
         checkCache(cache);
         if (keys == null || keys.isEmpty()) {
-            throw new IllegalArgumentException("keys: " + (keys == null ? "null" : "empty")
-                    + " (expected: at least one object key)");
+            throw new IllegalArgumentException(
+                    "keys: " + (keys == null ? "null" : "empty") + " (expected: at least one object key)");
         }
         int n = keys.size();
         if (n > 1 << 29) {
@@ -97,16 +98,21 @@ final class ObjectDataset extends Dataset {
         FrontCodedStrings.Builder encoded = new FrontCodedStrings.Builder();
         for (int i = 0; i < n; i++) {
             String key = keys.get(i);
-            if (key == null || key.isEmpty() || key.startsWith("/") || key.equals("..") || key.startsWith("../")
-                    || key.contains("/../") || key.endsWith("/..")) {
+            if (key == null
+                    || key.isEmpty()
+                    || key.startsWith("/")
+                    || key.equals("..")
+                    || key.startsWith("../")
+                    || key.contains("/../")
+                    || key.endsWith("/..")) {
                 throw new IllegalArgumentException("key " + i + ": " + (key == null ? "null" : "'" + key + "'")
                         + " (expected: a relative object key without '..' segments)");
             }
             int slot = mix(key.hashCode()) & mask;
             for (int other; (other = table[slot]) != 0; slot = (slot + 1) & mask) {
                 if (keys.get(other - 1).equals(key)) {
-                    throw new IllegalArgumentException("key " + i + ": '" + key + "' appears twice (expected: each"
-                            + " key once)");
+                    throw new IllegalArgumentException(
+                            "key " + i + ": '" + key + "' appears twice (expected: each" + " key once)");
                 }
             }
             table[slot] = i + 1;
@@ -193,7 +199,8 @@ final class ObjectDataset extends Dataset {
 
     /** {@return the heap bytes of the per-sample arrays} (for tests and the heap benchmark's cross-check) */
     long heapBytes() {
-        return keys.heapBytes() + (sizes == null ? 0 : 16 + 4L * sizes.length)
+        return keys.heapBytes()
+                + (sizes == null ? 0 : 16 + 4L * sizes.length)
                 + (longSizes == null ? 0 : 16 + 8L * longSizes.length);
     }
 
@@ -305,8 +312,8 @@ final class ObjectDataset extends Dataset {
                     int b = mid;
                     int o = lo;
                     while (a < mid && b < hi) {
-                        buffer[o++] = Arrays.compareUnsigned(raw[order[b]], raw[order[a]]) < 0 ? order[b++]
-                                : order[a++];
+                        buffer[o++] =
+                                Arrays.compareUnsigned(raw[order[b]], raw[order[a]]) < 0 ? order[b++] : order[a++];
                     }
                     while (a < mid) {
                         buffer[o++] = order[a++];

@@ -25,23 +25,37 @@ import java.util.function.IntToLongFunction;
  */
 final class ObjectVersions {
 
-    enum Shape { CONSTANT, ETAG, DECIMAL, POSIX, STRINGS }
+    enum Shape {
+        CONSTANT,
+        ETAG,
+        DECIMAL,
+        POSIX,
+        STRINGS
+    }
 
     /** The fixed-width shapes, narrowest first: on a tie, the first one wins. */
     private static final Shape[] FIXED = {Shape.DECIMAL, Shape.ETAG, Shape.POSIX};
+
     private static final char[] HEX = "0123456789abcdef".toCharArray();
 
     private final Shape shape;
     private final String constant;
     /** The first (or only) word of each version; the second word of ETAG and POSIX versions. */
     private final long[] first;
+
     private final long[] second;
     private final FrontCodedStrings strings;
     private final int[] exceptionIndex;
     private final String[] exceptionValue;
 
-    private ObjectVersions(Shape shape, String constant, long[] first, long[] second, FrontCodedStrings strings,
-            int[] exceptionIndex, String[] exceptionValue) {
+    private ObjectVersions(
+            Shape shape,
+            String constant,
+            long[] first,
+            long[] second,
+            FrontCodedStrings strings,
+            int[] exceptionIndex,
+            String[] exceptionValue) {
         this.shape = shape;
         this.constant = constant;
         this.first = first;
@@ -143,8 +157,8 @@ final class ObjectVersions {
                 yield new String(c);
             }
             case DECIMAL -> Long.toString(first[index]);
-            case POSIX -> Long.toHexString(size) + "-" + Long.toHexString(first[index]) + "-"
-                    + Long.toHexString(second[index]);
+            case POSIX ->
+                Long.toHexString(size) + "-" + Long.toHexString(first[index]) + "-" + Long.toHexString(second[index]);
             default -> throw new AssertionError(shape);
         };
     }
@@ -169,8 +183,11 @@ final class ObjectVersions {
             case POSIX -> {
                 int a = v.indexOf('-');
                 int b = a < 0 ? -1 : v.indexOf('-', a + 1);
-                yield b > 0 && v.indexOf('-', b + 1) < 0 && v.substring(0, a).equals(Long.toHexString(size))
-                        && canonicalHex(v, a + 1, b) && canonicalHex(v, b + 1, v.length());
+                yield b > 0
+                        && v.indexOf('-', b + 1) < 0
+                        && v.substring(0, a).equals(Long.toHexString(size))
+                        && canonicalHex(v, a + 1, b)
+                        && canonicalHex(v, b + 1, v.length());
             }
             default -> false;
         };

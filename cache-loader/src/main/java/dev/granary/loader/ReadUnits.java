@@ -91,35 +91,37 @@ interface ReadUnits {
     /** {@return the units of a dataset read sample by sample, as {@link Dataset#read} reads them} */
     static ReadUnits perSample(Dataset dataset) {
         return switch (dataset) {
-            case ShardedDataset shards -> (epoch, order, from, to, sim, sink) -> {
-                for (int p = from; p < to; p++) {
-                    int sample = order[p];
-                    int length = shards.sampleLength(sample);
-                    if (length > 0) { // an empty extent is served without a lookup
-                        ObjectInfo shard = shards.shardInfo(shards.shardOf(sample));
-                        sink.extent(shard, shards.sampleStart(sample), length);
-                    }
-                }
-            };
-            case ObjectDataset objects -> (epoch, order, from, to, sim, sink) -> {
-                for (int p = from; p < to; p++) {
-                    int sample = order[p];
-                    ObjectInfo listed = objects.object(sample);
-                    if (listed != null) { // pinned to the listing: one extent, no stat (ObjectDataset.read)
-                        if (listed.size() > 0) {
-                            sink.extent(listed, 0, (int) listed.size());
+            case ShardedDataset shards ->
+                (epoch, order, from, to, sim, sink) -> {
+                    for (int p = from; p < to; p++) {
+                        int sample = order[p];
+                        int length = shards.sampleLength(sample);
+                        if (length > 0) { // an empty extent is served without a lookup
+                            ObjectInfo shard = shards.shardInfo(shards.shardOf(sample));
+                            sink.extent(shard, shards.sampleStart(sample), length);
                         }
-                        continue;
                     }
-                    String key = objects.key(sample);
-                    sink.versionLookup(key);
-                    ObjectInfo info = objectInfo(objects, sample, sim);
-                    long pages = sim.pages(info);
-                    for (long page = 0; page < pages; page++) {
-                        sink.unit(sim.pageKey(info, page));
+                };
+            case ObjectDataset objects ->
+                (epoch, order, from, to, sim, sink) -> {
+                    for (int p = from; p < to; p++) {
+                        int sample = order[p];
+                        ObjectInfo listed = objects.object(sample);
+                        if (listed != null) { // pinned to the listing: one extent, no stat (ObjectDataset.read)
+                            if (listed.size() > 0) {
+                                sink.extent(listed, 0, (int) listed.size());
+                            }
+                            continue;
+                        }
+                        String key = objects.key(sample);
+                        sink.versionLookup(key);
+                        ObjectInfo info = objectInfo(objects, sample, sim);
+                        long pages = sim.pages(info);
+                        for (long page = 0; page < pages; page++) {
+                            sink.unit(sim.pageKey(info, page));
+                        }
                     }
-                }
-            };
+                };
         };
     }
 

@@ -19,10 +19,11 @@ public final class SampleException extends RuntimeException {
     private final int index;
     private final long batch;
 
-    SampleException(String key, int index, String source, long epoch, long batch,
-            Throwable cause) {
-        super("sample " + index + " '" + key + "'" + (source.equals(key) ? "" : " (" + source + ")") + " of batch "
-                + batch + " of epoch " + epoch + " failed: " + cause, cause);
+    SampleException(String key, int index, String source, long epoch, long batch, Throwable cause) {
+        super(
+                "sample " + index + " '" + key + "'" + (source.equals(key) ? "" : " (" + source + ")") + " of batch "
+                        + batch + " of epoch " + epoch + " failed: " + cause,
+                cause);
         this.key = key;
         this.index = index;
         this.batch = batch;

@@ -61,8 +61,8 @@ public interface ShardIndex {
         }
         for (int i = 0; i < starts.length; i++) {
             if (starts[i] < 0 || lengths[i] < 0) {
-                throw new IllegalArgumentException("shard index: sample " + i + " at " + starts[i] + ", "
-                        + lengths[i] + " bytes (expected: both >= 0)");
+                throw new IllegalArgumentException("shard index: sample " + i + " at " + starts[i] + ", " + lengths[i]
+                        + " bytes (expected: both >= 0)");
             }
         }
         return new Extents(shard, starts.clone(), lengths.clone());
@@ -102,8 +102,10 @@ public interface ShardIndex {
 
         @Override
         public String toString() {
-            return "ShardIndex[" + shard + ", " + starts.length + " samples" + (starts.length == 0 ? ""
-                    : ", " + Arrays.stream(lengths).asLongStream().sum() + " bytes") + "]";
+            return "ShardIndex[" + shard + ", " + starts.length + " samples"
+                    + (starts.length == 0
+                            ? ""
+                            : ", " + Arrays.stream(lengths).asLongStream().sum() + " bytes") + "]";
         }
     }
 }

@@ -60,8 +60,8 @@ final class ShardIndexFile {
      * @param samples       the samples in shard order
      * @param crcs          the CRC32C of each sample's extent, parallel to {@code samples}
      */
-    record Decoded(int formatVersion, long shardSize, String shardVersion, List<ShardSamples.Entry> samples,
-            int[] crcs) {}
+    record Decoded(
+            int formatVersion, long shardSize, String shardVersion, List<ShardSamples.Entry> samples, int[] crcs) {}
 
     /** A format version this reader does not know: not corrupt, just newer (or older) than this code. */
     static final class UnknownVersion extends Exception {
@@ -96,8 +96,8 @@ final class ShardIndexFile {
      */
     static byte[] encode(long shardSize, String shardVersion, List<ShardSamples.Entry> samples, int[] crcs) {
         if (crcs.length != samples.size()) {
-            throw new IllegalArgumentException("CRCs: " + crcs.length + " (expected: one per sample, "
-                    + samples.size() + ")");
+            throw new IllegalArgumentException(
+                    "CRCs: " + crcs.length + " (expected: one per sample, " + samples.size() + ")");
         }
         Map<String, Integer> ids = new HashMap<>();
         List<String> names = new ArrayList<>();
@@ -126,8 +126,8 @@ final class ShardIndexFile {
             out.u64(e.end());
             out.u32(crcs[i]);
             if (e.fields().size() > 0xffff) {
-                throw new IllegalArgumentException("fields of sample '" + e.key() + "': " + e.fields().size()
-                        + " (expected: at most 65535)");
+                throw new IllegalArgumentException(
+                        "fields of sample '" + e.key() + "': " + e.fields().size() + " (expected: at most 65535)");
             }
             out.u16(e.fields().size());
             for (ShardSamples.Field f : e.fields()) {
@@ -230,12 +230,12 @@ final class ShardIndexFile {
                     long offset = in.getLong();
                     long size = in.getLong();
                     if (id < 0 || id >= nameCount) {
-                        throw new Damaged("name id of field " + f + " of sample '" + key + "': " + id
-                                + " (expected: < " + nameCount + ")");
+                        throw new Damaged("name id of field " + f + " of sample '" + key + "': " + id + " (expected: < "
+                                + nameCount + ")");
                     }
                     if (offset < previousField || size < 0 || size > end - offset) {
-                        throw new Damaged("field '" + names[id] + "' of sample '" + key + "': [" + offset + ", +"
-                                + size + ") (expected: in order within the extent [" + start + ", " + end + "))");
+                        throw new Damaged("field '" + names[id] + "' of sample '" + key + "': [" + offset + ", +" + size
+                                + ") (expected: in order within the extent [" + start + ", " + end + "))");
                     }
                     for (ShardSamples.Field other : fields) {
                         if (other.name().equals(names[id])) {
@@ -248,7 +248,8 @@ final class ShardIndexFile {
                 }
                 if (fields.getFirst().offset() != start || previousField != end) {
                     throw new Damaged("extent of sample '" + key + "': [" + start + ", " + end + ") (expected: from"
-                            + " its first field's data to its last field's end, [" + fields.getFirst().offset() + ", "
+                            + " its first field's data to its last field's end, ["
+                            + fields.getFirst().offset() + ", "
                             + previousField + "))");
                 }
                 samples.add(new ShardSamples.Entry(key, start, end, fields));
@@ -287,8 +288,11 @@ final class ShardIndexFile {
         ByteBuffer slice = in.slice(in.position(), length);
         in.position(in.position() + length);
         try {
-            return UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(slice).toString();
+            return UTF_8.newDecoder()
+                    .onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT)
+                    .decode(slice)
+                    .toString();
         } catch (CharacterCodingException e) {
             throw new Damaged(what + ": malformed UTF-8 (expected: UTF-8 text)");
         }

@@ -26,8 +26,8 @@ final class ShardParts {
     static int count(long shardSize, int partSize) {
         long n = (shardSize + partSize - 1) / partSize;
         if (n > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException("shard of " + shardSize + " bytes in parts of " + partSize
-                    + " bytes: " + n + " parts (expected: fewer than 2^31; use a larger part size)");
+            throw new IllegalArgumentException("shard of " + shardSize + " bytes in parts of " + partSize + " bytes: "
+                    + n + " parts (expected: fewer than 2^31; use a larger part size)");
         }
         return (int) n;
     }

@@ -115,18 +115,24 @@ final class ShardSamples {
                     done.add(key);
                 }
                 if (done.contains(memberKey)) {
-                    throw new CorruptShardException(shard, member.offset(), "members of sample '" + memberKey
-                            + "' are not adjacent: member '" + name + "' comes after members of other samples"
-                            + " (expected: all members of a sample next to each other, as webdataset's writers"
-                            + " store them)");
+                    throw new CorruptShardException(
+                            shard,
+                            member.offset(),
+                            "members of sample '" + memberKey
+                                    + "' are not adjacent: member '" + name + "' comes after members of other samples"
+                                    + " (expected: all members of a sample next to each other, as webdataset's writers"
+                                    + " store them)");
                 }
                 key = memberKey;
                 fields.clear();
             } else {
                 for (Field f : fields) { // a handful of fields per sample: a scan beats hashing
                     if (f.name().equals(field)) {
-                        throw new CorruptShardException(shard, member.offset(), "duplicate field '" + field
-                                + "' in sample '" + key + "' (expected: each field once per sample)");
+                        throw new CorruptShardException(
+                                shard,
+                                member.offset(),
+                                "duplicate field '" + field + "' in sample '" + key
+                                        + "' (expected: each field once per sample)");
                     }
                 }
             }

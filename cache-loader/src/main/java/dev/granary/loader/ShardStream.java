@@ -62,6 +62,7 @@ final class ShardStream implements AutoCloseable {
     private final LoaderSupport support;
     /** The loader's account, charged with the parts' reads (per-loader figures); null for none. */
     private final ReadAccount account;
+
     private final int parallelism;
     private final long budget;
     private final Thread prefetcher;
@@ -79,6 +80,7 @@ final class ShardStream implements AutoCloseable {
     private int frontier;
     /** Bytes counted against the budget: parts being read or held, and copies of crossing samples not released. */
     private long held;
+
     private long peakHeld;
     private int reading;
     private boolean closed;
@@ -92,11 +94,17 @@ final class ShardStream implements AutoCloseable {
      * @param name        names the threads: the epoch, for thread dumps
      * @param account     the loader's account, charged with the parts' reads; null for none
      */
-    ShardStream(ShardedDataset dataset, StreamPlan plan, int[] order, int parallelism, long budget, String name,
+    ShardStream(
+            ShardedDataset dataset,
+            StreamPlan plan,
+            int[] order,
+            int parallelism,
+            long budget,
+            String name,
             ReadAccount account) {
         if (!plan.streams() || parallelism < 1 || budget < 1) {
-            throw new IllegalStateException("shard stream: plan " + plan + ", parallelism " + parallelism
-                    + ", budget " + budget + " (expected: a plan that streams, both >= 1)");
+            throw new IllegalStateException("shard stream: plan " + plan + ", parallelism " + parallelism + ", budget "
+                    + budget + " (expected: a plan that streams, both >= 1)");
         }
         this.dataset = dataset;
         this.plan = plan;
@@ -114,7 +122,8 @@ final class ShardStream implements AutoCloseable {
             remaining[i] = plan.uses(i);
         }
         this.frontier = plan.from();
-        this.prefetcher = Thread.ofVirtual().name("granary-loader-stream-" + name).unstarted(this::prefetch);
+        this.prefetcher =
+                Thread.ofVirtual().name("granary-loader-stream-" + name).unstarted(this::prefetch);
     }
 
     /** Starts reading ahead. */
@@ -165,13 +174,14 @@ final class ShardStream implements AutoCloseable {
             Lease lease = null;
             IOException failure = null;
             try {
-                lease = ReadAccount.call(account, () -> support.readExtent(shard, start,
-                        (int) length));
+                lease = ReadAccount.call(account, () -> support.readExtent(shard, start, (int) length));
             } catch (IOException e) {
                 failure = e; // as the origin said it (ObjectChangedException, …): it names the shard
             } catch (RuntimeException | Error e) {
-                failure = new IOException("part " + plan.number(i) + " of shard '" + shard.key() + "' (bytes ["
-                        + start + ", " + (start + length) + ")) could not be read: " + e, e);
+                failure = new IOException(
+                        "part " + plan.number(i) + " of shard '" + shard.key() + "' (bytes [" + start + ", "
+                                + (start + length) + ")) could not be read: " + e,
+                        e);
             }
             synchronized (this) {
                 readers.remove(Thread.currentThread());
@@ -199,7 +209,8 @@ final class ShardStream implements AutoCloseable {
     }
 
     private long length(int i) {
-        return ShardParts.length(plan.number(i), dataset.shardInfo(plan.shard(i)).size(), plan.partSize());
+        return ShardParts.length(
+                plan.number(i), dataset.shardInfo(plan.shard(i)).size(), plan.partSize());
     }
 
     private void count(long bytes) {
@@ -243,8 +254,8 @@ final class ShardStream implements AutoCloseable {
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                failure = new InterruptedIOException("interrupted while waiting for sample " + sample
-                        + " at position " + position);
+                failure = new InterruptedIOException(
+                        "interrupted while waiting for sample " + sample + " at position " + position);
             }
             // Served from here on, whatever the outcome: the frontier moves past it (see mayRead).
             markTaken(position);
@@ -313,8 +324,8 @@ final class ShardStream implements AutoCloseable {
 
     private Sample sample(int sample, ByteBuffer extent, Runnable release) throws IOException {
         Map<String, ByteBuffer> fields = dataset.fieldsOf(sample, extent);
-        return new Sample(dataset.key(sample), sample, dataset.source(sample), fields,
-                dataset.wholeOf(sample, extent), release);
+        return new Sample(
+                dataset.key(sample), sample, dataset.source(sample), fields, dataset.wholeOf(sample, extent), release);
     }
 
     private long partStart(int part) {
@@ -398,12 +409,16 @@ final class ShardStream implements AutoCloseable {
             }
             held = 0;
             if (reading > 0) {
-                LOG.log(System.Logger.Level.WARNING, reading + " part reads of " + dataset + " still running 30 s"
-                        + " after the epoch closed: they close their leases when they end");
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        reading + " part reads of " + dataset + " still running 30 s"
+                                + " after the epoch closed: they close their leases when they end");
             }
         }
-        LOG.log(System.Logger.Level.DEBUG, () -> "shard stream over " + dataset + " closed; " + plan.partCount()
-                + " parts planned, peak held " + peakHeld + " bytes");
+        LOG.log(
+                System.Logger.Level.DEBUG,
+                () -> "shard stream over " + dataset + " closed; " + plan.partCount() + " parts planned, peak held "
+                        + peakHeld + " bytes");
         if (open > 0) {
             LOG.log(System.Logger.Level.TRACE, open + " part leases closed with the stream");
         }

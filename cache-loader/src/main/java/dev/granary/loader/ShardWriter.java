@@ -74,6 +74,7 @@ public final class ShardWriter implements AutoCloseable {
     private final List<String> written = new ArrayList<>();
     /** The current shard's samples and their extents' CRC32C, for its index. */
     private final List<ShardSamples.Entry> entries = new ArrayList<>();
+
     private final Set<String> keys = new HashSet<>();
     private int[] crcs = new int[64];
     private Tap tap;
@@ -144,9 +145,10 @@ public final class ShardWriter implements AutoCloseable {
         for (Map.Entry<String, byte[]> field : fields.entrySet()) {
             String name = field.getKey();
             if (name == null || name.isEmpty() || name.startsWith(".") || name.endsWith(".") || name.contains("/")) {
-                throw new IllegalArgumentException("field of '" + key + "': " + (name == null ? "null" : "'" + name
-                        + "'") + " (expected: a name such as jpg, cls or seg.png; no '/', not starting or ending"
-                        + " with '.')");
+                throw new IllegalArgumentException(
+                        "field of '" + key + "': " + (name == null ? "null" : "'" + name + "'")
+                                + " (expected: a name such as jpg, cls or seg.png; no '/', not starting or ending"
+                                + " with '.')");
             }
             if (field.getValue() == null) {
                 throw new IllegalArgumentException("field '" + name + "' of '" + key + "': null (expected: bytes)");
@@ -206,8 +208,15 @@ public final class ShardWriter implements AutoCloseable {
     }
 
     private static void checkKey(String key) {
-        if (key == null || key.isEmpty() || key.startsWith("/") || key.endsWith("/") || key.contains("//")
-                || key.equals("..") || key.startsWith("../") || key.contains("/../") || key.endsWith("/..")) {
+        if (key == null
+                || key.isEmpty()
+                || key.startsWith("/")
+                || key.endsWith("/")
+                || key.contains("//")
+                || key.equals("..")
+                || key.startsWith("../")
+                || key.contains("/../")
+                || key.endsWith("/..")) {
             throw new IllegalArgumentException("sample key: " + (key == null ? "null" : "'" + key + "'")
                     + " (expected: a relative path such as train/n0153)");
         }
@@ -251,12 +260,14 @@ public final class ShardWriter implements AutoCloseable {
             long size = tar.size();
             stream.close();
             if (partial != null) {
-                Files.move(partial, directory.resolve(name), StandardCopyOption.ATOMIC_MOVE,
+                Files.move(
+                        partial,
+                        directory.resolve(name),
+                        StandardCopyOption.ATOMIC_MOVE,
                         StandardCopyOption.REPLACE_EXISTING);
             }
             if (indexes) {
-                writeIndex(name, ShardIndexFile.encode(size, "", entries,
-                        Arrays.copyOf(crcs, entries.size())));
+                writeIndex(name, ShardIndexFile.encode(size, "", entries, Arrays.copyOf(crcs, entries.size())));
             }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot complete shard " + name, e);
@@ -329,8 +340,8 @@ public final class ShardWriter implements AutoCloseable {
             out.write(b, off, len);
             if (armed) {
                 if (size + len > copy.length) {
-                    copy = Arrays.copyOf(copy, Math.max(size + len, (int) Math.min(
-                            (long) copy.length * 2, Integer.MAX_VALUE - 8)));
+                    copy = Arrays.copyOf(copy, Math.max(size + len, (int)
+                            Math.min((long) copy.length * 2, Integer.MAX_VALUE - 8)));
                 }
                 System.arraycopy(b, off, copy, size, len);
                 size += len;
@@ -384,11 +395,15 @@ public final class ShardWriter implements AutoCloseable {
             } catch (IllegalFormatException e) {
                 sample = null;
             }
-            if (sample == null || sample.equals(String.format(Locale.ROOT, pattern, 1))
-                    || !sample.endsWith(".tar") || sample.startsWith("/") || sample.contains("..")) {
-                throw new IllegalArgumentException("shard name pattern: " + (pattern == null ? "null" : "'" + pattern
-                        + "'") + " (expected: a relative name ending in .tar with one integer, such as"
-                        + " train-%06d.tar)");
+            if (sample == null
+                    || sample.equals(String.format(Locale.ROOT, pattern, 1))
+                    || !sample.endsWith(".tar")
+                    || sample.startsWith("/")
+                    || sample.contains("..")) {
+                throw new IllegalArgumentException(
+                        "shard name pattern: " + (pattern == null ? "null" : "'" + pattern + "'")
+                                + " (expected: a relative name ending in .tar with one integer, such as"
+                                + " train-%06d.tar)");
             }
             this.pattern = pattern;
             return this;

@@ -51,6 +51,7 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
 
     /** The largest sample: what one buffer can hold. */
     static final int MAX_SAMPLE_BYTES = Integer.MAX_VALUE - 8;
+
     private static final int INDEX_CONCURRENCY = 64;
     private static final System.Logger LOG = System.getLogger(ShardedDataset.class.getName());
 
@@ -59,6 +60,7 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
     private final List<String> shards;
     /** Each shard's version when it was indexed: every read is pinned to it, so the index's offsets stay valid. */
     private final ObjectInfo[] versions;
+
     private final ShardIndex[] indexes;
     /** Per shard: whether it was indexed from an index file (else by a scan). */
     private final boolean[] fromIndexFile;
@@ -75,8 +77,13 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
      * @param indexes       each shard's index
      * @param fromIndexFile whether each shard was indexed from an index file
      */
-    record Indexed(TieredCache cache, ShardFormat format, List<String> shards, ObjectInfo[] versions,
-            ShardIndex[] indexes, boolean[] fromIndexFile) {}
+    record Indexed(
+            TieredCache cache,
+            ShardFormat format,
+            List<String> shards,
+            ObjectInfo[] versions,
+            ShardIndex[] indexes,
+            boolean[] fromIndexFile) {}
 
     ShardedDataset(Indexed indexed) {
         this.cache = indexed.cache();
@@ -134,14 +141,16 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
      * @throws NoSuchObjectException    if a shard does not exist
      * @throws IOException              if the origin fails (a RuntimeException the listener throws propagates)
      */
-    public static ShardedDataset of(TieredCache cache, List<String> shardKeys, ShardFormat format,
-            Consumer<IndexingProgress> listener) throws IOException {
+    public static ShardedDataset of(
+            TieredCache cache, List<String> shardKeys, ShardFormat format, Consumer<IndexingProgress> listener)
+            throws IOException {
         return new ShardedDataset(index(cache, shardKeys, format, listener));
     }
 
     /** The indexing behind {@link #of}; a subclass passes its result to its constructor. */
-    static Indexed index(TieredCache cache, List<String> shardKeys, ShardFormat format,
-            Consumer<IndexingProgress> listener) throws IOException {
+    static Indexed index(
+            TieredCache cache, List<String> shardKeys, ShardFormat format, Consumer<IndexingProgress> listener)
+            throws IOException {
         checkCache(cache);
         ObjectDataset.of(cache, shardKeys); // validates the keys: non-empty, relative, each once
         if (format == null) {
@@ -178,9 +187,15 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
             synchronized (done) {
                 done[0]++;
                 OriginStats now = cache.stats().origin();
-                listener.accept(new IndexingProgress(shards.get(s), fromFile[s], done[0], shards.size(), bytes.get(),
+                listener.accept(new IndexingProgress(
+                        shards.get(s),
+                        fromFile[s],
+                        done[0],
+                        shards.size(),
+                        bytes.get(),
                         now.reads() + now.metadataRequests() - before.reads() - before.metadataRequests(),
-                        System.nanoTime() - t0, note));
+                        System.nanoTime() - t0,
+                        note));
             }
         });
         long samples = 0;
@@ -196,14 +211,26 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
     }
 
     /** Indexes one shard into {@code indexes[s]}; returns the note for its progress (why it was scanned). */
-    private static String indexShard(TieredCache cache, ShardFormat format, ObjectInfo shard, ObjectInfo index,
-            AtomicLong bytes, ShardIndex[] indexes, boolean[] fromFile, int s) throws IOException {
+    private static String indexShard(
+            TieredCache cache,
+            ShardFormat format,
+            ObjectInfo shard,
+            ObjectInfo index,
+            AtomicLong bytes,
+            ShardIndex[] indexes,
+            boolean[] fromFile,
+            int s)
+            throws IOException {
         String note = "no index file";
         if (index != null) {
             if (index.size() > MAX_SAMPLE_BYTES) {
-                throw new CorruptShardException(shard.key(), "index '" + index.key() + "' of shard '" + shard.key()
-                        + "' is damaged: size: " + index.size() + " bytes (expected: at most " + MAX_SAMPLE_BYTES
-                        + ")", null);
+                throw new CorruptShardException(
+                        shard.key(),
+                        "index '" + index.key() + "' of shard '" + shard.key()
+                                + "' is damaged: size: " + index.size() + " bytes (expected: at most "
+                                + MAX_SAMPLE_BYTES
+                                + ")",
+                        null);
             }
             try (Lease lease = cache.loaderSupport().readExtent(index, 0, (int) index.size())) {
                 bytes.addAndGet(index.size());
@@ -232,9 +259,13 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
             long start = index.start(i);
             int length = index.length(i);
             if (start < 0 || length < 0 || start > shard.size() - length) {
-                throw new CorruptShardException(shard.key(), start, "sample " + i + " of shard '" + shard.key()
-                        + "' in format '" + format.name() + "': [" + start + ", +" + length + ") (expected: within the"
-                        + " shard's " + shard.size() + " bytes)");
+                throw new CorruptShardException(
+                        shard.key(),
+                        start,
+                        "sample " + i + " of shard '" + shard.key()
+                                + "' in format '" + format.name() + "': [" + start + ", +" + length
+                                + ") (expected: within the"
+                                + " shard's " + shard.size() + " bytes)");
             }
         }
         return index;
@@ -247,8 +278,8 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
      *
      * @return the listed shards and index files by key
      */
-    private static Map<String, ObjectInfo> listShards(TieredCache cache, List<String> shards,
-            List<List<String>> indexKeys) throws IOException {
+    private static Map<String, ObjectInfo> listShards(
+            TieredCache cache, List<String> shards, List<List<String>> indexKeys) throws IOException {
         Set<String> wanted = new HashSet<>(shards.size() * 4);
         Map<String, String> prefixes = new LinkedHashMap<>();
         for (int s = 0; s < shards.size(); s++) {
@@ -447,8 +478,8 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
         int local = sample - firstSample[s];
         int length = indexes[s].length(local);
         if (extent.remaining() != length) {
-            throw new IllegalArgumentException("extent of sample " + sample + ": " + extent.remaining()
-                    + " bytes (expected: " + length + ")");
+            throw new IllegalArgumentException(
+                    "extent of sample " + sample + ": " + extent.remaining() + " bytes (expected: " + length + ")");
         }
         return format.decode(indexes[s], local, extent);
     }

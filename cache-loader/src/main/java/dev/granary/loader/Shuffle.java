@@ -110,8 +110,9 @@ public final class Shuffle implements Serializable {
             case "none" -> NONE;
             case "samples" -> samples(seed);
             case "shard-blocks" -> shardBlocks(seed, blockShards);
-            default -> throw new IllegalArgumentException("shuffle: '" + name + "' (expected: none, samples or"
-                    + " shard-blocks)");
+            default ->
+                throw new IllegalArgumentException(
+                        "shuffle: '" + name + "' (expected: none, samples or" + " shard-blocks)");
         };
     }
 

@@ -37,8 +37,9 @@ final class StagingPool implements AutoCloseable {
         }
         this.pinning = outcome;
         if (pinned && !outcome.equals("locked")) {
-            LOG.log(System.Logger.Level.WARNING, "loader staging buffers (" + buffers + " x " + bytes
-                    + " bytes) are not page-locked: " + outcome);
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "loader staging buffers (" + buffers + " x " + bytes + " bytes) are not page-locked: " + outcome);
         }
     }
 

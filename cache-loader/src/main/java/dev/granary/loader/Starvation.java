@@ -28,18 +28,30 @@ import java.util.Locale;
  * @param decodeBusy           the share of the window the decode workers were busy, in [0, 1]
  * @param emptyQueueShare      the share of the trainer's requests that found no batch ready, in [0, 1]
  */
-public record Starvation(boolean starved, Cause cause, double dataWaitRatio, double threshold, Duration window,
-        long originReads, double originLatencyMillis, double originBytesPerSecond, double decodeBusy,
+public record Starvation(
+        boolean starved,
+        Cause cause,
+        double dataWaitRatio,
+        double threshold,
+        Duration window,
+        long originReads,
+        double originLatencyMillis,
+        double originBytesPerSecond,
+        double decodeBusy,
         double emptyQueueShare) {
 
     /** Where the trainer's data-wait goes. */
     public enum Cause {
         /** Many small origin reads, each waiting for the origin's first byte: more reads in flight would help. */
-        ORIGIN_LATENCY("origin latency", "more reads in flight hide it: readAhead, the origin's maxConcurrency,"
-                + " or larger samples (shards)"),
+        ORIGIN_LATENCY(
+                "origin latency",
+                "more reads in flight hide it: readAhead, the origin's maxConcurrency,"
+                        + " or larger samples (shards)"),
         /** Large origin reads limited by the bytes per second the origin or the network gives. */
-        ORIGIN_THROUGHPUT("origin throughput", "the origin or the network gives no more: a faster origin, a warm"
-                + " disk tier (prestage), or fewer bytes per sample"),
+        ORIGIN_THROUGHPUT(
+                "origin throughput",
+                "the origin or the network gives no more: a faster origin, a warm"
+                        + " disk tier (prestage), or fewer bytes per sample"),
         /** The decoder: the workers are busy, so reading faster would not help. */
         DECODE("decode", "more workers, or a cheaper decoder"),
         /** Neither the origin nor the workers are the limit, yet no batch is ready when the trainer asks. */
@@ -67,14 +79,28 @@ public record Starvation(boolean starved, Cause cause, double dataWaitRatio, dou
     /** {@return the change in one line with its figures, as the loader logs it} */
     public String describe() {
         if (!starved) {
-            return String.format(Locale.ROOT, "no longer starved: the trainer waited for data %.1f %% of the last"
-                    + " %s (threshold %.0f %%)", dataWaitRatio * 100, seconds(window), threshold * 100);
+            return String.format(
+                    Locale.ROOT,
+                    "no longer starved: the trainer waited for data %.1f %% of the last" + " %s (threshold %.0f %%)",
+                    dataWaitRatio * 100,
+                    seconds(window),
+                    threshold * 100);
         }
-        return String.format(Locale.ROOT, "starved: the trainer waited for data %.1f %% of the last %s (threshold"
-                + " %.0f %%); the time goes to %s: %d origin reads, %.1f ms each on average, %.1f MB/s; decode"
-                + " workers busy %.0f %%; the prefetch queue was empty at %.0f %% of batches (%s)",
-                dataWaitRatio * 100, seconds(window), threshold * 100, cause.label, originReads, originLatencyMillis,
-                originBytesPerSecond / 1e6, decodeBusy * 100, emptyQueueShare * 100, cause.hint);
+        return String.format(
+                Locale.ROOT,
+                "starved: the trainer waited for data %.1f %% of the last %s (threshold"
+                        + " %.0f %%); the time goes to %s: %d origin reads, %.1f ms each on average, %.1f MB/s; decode"
+                        + " workers busy %.0f %%; the prefetch queue was empty at %.0f %% of batches (%s)",
+                dataWaitRatio * 100,
+                seconds(window),
+                threshold * 100,
+                cause.label,
+                originReads,
+                originLatencyMillis,
+                originBytesPerSecond / 1e6,
+                decodeBusy * 100,
+                emptyQueueShare * 100,
+                cause.hint);
     }
 
     private static String seconds(Duration d) {

@@ -39,7 +39,13 @@ final class StarvationAlarm {
      * @param takes       batches the trainer asked for
      * @param emptyTakes  of those, the ones that found no batch ready
      */
-    record Totals(long waitNanos, long decodeNanos, long originReads, long originBytes, long originNanos, long takes,
+    record Totals(
+            long waitNanos,
+            long decodeNanos,
+            long originReads,
+            long originBytes,
+            long originNanos,
+            long takes,
             long emptyTakes) {}
 
     private record Point(long at, Totals totals) {}
@@ -171,8 +177,16 @@ final class StarvationAlarm {
         } else {
             cause = Starvation.Cause.QUEUE_EMPTY;
         }
-        return new Starvation(over, cause, ratio, threshold, Duration.ofNanos(windowNanos), reads,
-                reads == 0 ? 0 : originNanos / 1e6 / reads, bytes * 1e9 / elapsed, decodeBusy,
+        return new Starvation(
+                over,
+                cause,
+                ratio,
+                threshold,
+                Duration.ofNanos(windowNanos),
+                reads,
+                reads == 0 ? 0 : originNanos / 1e6 / reads,
+                bytes * 1e9 / elapsed,
+                decodeBusy,
                 takes == 0 ? 0 : (double) empty / takes);
     }
 }

@@ -54,8 +54,21 @@ final class StreamPlan {
     private final long partBytes;
     private final long sampleBytes;
 
-    private StreamPlan(boolean streams, String reason, int partSize, int from, int to, int[] partBase, int[] index,
-            int[] shard, int[] number, int[] firstUse, int[] lastUse, int[] uses, long workingSet, long partBytes,
+    private StreamPlan(
+            boolean streams,
+            String reason,
+            int partSize,
+            int from,
+            int to,
+            int[] partBase,
+            int[] index,
+            int[] shard,
+            int[] number,
+            int[] firstUse,
+            int[] lastUse,
+            int[] uses,
+            long workingSet,
+            long partBytes,
             long sampleBytes) {
         this.streams = streams;
         this.reason = reason;
@@ -88,18 +101,21 @@ final class StreamPlan {
      */
     static StreamPlan forEpoch(LoaderSettings<?> settings, int[] order, int from, int to) {
         if (!settings.streamShards()) {
-            return refused("the loader reads each sample as its own extent (streamShards(false))",
-                    settings.partSize(), from, to);
+            return refused(
+                    "the loader reads each sample as its own extent (streamShards(false))",
+                    settings.partSize(),
+                    from,
+                    to);
         }
         if (!(settings.dataset() instanceof ShardedDataset shards)) {
-            return refused("the dataset has no shards: each sample is an object, read whole",
-                    settings.partSize(), from, to);
+            return refused(
+                    "the dataset has no shards: each sample is an object, read whole", settings.partSize(), from, to);
         }
         if (from == to) {
             return refused("the epoch reads no sample", settings.partSize(), from, to);
         }
-        return decide(shards, order, from, to, ShardParts.forEpoch(shards, settings.partSize()),
-                settings.streamBudget());
+        return decide(
+                shards, order, from, to, ShardParts.forEpoch(shards, settings.partSize()), settings.streamBudget());
     }
 
     /**
@@ -121,15 +137,14 @@ final class StreamPlan {
                     + order.length + " positions)");
         }
         if (partSize < ShardParts.MIN_PART_SIZE) {
-            throw new IllegalArgumentException("part size: " + partSize + " (expected: >= "
-                    + ShardParts.MIN_PART_SIZE + ")");
+            throw new IllegalArgumentException(
+                    "part size: " + partSize + " (expected: >= " + ShardParts.MIN_PART_SIZE + ")");
         }
         if (budget < 1) {
             throw new IllegalArgumentException("budget: " + budget + " (expected: >= 1)");
         }
         if (!(dataset instanceof ShardedDataset shards)) {
-            return refused("the dataset has no shards: each sample is an object, read whole", partSize, from,
-                    to);
+            return refused("the dataset has no shards: each sample is an object, read whole", partSize, from, to);
         }
         int shardCount = shards.shardCount();
         int[] base = new int[shardCount + 1];
@@ -153,8 +168,8 @@ final class StreamPlan {
         for (int p = from; p < to; p++) {
             int sample = order[p];
             if (sample < 0 || sample >= size) {
-                throw new IllegalArgumentException("order[" + p + "]: " + sample + " (expected: a sample index in [0, "
-                        + size + "))");
+                throw new IllegalArgumentException(
+                        "order[" + p + "]: " + sample + " (expected: a sample index in [0, " + size + "))");
             }
             int length = shards.sampleLength(sample);
             if (length == 0) {
@@ -164,7 +179,8 @@ final class StreamPlan {
             long start = shards.sampleStart(sample);
             int b = base[shards.shardOf(sample)];
             for (int q = ShardParts.partOf(start, partSize), end = ShardParts.partOf(start + length - 1, partSize);
-                    q <= end; q++) {
+                    q <= end;
+                    q++) {
                 int g = b + q;
                 if (first[g] < 0) {
                     first[g] = p;
@@ -216,11 +232,25 @@ final class StreamPlan {
                     + " fewer bytes";
         } else {
             streams = true;
-            reason = used + " parts of " + mib(partSize) + ", " + mib(partBytes) + ", working set "
-                    + mib(workingSet) + " of " + mib(budget);
+            reason = used + " parts of " + mib(partSize) + ", " + mib(partBytes) + ", working set " + mib(workingSet)
+                    + " of " + mib(budget);
         }
-        return new StreamPlan(streams, reason, partSize, from, to, base, index, shard, number, firstUse, lastUse,
-                uses, workingSet, partBytes, sampleBytes);
+        return new StreamPlan(
+                streams,
+                reason,
+                partSize,
+                from,
+                to,
+                base,
+                index,
+                shard,
+                number,
+                firstUse,
+                lastUse,
+                uses,
+                workingSet,
+                partBytes,
+                sampleBytes);
     }
 
     /** {@return the shard whose parts hold global part {@code g}} */
@@ -241,8 +271,8 @@ final class StreamPlan {
     }
 
     /** The largest total size of the parts live at one position: a sweep over first and last uses. */
-    private static long workingSet(ShardedDataset shards, int partSize, int[] shard, int[] number, int[] firstUse,
-            int[] lastUse) {
+    private static long workingSet(
+            ShardedDataset shards, int partSize, int[] shard, int[] number, int[] firstUse, int[] lastUse) {
         int n = shard.length;
         long[] ends = new long[n]; // (last use, part) packed, sorted: the parts in order of their last use
         for (int i = 0; i < n; i++) {
@@ -284,8 +314,9 @@ final class StreamPlan {
     }
 
     private static String mib(long bytes) {
-        return bytes % (1 << 20) == 0 ? (bytes >> 20) + " MiB" : String.format(Locale.ROOT, "%.1f MiB",
-                bytes / 1048576.0);
+        return bytes % (1 << 20) == 0
+                ? (bytes >> 20) + " MiB"
+                : String.format(Locale.ROOT, "%.1f MiB", bytes / 1048576.0);
     }
 
     /** {@return whether the epoch reads its shards in parts} */

@@ -57,15 +57,20 @@ final class TarFormat implements ShardFormat {
                     + " indexing the shard by scanning it (if the shard was meant to change, write its index again"
                     + " with WebDataset.writeIndex; if not, the shard itself changed: check it against its source)");
         }
-        boolean confirmed = !decoded.shardVersion().isEmpty() && decoded.shardVersion().equals(shard.version());
+        boolean confirmed =
+                !decoded.shardVersion().isEmpty() && decoded.shardVersion().equals(shard.version());
         return new TarShardIndex(decoded.samples(), decoded.crcs(), !confirmed, shard.key());
     }
 
     private static CorruptShardException corruptIndex(String shard, String index, String problem, Throwable cause) {
-        return new CorruptShardException(shard, "index '" + index + "' of shard '" + shard + "' is damaged: "
-                + problem + " (the index file itself does not check out; the shard may be intact: check the shard"
-                + " against its source first, then write a new index from it with WebDataset.writeIndex(cache, \""
-                + shard + "\"))", cause);
+        return new CorruptShardException(
+                shard,
+                "index '" + index + "' of shard '" + shard + "' is damaged: "
+                        + problem
+                        + " (the index file itself does not check out; the shard may be intact: check the shard"
+                        + " against its source first, then write a new index from it with WebDataset.writeIndex(cache, \""
+                        + shard + "\"))",
+                cause);
     }
 
     @Override
@@ -94,15 +99,20 @@ final class TarFormat implements ShardFormat {
         if (tar.verify) {
             int actual = ShardIndexFile.crc(extent);
             if (actual != tar.crc[sample]) {
-                throw new CorruptShardException(tar.shard, tar.start[sample], "sample '" + tar.key(sample)
-                        + "': CRC32C " + Integer.toHexString(actual) + " of its " + tar.length[sample] + " bytes"
-                        + " (expected: " + Integer.toHexString(tar.crc[sample]) + ", as its index '" + tar.shard
-                        + ShardIndexFile.SUFFIX + "' records). Either the shard's bytes changed after the index was"
-                        + " written (damage, or the shard rewritten in place at the same size), or the index was"
-                        + " written for other bytes. To tell which, check the shard against its source (a checksum"
-                        + " or the ETag it was uploaded with): if the shard is damaged, restore it; only if the"
-                        + " shard is right, write its index again with WebDataset.writeIndex. Do not delete or"
-                        + " rewrite the index first: the loader would then serve the damaged bytes unchecked.");
+                throw new CorruptShardException(
+                        tar.shard,
+                        tar.start[sample],
+                        "sample '" + tar.key(sample)
+                                + "': CRC32C " + Integer.toHexString(actual) + " of its " + tar.length[sample]
+                                + " bytes"
+                                + " (expected: " + Integer.toHexString(tar.crc[sample]) + ", as its index '" + tar.shard
+                                + ShardIndexFile.SUFFIX
+                                + "' records). Either the shard's bytes changed after the index was"
+                                + " written (damage, or the shard rewritten in place at the same size), or the index was"
+                                + " written for other bytes. To tell which, check the shard against its source (a checksum"
+                                + " or the ETag it was uploaded with): if the shard is damaged, restore it; only if the"
+                                + " shard is right, write its index again with WebDataset.writeIndex. Do not delete or"
+                                + " rewrite the index first: the loader would then serve the damaged bytes unchecked.");
             }
         }
         int from = tar.firstField[sample];
@@ -110,8 +120,9 @@ final class TarFormat implements ShardFormat {
         Map<String, ByteBuffer> fields = new LinkedHashMap<>((to - from) * 2);
         int base = extent.position();
         for (int f = from; f < to; f++) {
-            fields.put(tar.names.get(tar.fieldName[f]), extent.slice(base + tar.fieldOffset[f], tar.fieldSize[f])
-                    .asReadOnlyBuffer());
+            fields.put(
+                    tar.names.get(tar.fieldName[f]),
+                    extent.slice(base + tar.fieldOffset[f], tar.fieldSize[f]).asReadOnlyBuffer());
         }
         return Collections.unmodifiableMap(fields);
     }
@@ -125,6 +136,7 @@ final class TarFormat implements ShardFormat {
         final int count;
         /** Whether samples are checked against {@link #crc} when read: the shard's index file is unconfirmed. */
         final boolean verify;
+
         final long[] start;
         final int[] length;
         final int[] crc;

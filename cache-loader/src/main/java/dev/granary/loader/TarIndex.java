@@ -164,6 +164,7 @@ final class TarIndex {
          * name, the PAX path and the PAX size ({@code -1} when absent).
          */
         private boolean pending;
+
         private String longName;
         private String paxPath;
         private long paxSize = -1;
@@ -213,8 +214,9 @@ final class TarIndex {
                         next = checkData("GNU long link name", dataOffset, size);
                         pending = true;
                     }
-                    case 'S' -> throw corrupt("GNU sparse member '" + withoutDotSlash(storedName())
-                            + "' (expected: a regular file; sparse files are not supported)");
+                    case 'S' ->
+                        throw corrupt("GNU sparse member '" + withoutDotSlash(storedName())
+                                + "' (expected: a regular file; sparse files are not supported)");
                     default -> {
                         String stored = storedName();
                         String name = withoutDotSlash(stored);
@@ -247,13 +249,18 @@ final class TarIndex {
             try {
                 buffer = reader.read(offset, length);
             } catch (EOFException e) {
-                throw new CorruptShardException(shard, pos, "truncated: the shard ends inside the " + what + " of "
-                        + length + " bytes at offset " + offset + " (expected: a shard of " + shardSize + " bytes)", e);
+                throw new CorruptShardException(
+                        shard,
+                        pos,
+                        "truncated: the shard ends inside the " + what + " of " + length + " bytes at offset " + offset
+                                + " (expected: a shard of " + shardSize + " bytes)",
+                        e);
             }
             if (buffer == null || buffer.remaining() != length) {
-                throw new IllegalStateException("reader returned " + (buffer == null ? "null" : buffer.remaining()
-                        + " bytes") + " for shard '" + shard + "' at offset " + offset + " (expected: " + length
-                        + " bytes)");
+                throw new IllegalStateException(
+                        "reader returned " + (buffer == null ? "null" : buffer.remaining() + " bytes") + " for shard '"
+                                + shard + "' at offset " + offset + " (expected: " + length
+                                + " bytes)");
             }
             return buffer;
         }
@@ -359,8 +366,12 @@ final class TarIndex {
         /** The header's own name: the ustar prefix and name, or the v7/GNU name. */
         private String headerName() {
             String name = cString(header, NAME, NAME_LEN);
-            boolean posixUstar = header[MAGIC] == 'u' && header[MAGIC + 1] == 's' && header[MAGIC + 2] == 't'
-                    && header[MAGIC + 3] == 'a' && header[MAGIC + 4] == 'r' && header[MAGIC + 5] == 0;
+            boolean posixUstar = header[MAGIC] == 'u'
+                    && header[MAGIC + 1] == 's'
+                    && header[MAGIC + 2] == 't'
+                    && header[MAGIC + 3] == 'a'
+                    && header[MAGIC + 4] == 'r'
+                    && header[MAGIC + 5] == 0;
             if (posixUstar && header[PREFIX] != 0) {
                 return cString(header, PREFIX, PREFIX_LEN) + '/' + name;
             }
@@ -400,8 +411,11 @@ final class TarIndex {
                     throw corrupt(paxProblem(data, start, "no length"));
                 }
                 if (length > data.length - start) {
-                    throw corrupt(paxProblem(data, start, "length " + length + " runs past the end of the header ("
-                            + (data.length - start) + " bytes left)"));
+                    throw corrupt(paxProblem(
+                            data,
+                            start,
+                            "length " + length + " runs past the end of the header (" + (data.length - start)
+                                    + " bytes left)"));
                 }
                 int end = start + (int) length;
                 int keyStart = i + 1;
@@ -419,7 +433,8 @@ final class TarIndex {
                     throw corrupt(paxProblem(data, start, "no key=value"));
                 }
                 if (!global) {
-                    apply(new String(data, keyStart, eq - keyStart, UTF_8),
+                    apply(
+                            new String(data, keyStart, eq - keyStart, UTF_8),
                             new String(data, eq + 1, end - 1 - (eq + 1), UTF_8));
                 }
                 i = end;

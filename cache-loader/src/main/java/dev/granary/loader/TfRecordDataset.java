@@ -102,15 +102,17 @@ public final class TfRecordDataset {
         ObjectDataset.of(cache, List.of(fileKey == null ? "" : fileKey)); // validates the key
         ObjectInfo info = cache.stat(fileKey);
         ShardIndex index;
-        try (PartReader reader = new PartReader(cache.loaderSupport(), info, ShardParts.DEFAULT_PART_SIZE,
-                new AtomicLong())) {
+        try (PartReader reader =
+                new PartReader(cache.loaderSupport(), info, ShardParts.DEFAULT_PART_SIZE, new AtomicLong())) {
             index = TfRecordFormat.INSTANCE.scan(info, reader);
         }
         StringBuilder text = new StringBuilder(index.size() * 12);
         for (int i = 0; i < index.size(); i++) {
             text.append(index.start(i)).append(' ').append(index.length(i)).append('\n');
         }
-        return cache.loaderSupport().writeObject(TfRecordFormat.INSTANCE.indexKeys(fileKey).getFirst(),
-                text.toString().getBytes(StandardCharsets.US_ASCII));
+        return cache.loaderSupport()
+                .writeObject(
+                        TfRecordFormat.INSTANCE.indexKeys(fileKey).getFirst(),
+                        text.toString().getBytes(StandardCharsets.US_ASCII));
     }
 }

@@ -46,6 +46,7 @@ final class TfRecordFormat implements ShardFormat {
 
     /** The name of the one field of a record that is not a {@code tf.train.Example}. */
     static final String RECORD = "record";
+
     static final String INDEX_SUFFIX = ".idx";
     private static final int FRAMING = 16;
 
@@ -92,9 +93,13 @@ final class TfRecordFormat implements ShardFormat {
                 offset = Long.parseLong(parts[0]);
                 length = Long.parseLong(parts[1]);
             } catch (NumberFormatException e) {
-                throw new CorruptShardException(shard.key(), "index '" + index.key() + "' of shard '" + shard.key()
-                        + "' is damaged: line " + (i + 1) + " is '" + abbreviate(line) + "' (expected: '<offset>"
-                        + " <framed length>', two decimal numbers, as DALI's tfrecord2idx writes)", null);
+                throw new CorruptShardException(
+                        shard.key(),
+                        "index '" + index.key() + "' of shard '" + shard.key()
+                                + "' is damaged: line " + (i + 1) + " is '" + abbreviate(line)
+                                + "' (expected: '<offset>"
+                                + " <framed length>', two decimal numbers, as DALI's tfrecord2idx writes)",
+                        null);
             }
             if (offset != expected || length < FRAMING || length - FRAMING > ShardedDataset.MAX_SAMPLE_BYTES) {
                 throw new StaleIndexException("index '" + index.key() + "' does not describe shard '" + shard.key()
@@ -122,14 +127,20 @@ final class TfRecordFormat implements ShardFormat {
         long offset = 0;
         while (offset < size) {
             if (size - offset < FRAMING) {
-                throw new CorruptShardException(shard.key(), offset, "a record's framing needs 16 bytes, "
-                        + (size - offset) + " are left (expected: the shard to end after a whole record: truncated?)");
+                throw new CorruptShardException(
+                        shard.key(),
+                        offset,
+                        "a record's framing needs 16 bytes, " + (size - offset)
+                                + " are left (expected: the shard to end after a whole record: truncated?)");
             }
             ByteBuffer header = reader.read(offset, 12).order(ByteOrder.LITTLE_ENDIAN);
             long length = checkedLength(shard.key(), offset, header, header.position());
             if (length > size - offset - FRAMING) {
-                throw new CorruptShardException(shard.key(), offset, "record of " + length + " bytes (expected: at"
-                        + " most the " + (size - offset - FRAMING) + " bytes left in the shard: truncated?)");
+                throw new CorruptShardException(
+                        shard.key(),
+                        offset,
+                        "record of " + length + " bytes (expected: at" + " most the " + (size - offset - FRAMING)
+                                + " bytes left in the shard: truncated?)");
             }
             records.add(new long[] {offset, length + FRAMING});
             offset += length + FRAMING;
@@ -154,10 +165,14 @@ final class TfRecordFormat implements ShardFormat {
         boolean gzip = b0 == 0x1f && b1 == 0x8b;
         boolean zlib = b0 == 0x78 && (b1 == 0x01 || b1 == 0x5e || b1 == 0x9c || b1 == 0xda);
         if (gzip || zlib) {
-            throw new CorruptShardException(shard.key(), 0, "a " + (gzip ? "GZIP" : "ZLIB") + "-compressed TFRecord"
-                    + " file (it starts with " + String.format("%02x %02x", b0, b1) + "), which this reader refuses"
-                    + " (expected: uncompressed TFRecord; decompress it, or write it with compression_type=None:"
-                    + " a compressed file is one stream that cannot be read record by record)");
+            throw new CorruptShardException(
+                    shard.key(),
+                    0,
+                    "a " + (gzip ? "GZIP" : "ZLIB") + "-compressed TFRecord"
+                            + " file (it starts with " + String.format("%02x %02x", b0, b1)
+                            + "), which this reader refuses"
+                            + " (expected: uncompressed TFRecord; decompress it, or write it with compression_type=None:"
+                            + " a compressed file is one stream that cannot be read record by record)");
         }
     }
 
@@ -167,13 +182,19 @@ final class TfRecordFormat implements ShardFormat {
         int crc = b.getInt(at + 8);
         int actual = masked(crc32c(b, at, 8));
         if (crc != actual) {
-            throw new CorruptShardException(shard, offset, "record length CRC " + Integer.toHexString(crc)
-                    + " (expected: " + Integer.toHexString(actual) + ", the masked CRC32C of its length field:"
-                    + " the framing is damaged, or this is not a TFRecord file)");
+            throw new CorruptShardException(
+                    shard,
+                    offset,
+                    "record length CRC " + Integer.toHexString(crc)
+                            + " (expected: " + Integer.toHexString(actual) + ", the masked CRC32C of its length field:"
+                            + " the framing is damaged, or this is not a TFRecord file)");
         }
         if (length < 0 || length > ShardedDataset.MAX_SAMPLE_BYTES) {
-            throw new CorruptShardException(shard, offset, "record length " + Long.toUnsignedString(length)
-                    + " (expected: at most " + ShardedDataset.MAX_SAMPLE_BYTES + ")");
+            throw new CorruptShardException(
+                    shard,
+                    offset,
+                    "record length " + Long.toUnsignedString(length) + " (expected: at most "
+                            + ShardedDataset.MAX_SAMPLE_BYTES + ")");
         }
         return length;
     }
@@ -190,7 +211,8 @@ final class TfRecordFormat implements ShardFormat {
 
     @Override
     public ByteBuffer bytes(ShardIndex index, int sample, ByteBuffer extent) throws IOException {
-        return extent.slice(extent.position() + 12, extent.remaining() - FRAMING).asReadOnlyBuffer();
+        return extent.slice(extent.position() + 12, extent.remaining() - FRAMING)
+                .asReadOnlyBuffer();
     }
 
     /** Checks a framed record (both CRCs, and that its length field matches its extent); returns its data. */
@@ -201,15 +223,21 @@ final class TfRecordFormat implements ShardFormat {
         int at = b.position();
         long length = checkedLength(shard, offset, b, at);
         if (length != extent.remaining() - FRAMING) {
-            throw new CorruptShardException(shard, offset, "record length " + length + " (expected: "
-                    + (extent.remaining() - FRAMING) + ", as the shard's index says)");
+            throw new CorruptShardException(
+                    shard,
+                    offset,
+                    "record length " + length + " (expected: " + (extent.remaining() - FRAMING)
+                            + ", as the shard's index says)");
         }
         int crc = b.getInt(at + 12 + (int) length);
         int actual = masked(crc32c(b, at + 12, (int) length));
         if (crc != actual) {
-            throw new CorruptShardException(shard, offset, "record data CRC " + Integer.toHexString(crc)
-                    + " (expected: " + Integer.toHexString(actual) + ", the masked CRC32C of its " + length
-                    + " bytes of data: the record is damaged)");
+            throw new CorruptShardException(
+                    shard,
+                    offset,
+                    "record data CRC " + Integer.toHexString(crc)
+                            + " (expected: " + Integer.toHexString(actual) + ", the masked CRC32C of its " + length
+                            + " bytes of data: the record is damaged)");
         }
         return extent.slice(at + 12, (int) length).asReadOnlyBuffer();
     }

@@ -60,8 +60,8 @@ public final class TokenDataset {
      */
     public static ShardedDataset of(TieredCache cache, String prefix, int sequenceLength) throws IOException {
         checkLength(sequenceLength);
-        return ShardedDataset.of(cache, List.of(bin(prefix)),
-                TokenFormat.megatron(TokenFormat.Layout.WINDOWS, sequenceLength));
+        return ShardedDataset.of(
+                cache, List.of(bin(prefix)), TokenFormat.megatron(TokenFormat.Layout.WINDOWS, sequenceLength));
     }
 
     /**
@@ -92,8 +92,7 @@ public final class TokenDataset {
      * @throws dev.granary.NoSuchObjectException if a file does not exist
      * @throws IOException              if the origin fails
      */
-    public static ShardedDataset ofNpy(TieredCache cache, List<String> npyKeys, int sequenceLength)
-            throws IOException {
+    public static ShardedDataset ofNpy(TieredCache cache, List<String> npyKeys, int sequenceLength) throws IOException {
         checkLength(sequenceLength);
         return ShardedDataset.of(cache, npyKeys, TokenFormat.npy(TokenFormat.Layout.WINDOWS, sequenceLength));
     }
@@ -110,7 +109,9 @@ public final class TokenDataset {
                     + " (expected: a Megatron dataset's prefix such as 'tokens/web_text_document', for"
                     + " tokens/web_text_document.bin and .idx)");
         }
-        return (prefix.endsWith(TokenFormat.BIN) ? prefix.substring(0, prefix.length() - TokenFormat.BIN.length())
-                : prefix) + TokenFormat.BIN;
+        return (prefix.endsWith(TokenFormat.BIN)
+                        ? prefix.substring(0, prefix.length() - TokenFormat.BIN.length())
+                        : prefix)
+                + TokenFormat.BIN;
     }
 }

@@ -63,6 +63,7 @@ final class TokenFormat implements ShardFormat {
     private final Layout layout;
     /** Tokens per window (L); 0 for documents. */
     private final int sequenceLength;
+
     private final boolean npy;
 
     private TokenFormat(Layout layout, int sequenceLength, boolean npy) {
@@ -97,9 +98,17 @@ final class TokenFormat implements ShardFormat {
     record DType(int size, String name) {}
 
     /** Megatron's dtype codes, indexed by code (0 unused). */
-    private static final DType[] MEGATRON = {null, new DType(1, "uint8"), new DType(1, "int8"), new DType(2, "int16"),
-        new DType(4, "int32"), new DType(8, "int64"), new DType(8, "float64"), new DType(4, "float32"),
-        new DType(2, "uint16")};
+    private static final DType[] MEGATRON = {
+        null,
+        new DType(1, "uint8"),
+        new DType(1, "int8"),
+        new DType(2, "int16"),
+        new DType(4, "int32"),
+        new DType(8, "int64"),
+        new DType(8, "float64"),
+        new DType(4, "float32"),
+        new DType(2, "uint16")
+    };
 
     @Override
     public ShardIndex readIndex(ObjectInfo shard, ObjectInfo index, ByteBuffer bytes) throws IOException {
@@ -121,18 +130,28 @@ final class TokenFormat implements ShardFormat {
         }
         int code = b.get(base + 17) & 0xff;
         if (code < 1 || code >= MEGATRON.length) {
-            throw damaged(shard, idx, "dtype code " + code + " (expected: 1 to 8: uint8, int8, int16, int32, int64,"
-                    + " float64, float32, uint16)");
+            throw damaged(
+                    shard,
+                    idx,
+                    "dtype code " + code + " (expected: 1 to 8: uint8, int8, int16, int32, int64,"
+                            + " float64, float32, uint16)");
         }
         DType dtype = MEGATRON[code];
         long n = b.getLong(base + 18);
         long m = b.getLong(base + 26);
         long expected = HEADER + 12 * n + 8 * m;
-        if (n < 0 || m < 1 || n > Integer.MAX_VALUE || m > Integer.MAX_VALUE || (size != expected
-                && size != expected + n)) {
-            throw damaged(shard, idx, size + " bytes for " + n + " sequences and " + m + " document indices"
-                    + " (expected: " + expected + " bytes, or " + (expected + n) + " with a multimodal dataset's"
-                    + " modes)");
+        if (n < 0
+                || m < 1
+                || n > Integer.MAX_VALUE
+                || m > Integer.MAX_VALUE
+                || (size != expected && size != expected + n)) {
+            throw damaged(
+                    shard,
+                    idx,
+                    size + " bytes for " + n + " sequences and " + m + " document indices"
+                            + " (expected: " + expected + " bytes, or " + (expected + n)
+                            + " with a multimodal dataset's"
+                            + " modes)");
         }
         int count = (int) n;
         int lengthsAt = base + HEADER;
@@ -143,17 +162,25 @@ final class TokenFormat implements ShardFormat {
             int length = b.getInt(lengthsAt + 4 * i);
             long stored = b.getLong(pointersAt + 8 * i);
             if (length < 0 || stored != pointer) {
-                throw damaged(shard, idx, "sequence " + i + " of " + length + " tokens at byte " + stored
-                        + " (expected: at byte " + pointer + ", the running sum of lengths × " + dtype.size()
-                        + " bytes of " + dtype.name() + ": the pointers do not match the lengths and the header's"
-                        + " dtype)");
+                throw damaged(
+                        shard,
+                        idx,
+                        "sequence " + i + " of " + length + " tokens at byte " + stored
+                                + " (expected: at byte " + pointer + ", the running sum of lengths × " + dtype.size()
+                                + " bytes of " + dtype.name()
+                                + ": the pointers do not match the lengths and the header's"
+                                + " dtype)");
             }
             pointer += (long) length * dtype.size();
         }
         if (pointer > shard.size()) {
-            throw damaged(shard, idx, "its sequences take " + pointer + " bytes of " + dtype.name() + " and '"
-                    + shard.key() + "' has " + shard.size() + " (expected: a .bin holding every sequence: truncated,"
-                    + " or another dataset's .bin)");
+            throw damaged(
+                    shard,
+                    idx,
+                    "its sequences take " + pointer + " bytes of " + dtype.name() + " and '"
+                            + shard.key() + "' has " + shard.size()
+                            + " (expected: a .bin holding every sequence: truncated,"
+                            + " or another dataset's .bin)");
         }
         int documents = (int) m - 1;
         long[] docStart = new long[documents];
@@ -165,30 +192,36 @@ final class TokenFormat implements ShardFormat {
         for (int d = 0; d < documents; d++) {
             long next = b.getLong(documentsAt + 8 * (d + 1));
             if (next < previous || next > n) {
-                throw damaged(shard, idx, "document index " + (d + 1) + " is " + next + " (expected: from " + previous
-                        + " to " + n + ", rising)");
+                throw damaged(
+                        shard,
+                        idx,
+                        "document index " + (d + 1) + " is " + next + " (expected: from " + previous + " to " + n
+                                + ", rising)");
             }
             docStart[d] = previous == n ? pointer : b.getLong(pointersAt + 8 * (int) previous);
             docEnd[d] = next == n ? pointer : b.getLong(pointersAt + 8 * (int) next);
             previous = next;
         }
         if (documents > 0 && previous != n) {
-            throw damaged(shard, idx, "the last document index is " + previous + " (expected: " + n + ", the"
-                    + " sequence count)");
+            throw damaged(
+                    shard,
+                    idx,
+                    "the last document index is " + previous + " (expected: " + n + ", the" + " sequence count)");
         }
         return samples(shard.key(), dtype, 0, pointer, docStart, docEnd);
     }
 
     private static CorruptShardException damaged(ObjectInfo shard, String idx, String problem) {
-        return new CorruptShardException(shard.key(), "index '" + idx + "' of '" + shard.key() + "' does not add up: "
-                + problem, null);
+        return new CorruptShardException(
+                shard.key(), "index '" + idx + "' of '" + shard.key() + "' does not add up: " + problem, null);
     }
 
     @Override
     public ShardIndex scan(ObjectInfo shard, ShardReader reader) throws IOException {
         if (!npy) {
-            throw new IllegalArgumentException("'" + shard.key() + "' has no index" + (shard.key().endsWith(BIN)
-                    ? " '" + prefix(shard.key()) + IDX + "' beside it" : "") + " (expected: a Megatron-LM indexed"
+            throw new IllegalArgumentException("'" + shard.key() + "' has no index"
+                    + (shard.key().endsWith(BIN) ? " '" + prefix(shard.key()) + IDX + "' beside it" : "")
+                    + " (expected: a Megatron-LM indexed"
                     + " dataset, <prefix>.bin with its <prefix>.idx beside it)");
         }
         return npyIndex(shard, reader);
@@ -203,13 +236,17 @@ final class TokenFormat implements ShardFormat {
         String key = shard.key();
         long size = reader.size();
         if (size < 10) {
-            throw new CorruptShardException(key, 0, size + " bytes (expected: a .npy file, at least its 10-byte"
-                    + " preamble)");
+            throw new CorruptShardException(
+                    key, 0, size + " bytes (expected: a .npy file, at least its 10-byte" + " preamble)");
         }
         ByteBuffer pre = reader.read(0, 10).order(ByteOrder.LITTLE_ENDIAN);
         int p = pre.position();
-        if ((pre.get(p) & 0xff) != 0x93 || pre.get(p + 1) != 'N' || pre.get(p + 2) != 'U' || pre.get(p + 3) != 'M'
-                || pre.get(p + 4) != 'P' || pre.get(p + 5) != 'Y') {
+        if ((pre.get(p) & 0xff) != 0x93
+                || pre.get(p + 1) != 'N'
+                || pre.get(p + 2) != 'U'
+                || pre.get(p + 3) != 'M'
+                || pre.get(p + 4) != 'P'
+                || pre.get(p + 5) != 'Y') {
             throw new CorruptShardException(key, 0, "no \\x93NUMPY magic (expected: a numpy .npy file)");
         }
         int major = pre.get(p + 6) & 0xff;
@@ -226,17 +263,24 @@ final class TokenFormat implements ShardFormat {
             throw new CorruptShardException(key, 6, "format version " + major + " (expected: 1, 2 or 3)");
         }
         if (headerAt + headerLength > size || headerLength > (1 << 20)) {
-            throw new CorruptShardException(key, 8, "header of " + headerLength + " bytes (expected: within the"
-                    + " file's " + size + " bytes, at most 1 MiB)");
+            throw new CorruptShardException(
+                    key,
+                    8,
+                    "header of " + headerLength + " bytes (expected: within the" + " file's " + size
+                            + " bytes, at most 1 MiB)");
         }
         ByteBuffer h = reader.read(headerAt, (int) headerLength);
-        String header = (major == 3 ? StandardCharsets.UTF_8 : StandardCharsets.ISO_8859_1).decode(h.duplicate())
+        String header = (major == 3 ? StandardCharsets.UTF_8 : StandardCharsets.ISO_8859_1)
+                .decode(h.duplicate())
                 .toString();
         Matcher descr = DESCR.matcher(header);
         Matcher shape = SHAPE.matcher(header);
         if (!descr.find() || !FORTRAN.matcher(header).find() || !shape.find()) {
-            throw new CorruptShardException(key, headerAt, "header '" + header.strip() + "' (expected: a dict with"
-                    + " 'descr', 'fortran_order' and 'shape')");
+            throw new CorruptShardException(
+                    key,
+                    headerAt,
+                    "header '" + header.strip() + "' (expected: a dict with"
+                            + " 'descr', 'fortran_order' and 'shape')");
         }
         DType dtype = npyType(key, descr.group(1));
         String[] dims = shape.group(1).split(",");
@@ -252,9 +296,13 @@ final class TokenFormat implements ShardFormat {
         }
         long dataAt = headerAt + headerLength;
         if (dataAt + elements * dtype.size() > size) {
-            throw new CorruptShardException(key, dataAt, elements + " " + dtype.name() + " tokens need "
-                    + elements * dtype.size() + " bytes and " + (size - dataAt) + " follow the header (expected: the"
-                    + " whole array: truncated?)");
+            throw new CorruptShardException(
+                    key,
+                    dataAt,
+                    elements + " " + dtype.name() + " tokens need "
+                            + elements * dtype.size() + " bytes and " + (size - dataAt)
+                            + " follow the header (expected: the"
+                            + " whole array: truncated?)");
         }
         long end = dataAt + elements * dtype.size();
         return samples(key, dtype, dataAt, end, new long[] {dataAt}, new long[] {end});
@@ -270,16 +318,19 @@ final class TokenFormat implements ShardFormat {
             case "<i4" -> new DType(4, "int32");
             case "<u8" -> new DType(8, "uint64");
             case "<i8" -> new DType(8, "int64");
-            default -> throw new IllegalArgumentException("'" + key + "': an array of dtype '" + descr + "' (expected:"
-                    + " integer tokens, little-endian: |u1 |i1 <u2 <i2 <u4 <i4 <u8 <i8"
-                    + (descr.startsWith(">") ? "; this one is big-endian: save it with arr.astype(arr.dtype"
-                    + ".newbyteorder('<'))" : "") + ")");
+            default ->
+                throw new IllegalArgumentException("'" + key + "': an array of dtype '" + descr + "' (expected:"
+                        + " integer tokens, little-endian: |u1 |i1 <u2 <i2 <u4 <i4 <u8 <i8"
+                        + (descr.startsWith(">")
+                                ? "; this one is big-endian: save it with arr.astype(arr.dtype" + ".newbyteorder('<'))"
+                                : "")
+                        + ")");
         };
     }
 
     /** The samples of a token shard: windows over {@code [dataStart, dataEnd)}, or the given documents. */
-    private ShardIndex samples(String shard, DType dtype, long dataStart, long dataEnd, long[] docStart,
-            long[] docEnd) {
+    private ShardIndex samples(
+            String shard, DType dtype, long dataStart, long dataEnd, long[] docStart, long[] docEnd) {
         if (layout == Layout.DOCUMENTS) {
             int[] lengths = new int[docStart.length];
             for (int d = 0; d < lengths.length; d++) {
@@ -313,6 +364,7 @@ final class TokenFormat implements ShardFormat {
         private final long stride;
         /** L + 1 tokens' bytes: a window's length. */
         private final int length;
+
         private final int count;
 
         Windows(String shard, long dataStart, long stride, int elementSize, int count) {

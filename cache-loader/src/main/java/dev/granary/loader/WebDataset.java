@@ -6,7 +6,6 @@ import dev.granary.TieredCache;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
@@ -175,8 +174,9 @@ public final class WebDataset extends ShardedDataset {
             for (int i = 0; i < crcs.length; i++) {
                 ShardSamples.Entry e = samples.get(i);
                 int n = (int) (e.end() - e.start());
-                crcs[i] = n == 0 ? ShardIndexFile.crc(ByteBuffer.allocate(0)) : ShardIndexFile.crc(
-                        reader.read(e.start(), n));
+                crcs[i] = n == 0
+                        ? ShardIndexFile.crc(ByteBuffer.allocate(0))
+                        : ShardIndexFile.crc(reader.read(e.start(), n));
             }
         }
         return ShardIndexFile.encode(info.size(), info.version(), samples, crcs);
@@ -186,11 +186,19 @@ public final class WebDataset extends ShardedDataset {
     static WebDataset ofIndexes(TieredCache cache, List<ObjectInfo> shards, List<List<ShardSamples.Entry>> samples) {
         ShardIndex[] indexes = new ShardIndex[shards.size()];
         for (int s = 0; s < shards.size(); s++) {
-            indexes[s] = new TarFormat.TarShardIndex(samples.get(s), new int[samples.get(s).size()], false,
+            indexes[s] = new TarFormat.TarShardIndex(
+                    samples.get(s),
+                    new int[samples.get(s).size()],
+                    false,
                     shards.get(s).key());
         }
-        return new WebDataset(new Indexed(cache, TarFormat.INSTANCE, shards.stream().map(ObjectInfo::key).toList(),
-                shards.toArray(ObjectInfo[]::new), indexes, new boolean[shards.size()]));
+        return new WebDataset(new Indexed(
+                cache,
+                TarFormat.INSTANCE,
+                shards.stream().map(ObjectInfo::key).toList(),
+                shards.toArray(ObjectInfo[]::new),
+                indexes,
+                new boolean[shards.size()]));
     }
 
     // ---------------------------------------------------------------------------------------------------------------

@@ -22,7 +22,8 @@ class FormatGuideTest {
         assertTrue(at >= 0, "the guide has no '" + marker + "'");
         int start = guide.indexOf("```java\n", at) + "```java\n".length();
         int end = guide.indexOf("```\n", start);
-        assertEquals(Files.readString(Path.of("src", "test", "java", "dev", "granary", "examples",
-                "JsonLinesFormat.java")), guide.substring(start, end));
+        assertEquals(
+                Files.readString(Path.of("src", "test", "java", "dev", "granary", "examples", "JsonLinesFormat.java")),
+                guide.substring(start, end));
     }
 }

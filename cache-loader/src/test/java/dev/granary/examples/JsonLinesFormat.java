@@ -39,8 +39,10 @@ public final class JsonLinesFormat implements ShardFormat {
                 }
                 long end = at + i;
                 if (end - lineStart > Integer.MAX_VALUE - 8) {
-                    throw new CorruptShardException(shard.key(), lineStart, "a line of " + (end - lineStart)
-                            + " bytes (expected: below 2 GiB)");
+                    throw new CorruptShardException(
+                            shard.key(),
+                            lineStart,
+                            "a line of " + (end - lineStart) + " bytes (expected: below 2 GiB)");
                 }
                 if (n == starts.length) {
                     starts = Arrays.copyOf(starts, 2 * n);
@@ -53,14 +55,17 @@ public final class JsonLinesFormat implements ShardFormat {
             at += chunk;
         }
         if (lineStart < size) {
-            throw new CorruptShardException(shard.key(), lineStart, "the last line has no newline (expected: every"
-                    + " line of a JSON Lines file to end with \\n)");
+            throw new CorruptShardException(
+                    shard.key(),
+                    lineStart,
+                    "the last line has no newline (expected: every" + " line of a JSON Lines file to end with \\n)");
         }
         return ShardIndex.of(shard.key(), Arrays.copyOf(starts, n), Arrays.copyOf(lengths, n));
     }
 
     @Override
     public Map<String, ByteBuffer> decode(ShardIndex index, int sample, ByteBuffer extent) {
-        return Map.of("json", extent.slice(extent.position(), extent.remaining()).asReadOnlyBuffer());
+        return Map.of(
+                "json", extent.slice(extent.position(), extent.remaining()).asReadOnlyBuffer());
     }
 }

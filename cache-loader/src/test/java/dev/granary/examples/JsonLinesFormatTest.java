@@ -43,22 +43,30 @@ class JsonLinesFormatTest {
             Files.writeString(Files.createDirectories(root.resolve("jsonl")).resolve(f + ".jsonl"), file);
         }
         try (TieredCache cache = TieredCache.builder(PosixOrigin.of(root))
-                .tier(MemoryTier.builder().capacity(16L << 20).build()).build()) {
-            ShardedDataset dataset = ShardedDataset.of(cache, List.of("jsonl/0.jsonl", "jsonl/1.jsonl",
-                    "jsonl/2.jsonl"), new JsonLinesFormat());
+                .tier(MemoryTier.builder().capacity(16L << 20).build())
+                .build()) {
+            ShardedDataset dataset = ShardedDataset.of(
+                    cache, List.of("jsonl/0.jsonl", "jsonl/1.jsonl", "jsonl/2.jsonl"), new JsonLinesFormat());
             assertEquals(lines.size(), dataset.size());
             List<String> read = new ArrayList<>();
-            try (DataLoader<String> loader = DataLoader.builder(dataset,
-                            sample -> StandardCharsets.UTF_8.decode(sample.bytes()).toString())
-                    .batchSize(8).shuffle(Shuffle.shardBlocks(1L, 2)).build();
+            try (DataLoader<String> loader = DataLoader.builder(
+                                    dataset,
+                                    sample -> StandardCharsets.UTF_8
+                                            .decode(sample.bytes())
+                                            .toString())
+                            .batchSize(8)
+                            .shuffle(Shuffle.shardBlocks(1L, 2))
+                            .build();
                     Epoch<String> epoch = loader.epoch(0)) {
                 for (Batch<String> batch : epoch) {
                     read.addAll(batch.items());
                 }
             }
-            assertEquals(lines.stream().sorted().toList(), read.stream().sorted().toList());
+            assertEquals(
+                    lines.stream().sorted().toList(), read.stream().sorted().toList());
             Files.writeString(root.resolve("jsonl/bad.jsonl"), "{}\n{\"no\": \"newline\"}");
-            CorruptShardException e = assertThrows(CorruptShardException.class,
+            CorruptShardException e = assertThrows(
+                    CorruptShardException.class,
                     () -> ShardedDataset.of(cache, List.of("jsonl/bad.jsonl"), new JsonLinesFormat()));
             assertTrue(e.getMessage().contains("the last line has no newline"), e.getMessage());
         }

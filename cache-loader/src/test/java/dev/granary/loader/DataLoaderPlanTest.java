@@ -66,19 +66,19 @@ class DataLoaderPlanTest {
             IllegalStateException closed = assertThrows(IllegalStateException.class, () -> loader.plan(1));
             assertTrue(closed.getMessage().contains("is closed (expected: an open loader)"), closed.getMessage());
 
-            try (DataLoader<Long> undriven = DataLoader.builder(dataset, s -> s.size()).driveCache(false)
-                    .build()) {
+            try (DataLoader<Long> undriven =
+                    DataLoader.builder(dataset, s -> s.size()).driveCache(false).build()) {
                 IllegalStateException refused = assertThrows(IllegalStateException.class, () -> undriven.plan(2));
-                assertTrue(refused.getMessage().contains("does not drive its cache (driveCache(false))"),
+                assertTrue(
+                        refused.getMessage().contains("does not drive its cache (driveCache(false))"),
                         refused.getMessage());
             }
 
             // ofKeys: sizes are not known before a read; the plan says so rather than guessing.
-            try (DataLoader<Long> byKeys = PlanVersusRunTest.loader(Dataset.ofKeys(cache,
-                    List.of("train/000000.bin", "unlisted/x.bin")))) {
+            try (DataLoader<Long> byKeys =
+                    PlanVersusRunTest.loader(Dataset.ofKeys(cache, List.of("train/000000.bin", "unlisted/x.bin")))) {
                 IllegalStateException unknown = assertThrows(IllegalStateException.class, () -> byKeys.plan(1));
-                assertTrue(unknown.getMessage().contains("'unlisted/x.bin') has no known size"),
-                        unknown.getMessage());
+                assertTrue(unknown.getMessage().contains("'unlisted/x.bin') has no known size"), unknown.getMessage());
             }
         }
     }
@@ -88,7 +88,8 @@ class DataLoaderPlanTest {
         PlanVersusRunTest.writeObjects(dir, 64 << 10, 22);
         Tier memory = MemoryTier.builder().capacity(1L << 20).build();
         Tier opaque = new Opaque(memory);
-        try (TieredCache cache = leaks.watch(TieredCache.builder(PosixOrigin.of(dir)).tier(opaque).build());
+        try (TieredCache cache = leaks.watch(
+                        TieredCache.builder(PosixOrigin.of(dir)).tier(opaque).build());
                 DataLoader<Long> loader = PlanVersusRunTest.loader(Dataset.ofObjects(cache, "train/"))) {
             IllegalStateException refused = assertThrows(IllegalStateException.class, () -> loader.plan(1));
             assertTrue(refused.getMessage().startsWith("tier 'opaque' of "), refused.getMessage());
@@ -109,14 +110,13 @@ class DataLoaderPlanTest {
         assertEquals(1800, plan.originBytes());
         assertEquals(2 * e.requestCost(0.0004), plan.requestCost(0.0004), 1e-15);
         assertThrows(IllegalArgumentException.class, () -> new LoaderPlan(List.of("memory"), List.of()));
-        assertThrows(IllegalArgumentException.class,
-                () -> new EpochPlan(0, -1, 0, 0, Map.of(), Map.of(), 0, 0, 0));
+        assertThrows(IllegalArgumentException.class, () -> new EpochPlan(0, -1, 0, 0, Map.of(), Map.of(), 0, 0, 0));
     }
 
     @Test
     void theFirstEpochPlannedIsTheOneTheLoaderRunsNext() throws IOException {
-        try (TieredCache cache = cache(); DataLoader<Long> loader = PlanVersusRunTest.loader(Dataset.ofObjects(cache,
-                "train/"))) {
+        try (TieredCache cache = cache();
+                DataLoader<Long> loader = PlanVersusRunTest.loader(Dataset.ofObjects(cache, "train/"))) {
             assertEquals(List.of(0L, 1L, 2L), epochs(loader.plan(3)));
             PlanVersusRunTest.measure(loader, 0, 2);
             assertEquals(List.of(2L, 3L), epochs(loader.plan(2)));
@@ -147,8 +147,8 @@ class DataLoaderPlanTest {
      */
     @Test
     void planningDuringARunningEpochChangesNothing() throws Exception {
-        try (TieredCache cache = cache(); DataLoader<Long> loader = PlanVersusRunTest.loader(Dataset.ofObjects(cache,
-                "train/"))) {
+        try (TieredCache cache = cache();
+                DataLoader<Long> loader = PlanVersusRunTest.loader(Dataset.ofObjects(cache, "train/"))) {
             PlanVersusRunTest.measure(loader, 0, 1);
             long samples = 0;
             try (Epoch<Long> epoch = loader.epoch(1)) {

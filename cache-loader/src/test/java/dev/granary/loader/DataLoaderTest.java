@@ -28,7 +28,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -49,6 +48,7 @@ class DataLoaderTest {
 
     @TempDir
     Path root;
+
     private dev.granary.testkit.Dataset files;
 
     @BeforeEach
@@ -60,7 +60,9 @@ class DataLoaderTest {
     }
 
     private DataLoader.Builder<LoaderFixture.Item> builder(TieredCache cache) throws IOException {
-        return DataLoader.builder(Dataset.ofObjects(cache, "train/"), LoaderFixture::copy).batchSize(8).workers(3)
+        return DataLoader.builder(Dataset.ofObjects(cache, "train/"), LoaderFixture::copy)
+                .batchSize(8)
+                .workers(3)
                 .prefetch(3);
     }
 
@@ -89,9 +91,12 @@ class DataLoaderTest {
     @Test
     void everySampleExactlyOncePerEpochInSamplerOrder() throws IOException {
         try (TieredCache cache = LoaderFixture.cache(leaks, root);
-                DataLoader<LoaderFixture.Item> loader = builder(cache).shuffle(42).build()) {
-            assertEquals(List.of("train/00000.bin", "train/00001.bin"),
-                    List.of(loader.dataset().key(0), loader.dataset().key(1)), "keys sorted");
+                DataLoader<LoaderFixture.Item> loader =
+                        builder(cache).shuffle(42).build()) {
+            assertEquals(
+                    List.of("train/00000.bin", "train/00001.bin"),
+                    List.of(loader.dataset().key(0), loader.dataset().key(1)),
+                    "keys sorted");
             for (int e = 0; e < 3; e++) {
                 List<Batch<LoaderFixture.Item>> batches;
                 try (Epoch<LoaderFixture.Item> epoch = loader.epoch(e)) {
@@ -103,7 +108,9 @@ class DataLoaderTest {
                     assertEquals(b < 12 ? 8 : 7, batches.get(b).size());
                 }
                 List<Integer> order = indices(batches);
-                assertEquals(Arrays.stream(Sampler.shuffled(N, 42).epoch(e)).boxed().toList(), order,
+                assertEquals(
+                        Arrays.stream(Sampler.shuffled(N, 42).epoch(e)).boxed().toList(),
+                        order,
                         "epoch " + e + " in sampler order");
                 assertEquals(N, new HashSet<>(order).size(), "every sample once");
             }
@@ -146,7 +153,8 @@ class DataLoaderTest {
     void sameOrderInAnotherJvm() throws Exception {
         List<Integer> here;
         try (TieredCache cache = LoaderFixture.cache(leaks, root);
-                DataLoader<LoaderFixture.Item> loader = builder(cache).shuffle(5).shard(1, 3).build();
+                DataLoader<LoaderFixture.Item> loader =
+                        builder(cache).shuffle(5).shard(1, 3).build();
                 Epoch<LoaderFixture.Item> e = loader.epoch(4)) {
             here = indices(drain(e));
         }
@@ -160,7 +168,8 @@ class DataLoaderTest {
         List<Integer> all = new ArrayList<>();
         try (TieredCache cache = LoaderFixture.cache(leaks, root)) {
             for (int rank = 0; rank < world; rank++) {
-                try (DataLoader<LoaderFixture.Item> loader = builder(cache).shuffle(3).shard(rank, world).build();
+                try (DataLoader<LoaderFixture.Item> loader =
+                                builder(cache).shuffle(3).shard(rank, world).build();
                         Epoch<LoaderFixture.Item> e = loader.epoch(0)) {
                     List<Integer> part = indices(drain(e));
                     assertEquals(35, part.size(), "ceil(103 / 3) per rank");
@@ -176,13 +185,15 @@ class DataLoaderTest {
     void resumeYieldsExactlyTheRemainingBatches() throws IOException {
         try (TieredCache cache = LoaderFixture.cache(leaks, root)) {
             List<Integer> whole;
-            try (DataLoader<LoaderFixture.Item> loader = builder(cache).shuffle(9).build();
+            try (DataLoader<LoaderFixture.Item> loader =
+                            builder(cache).shuffle(9).build();
                     Epoch<LoaderFixture.Item> e = loader.epoch(2)) {
                 whole = indices(drain(e));
             }
             LoaderState state;
             List<Integer> head = new ArrayList<>();
-            try (DataLoader<LoaderFixture.Item> loader = builder(cache).shuffle(9).build();
+            try (DataLoader<LoaderFixture.Item> loader =
+                            builder(cache).shuffle(9).build();
                     Epoch<LoaderFixture.Item> e = loader.epoch(2)) {
                 var it = e.iterator();
                 for (int b = 0; b < 5; b++) {
@@ -193,7 +204,8 @@ class DataLoaderTest {
                 assertEquals(5, state.nextBatch());
             }
             List<Integer> tail;
-            try (DataLoader<LoaderFixture.Item> loader = builder(cache).shuffle(9).build()) {
+            try (DataLoader<LoaderFixture.Item> loader =
+                    builder(cache).shuffle(9).build()) {
                 loader.resume(LoaderState.decode(state.encode()));
                 IllegalArgumentException wrong = assertThrows(IllegalArgumentException.class, () -> loader.epoch(3));
                 assertTrue(wrong.getMessage().contains("expected: 2"), wrong.getMessage());
@@ -201,14 +213,17 @@ class DataLoaderTest {
                     assertEquals(8, e.batches());
                     tail = indices(drain(e));
                 }
-                assertEquals(new LoaderState(3, 0, N, 8, false, true, 9, 0, 1), loader.state(),
+                assertEquals(
+                        new LoaderState(3, 0, N, 8, false, true, 9, 0, 1),
+                        loader.state(),
                         "after the last batch: the start of the next epoch");
             }
             List<Integer> joined = new ArrayList<>(head);
             joined.addAll(tail);
             assertEquals(whole, joined);
 
-            try (DataLoader<LoaderFixture.Item> other = builder(cache).shuffle(10).build()) {
+            try (DataLoader<LoaderFixture.Item> other =
+                    builder(cache).shuffle(10).build()) {
                 IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> other.resume(state));
                 assertTrue(e.getMessage().contains("seed=9") && e.getMessage().contains("seed=10"), e.getMessage());
             }
@@ -220,11 +235,13 @@ class DataLoaderTest {
         List<Integer> whole;
         LoaderState state;
         try (TieredCache cache = LoaderFixture.cache(leaks, root)) {
-            try (DataLoader<LoaderFixture.Item> loader = builder(cache).shuffle(5).shard(1, 3).build();
+            try (DataLoader<LoaderFixture.Item> loader =
+                            builder(cache).shuffle(5).shard(1, 3).build();
                     Epoch<LoaderFixture.Item> e = loader.epoch(4)) {
                 whole = indices(drain(e));
             }
-            try (DataLoader<LoaderFixture.Item> loader = builder(cache).shuffle(5).shard(1, 3).build();
+            try (DataLoader<LoaderFixture.Item> loader =
+                            builder(cache).shuffle(5).shard(1, 3).build();
                     Epoch<LoaderFixture.Item> e = loader.epoch(4)) {
                 var it = e.iterator();
                 it.next();
@@ -244,7 +261,10 @@ class DataLoaderTest {
             withMissing.add(9, "train/missing.bin");
             Dataset dataset = Dataset.ofKeys(cache, withMissing);
             try (DataLoader<LoaderFixture.Item> loader = DataLoader.builder(dataset, LoaderFixture::copy)
-                    .batchSize(4).workers(2).build(); Epoch<LoaderFixture.Item> e = loader.epoch(0)) {
+                            .batchSize(4)
+                            .workers(2)
+                            .build();
+                    Epoch<LoaderFixture.Item> e = loader.epoch(0)) {
                 var it = e.iterator();
                 assertEquals(4, it.next().size());
                 assertEquals(4, it.next().size());
@@ -258,11 +278,17 @@ class DataLoaderTest {
                 assertEquals(1, failed.getSuppressed().length, Arrays.toString(failed.getSuppressed()));
                 Throwable trainer = failed.getSuppressed()[0];
                 assertTrue(trainer instanceof SampleException.TrainerFrame, trainer.toString());
-                assertTrue(trainer.getMessage().contains("'" + Thread.currentThread().getName() + "'")
-                        || trainer.getMessage().contains("(" + Thread.currentThread().getName() + ")"),
+                assertTrue(
+                        trainer.getMessage()
+                                        .contains("'" + Thread.currentThread().getName() + "'")
+                                || trainer.getMessage()
+                                        .contains("(" + Thread.currentThread().getName() + ")"),
                         trainer.getMessage());
-                assertTrue(Arrays.stream(trainer.getStackTrace()).anyMatch(f -> f.getMethodName().equals(
-                        "aMissingObjectFailsItsBatchWithTheKeyAndTheEpochGoesOn")), "the test's own frame is in it");
+                assertTrue(
+                        Arrays.stream(trainer.getStackTrace())
+                                .anyMatch(f -> f.getMethodName()
+                                        .equals("aMissingObjectFailsItsBatchWithTheKeyAndTheEpochGoesOn")),
+                        "the test's own frame is in it");
                 int rest = 0;
                 while (it.hasNext()) {
                     rest += it.next().size();
@@ -271,7 +297,10 @@ class DataLoaderTest {
                 assertEquals(1, loader.stats().failed());
             }
             try (DataLoader<LoaderFixture.Item> loader = DataLoader.builder(dataset, LoaderFixture::copy)
-                    .batchSize(4).skipFailedSamples(true).build(); Epoch<LoaderFixture.Item> e = loader.epoch(0)) {
+                            .batchSize(4)
+                            .skipFailedSamples(true)
+                            .build();
+                    Epoch<LoaderFixture.Item> e = loader.epoch(0)) {
                 int n = 0;
                 for (Batch<LoaderFixture.Item> b : e) {
                     n += b.size();
@@ -286,49 +315,64 @@ class DataLoaderTest {
     void aDecoderFailureNamesTheSample() throws IOException {
         try (TieredCache cache = LoaderFixture.cache(leaks, root);
                 DataLoader<String> loader = DataLoader.builder(Dataset.ofObjects(cache, "train/"), s -> {
-                    if (s.index() == 13) {
-                        throw new IllegalArgumentException("not an image");
-                    }
-                    return s.key();
-                }).batchSize(10).build(); Epoch<String> e = loader.epoch(0)) {
+                            if (s.index() == 13) {
+                                throw new IllegalArgumentException("not an image");
+                            }
+                            return s.key();
+                        })
+                        .batchSize(10)
+                        .build();
+                Epoch<String> e = loader.epoch(0)) {
             var it = e.iterator();
             it.next();
             SampleException failed = assertThrows(SampleException.class, it::next);
-            assertTrue(failed.getMessage().contains("'train/00013.bin'")
-                    && failed.getMessage().contains("not an image"), failed.getMessage());
+            assertTrue(
+                    failed.getMessage().contains("'train/00013.bin'")
+                            && failed.getMessage().contains("not an image"),
+                    failed.getMessage());
         }
     }
 
     @Test
     void aSampleWhoseCacheFileIsTruncatedUnderTheDecoderFailsWithAnIOExceptionNotAnError() throws Exception {
         Path disk = root.resolve("disk");
-        DiskTier tier = DiskTier.builder().directory(disk).capacity(16L << 20)
-                .segmentSize(1L << 20).build();
+        DiskTier tier = DiskTier.builder()
+                .directory(disk)
+                .capacity(16L << 20)
+                .segmentSize(1L << 20)
+                .build();
         AtomicBoolean truncated = new AtomicBoolean();
-        try (TieredCache cache = leaks.watch(TieredCache.builder(PosixOrigin.of(root)).tier(tier).pageSize(64 << 10)
+        try (TieredCache cache = leaks.watch(TieredCache.builder(PosixOrigin.of(root))
+                .tier(tier)
+                .pageSize(64 << 10)
                 .build())) {
             Dataset dataset = Dataset.ofObjects(cache, "train/");
             try (DataLoader<LoaderFixture.Item> loader = DataLoader.builder(dataset, LoaderFixture::copy)
-                    .batchSize(8).build(); Epoch<LoaderFixture.Item> e = loader.epoch(0)) {
-                e.forEach(batch -> { }); // fills the disk tier: from now on a sample is a view of a segment file
+                            .batchSize(8)
+                            .build();
+                    Epoch<LoaderFixture.Item> e = loader.epoch(0)) {
+                e.forEach(batch -> {}); // fills the disk tier: from now on a sample is a view of a segment file
             }
             List<SampleException> failures = new ArrayList<>();
             try (DataLoader<LoaderFixture.Item> loader = DataLoader.builder(dataset, sample -> {
-                if (truncated.compareAndSet(false, true)) {
-                    // someone truncates the cache's files under the running loader: every payload is past the end
-                    try (var files = Files.list(disk.resolve("segments"))) {
-                        for (Path f : files.toList()) {
-                            try (var channel = FileChannel.open(f,
-                                    StandardOpenOption.WRITE)) {
-                                channel.truncate(4096);
-                            }
-                        }
-                    } catch (IOException x) {
-                        throw new UncheckedIOException(x);
-                    }
-                }
-                return LoaderFixture.copy(sample);
-            }).batchSize(8).build(); Epoch<LoaderFixture.Item> e = loader.epoch(1)) {
+                                if (truncated.compareAndSet(false, true)) {
+                                    // someone truncates the cache's files under the running loader: every payload is
+                                    // past the end
+                                    try (var files = Files.list(disk.resolve("segments"))) {
+                                        for (Path f : files.toList()) {
+                                            try (var channel = FileChannel.open(f, StandardOpenOption.WRITE)) {
+                                                channel.truncate(4096);
+                                            }
+                                        }
+                                    } catch (IOException x) {
+                                        throw new UncheckedIOException(x);
+                                    }
+                                }
+                                return LoaderFixture.copy(sample);
+                            })
+                            .batchSize(8)
+                            .build();
+                    Epoch<LoaderFixture.Item> e = loader.epoch(1)) {
                 var it = e.iterator();
                 while (it.hasNext()) {
                     try {
@@ -341,8 +385,10 @@ class DataLoaderTest {
             assertTrue(truncated.get());
             assertFalse(failures.isEmpty(), "the sample being decoded was a view of the truncated file");
             for (SampleException failed : failures) {
-                assertTrue(failed.getCause() instanceof IOException && failed.getCause().getMessage()
-                        .contains("the cache file under it was damaged"), "an I/O failure, not an Error: " + failed);
+                assertTrue(
+                        failed.getCause() instanceof IOException
+                                && failed.getCause().getMessage().contains("the cache file under it was damaged"),
+                        "an I/O failure, not an Error: " + failed);
             }
         }
     }
@@ -353,15 +399,19 @@ class DataLoaderTest {
         FaultyOrigin origin = new FaultyOrigin(PosixOrigin.of(root)).holdReads(gate);
         try (TieredCache cache = LoaderFixture.cache(leaks, origin, 16L << 20)) {
             Dataset dataset = Dataset.ofObjects(cache, "train/");
-            DataLoader<LoaderFixture.Item> loader = DataLoader.builder(dataset, LoaderFixture::copy).batchSize(8)
-                    .prefetch(4).workers(2).build();
+            DataLoader<LoaderFixture.Item> loader = DataLoader.builder(dataset, LoaderFixture::copy)
+                    .batchSize(8)
+                    .prefetch(4)
+                    .workers(2)
+                    .build();
             Epoch<LoaderFixture.Item> epoch = loader.epoch(0);
             Await.until(() -> gate.waiting() >= 8, () -> "reads held at the origin: " + gate.waiting());
             assertFalse(loader.epochThreads().isEmpty());
             epoch.close();
             assertTrue(loader.epochThreads().isEmpty(), "threads left: " + loader.epochThreads());
             assertEquals(0, cache.stats().openLeases(), cache.stats().toString());
-            IllegalStateException closed = assertThrows(IllegalStateException.class, () -> epoch.iterator().next());
+            IllegalStateException closed = assertThrows(
+                    IllegalStateException.class, () -> epoch.iterator().next());
             assertTrue(closed.getMessage().contains("closed"), closed.getMessage());
             gate.open();
             loader.close();
@@ -374,8 +424,10 @@ class DataLoaderTest {
         Gate gate = new Gate();
         FaultyOrigin origin = new FaultyOrigin(PosixOrigin.of(root)).holdReads(gate);
         try (TieredCache cache = LoaderFixture.cache(leaks, origin, 16L << 20);
-                DataLoader<LoaderFixture.Item> loader = DataLoader.builder(Dataset.ofObjects(cache, "train/"),
-                        LoaderFixture::copy).batchSize(8).build()) {
+                DataLoader<LoaderFixture.Item> loader = DataLoader.builder(
+                                Dataset.ofObjects(cache, "train/"), LoaderFixture::copy)
+                        .batchSize(8)
+                        .build()) {
             Epoch<LoaderFixture.Item> epoch = loader.epoch(0);
             var it = epoch.iterator();
             CompletableFuture<Throwable> trainer = new CompletableFuture<>();
@@ -387,11 +439,13 @@ class DataLoaderTest {
                     trainer.complete(e);
                 }
             });
-            Await.until(() -> gate.waiting() >= 8 && t.getState() != Thread.State.RUNNABLE,
+            Await.until(
+                    () -> gate.waiting() >= 8 && t.getState() != Thread.State.RUNNABLE,
                     () -> "trainer waiting: " + t.getState());
             epoch.close();
             Throwable woken = trainer.get(30, TimeUnit.SECONDS);
-            assertTrue(woken instanceof IllegalStateException && woken.getMessage().contains("closed"),
+            assertTrue(
+                    woken instanceof IllegalStateException && woken.getMessage().contains("closed"),
                     String.valueOf(woken));
             gate.open();
         }
@@ -402,8 +456,11 @@ class DataLoaderTest {
         Gate gate = new Gate();
         FaultyOrigin origin = new FaultyOrigin(PosixOrigin.of(root)).holdReads(gate);
         try (TieredCache cache = LoaderFixture.cache(leaks, origin, 16L << 20);
-                DataLoader<LoaderFixture.Item> loader = DataLoader.builder(Dataset.ofObjects(cache, "train/"),
-                        LoaderFixture::copy).batchSize(8).shuffle(4).build();
+                DataLoader<LoaderFixture.Item> loader = DataLoader.builder(
+                                Dataset.ofObjects(cache, "train/"), LoaderFixture::copy)
+                        .batchSize(8)
+                        .shuffle(4)
+                        .build();
                 Epoch<LoaderFixture.Item> epoch = loader.epoch(0)) {
             var it = epoch.iterator();
             Thread.currentThread().interrupt();
@@ -416,7 +473,9 @@ class DataLoaderTest {
             while (it.hasNext()) {
                 it.next().items().forEach(item -> order.add(item.index()));
             }
-            assertEquals(Arrays.stream(Sampler.shuffled(N, 4).epoch(0)).boxed().toList(), order,
+            assertEquals(
+                    Arrays.stream(Sampler.shuffled(N, 4).epoch(0)).boxed().toList(),
+                    order,
                     "no batch lost or repeated");
         }
     }
@@ -424,7 +483,8 @@ class DataLoaderTest {
     @Test
     void anAbandonedEpochIsClosedByTheNextOne() throws IOException {
         try (TieredCache cache = LoaderFixture.cache(leaks, root);
-                DataLoader<LoaderFixture.Item> loader = builder(cache).shuffle(1).build()) {
+                DataLoader<LoaderFixture.Item> loader =
+                        builder(cache).shuffle(1).build()) {
             Epoch<LoaderFixture.Item> first = loader.epoch(0);
             first.iterator().next(); // then dropped without close
             try (Epoch<LoaderFixture.Item> second = loader.epoch(1)) {
@@ -440,12 +500,19 @@ class DataLoaderTest {
         AtomicInteger decoded = new AtomicInteger();
         try (TieredCache cache = LoaderFixture.cache(leaks, root);
                 DataLoader<Integer> loader = DataLoader.builder(Dataset.ofObjects(cache, "train/"), s -> {
-                    decoded.incrementAndGet();
-                    return s.index();
-                }).batchSize(4).prefetch(3).workers(2).build();
+                            decoded.incrementAndGet();
+                            return s.index();
+                        })
+                        .batchSize(4)
+                        .prefetch(3)
+                        .workers(2)
+                        .build();
                 Epoch<Integer> epoch = loader.epoch(0)) {
             // The feeder starts prefetch batches and then waits for the trainer, with nothing else in flight.
-            Await.until(() -> decoded.get() == 12 && feederWaiting(loader) && cache.stats().openLeases() == 0,
+            Await.until(
+                    () -> decoded.get() == 12
+                            && feederWaiting(loader)
+                            && cache.stats().openLeases() == 0,
                     () -> "decoded " + decoded.get() + ", threads " + loader.epochThreads() + ", leases "
                             + cache.stats().openLeases());
             assertEquals(12, decoded.get(), "read-ahead beyond prefetch × batch size");
@@ -496,11 +563,17 @@ class DataLoaderTest {
     static final class LoaderChildMain {
 
         static String run(Path dir, String... args) throws Exception {
-            String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-            List<String> command = new ArrayList<>(List.of(java, "-cp", System.getProperty("java.class.path"),
-                    LoaderChildMain.class.getName(), dir.toString()));
+            String java =
+                    Path.of(System.getProperty("java.home"), "bin", "java").toString();
+            List<String> command = new ArrayList<>(List.of(
+                    java,
+                    "-cp",
+                    System.getProperty("java.class.path"),
+                    LoaderChildMain.class.getName(),
+                    dir.toString()));
             command.addAll(List.of(args));
-            Process child = new ProcessBuilder(command).redirectErrorStream(true).start();
+            Process child =
+                    new ProcessBuilder(command).redirectErrorStream(true).start();
             String out = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
             assertTrue(child.waitFor(60, TimeUnit.SECONDS), out);
             assertEquals(0, child.exitValue(), out);
@@ -511,23 +584,31 @@ class DataLoaderTest {
         public static void main(String[] args) throws Exception {
             Path dir = Path.of(args[0]);
             try (TieredCache cache = TieredCache.builder(PosixOrigin.of(dir))
-                    .tier(MemoryTier.builder().capacity(16L << 20).build()).build()) {
+                    .tier(MemoryTier.builder().capacity(16L << 20).build())
+                    .build()) {
                 Dataset dataset = Dataset.ofObjects(cache, "train/");
                 DataLoader<Integer> loader;
                 long epoch;
                 if (args[1].equals("order")) {
-                    loader = DataLoader.builder(dataset, Sample::index).batchSize(8).shuffle(Long.parseLong(args[2]))
-                            .shard(Integer.parseInt(args[3]), Integer.parseInt(args[4])).build();
+                    loader = DataLoader.builder(dataset, Sample::index)
+                            .batchSize(8)
+                            .shuffle(Long.parseLong(args[2]))
+                            .shard(Integer.parseInt(args[3]), Integer.parseInt(args[4]))
+                            .build();
                     epoch = Long.parseLong(args[5]);
                 } else {
                     LoaderState state = LoaderState.decode(args[2]);
-                    loader = DataLoader.builder(dataset, Sample::index).batchSize(state.batchSize())
-                            .shuffle(state.seed()).shard(state.rank(), state.worldSize()).build();
+                    loader = DataLoader.builder(dataset, Sample::index)
+                            .batchSize(state.batchSize())
+                            .shuffle(state.seed())
+                            .shard(state.rank(), state.worldSize())
+                            .build();
                     loader.resume(state);
                     epoch = state.epoch();
                 }
                 List<Integer> order = new ArrayList<>();
-                try (loader; Epoch<Integer> e = loader.epoch(epoch)) {
+                try (loader;
+                        Epoch<Integer> e = loader.epoch(epoch)) {
                     for (Batch<Integer> b : e) {
                         order.addAll(b.items());
                     }

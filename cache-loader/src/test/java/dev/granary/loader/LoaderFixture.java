@@ -16,10 +16,14 @@ final class LoaderFixture {
     private LoaderFixture() {}
 
     static TieredCache cache(LeakCheck leaks, Origin origin, long memoryBytes) {
-        MemoryTier memory = MemoryTier.builder().capacity(memoryBytes).slabSize(1 << 20).build();
+        MemoryTier memory =
+                MemoryTier.builder().capacity(memoryBytes).slabSize(1 << 20).build();
         leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
-        return leaks.watch(TieredCache.builder(origin).tier(memory).pageSize(64 << 10)
-                .leakDetection(LeakDetection.PARANOID).build());
+        return leaks.watch(TieredCache.builder(origin)
+                .tier(memory)
+                .pageSize(64 << 10)
+                .leakDetection(LeakDetection.PARANOID)
+                .build());
     }
 
     static TieredCache cache(LeakCheck leaks, Path root) {

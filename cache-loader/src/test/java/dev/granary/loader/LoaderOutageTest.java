@@ -74,30 +74,44 @@ class LoaderOutageTest {
     }
 
     private TieredCache cache(S3Origin.Builder origin, FaultProxy proxy) {
-        return LoaderFixture.cache(leaks, origin.bucket(BUCKET).endpoint(proxy.endpoint()).pathStyle(true)
-                .credentials(S3ProxyServer.credentials()).build(), 32L << 20);
+        return LoaderFixture.cache(
+                leaks,
+                origin.bucket(BUCKET)
+                        .endpoint(proxy.endpoint())
+                        .pathStyle(true)
+                        .credentials(S3ProxyServer.credentials())
+                        .build(),
+                32L << 20);
     }
 
     @Test
     void anOutageOfAFewSecondsMidEpochFailsNoBatch() throws Exception {
         try (FaultProxy proxy = FaultProxy.start(server.port());
                 TieredCache cache = cache(S3Origin.builder(), proxy); // the origin's defaults
-                DataLoader<LoaderFixture.Item> loader = DataLoader.builder(Dataset.ofObjects(cache, "train/"),
-                        LoaderFixture::copy).batchSize(4).shuffle(7).workers(2).prefetch(2).build()) {
+                DataLoader<LoaderFixture.Item> loader = DataLoader.builder(
+                                Dataset.ofObjects(cache, "train/"), LoaderFixture::copy)
+                        .batchSize(4)
+                        .shuffle(7)
+                        .workers(2)
+                        .prefetch(2)
+                        .build()) {
             AtomicInteger batches = new AtomicInteger();
-            CompletableFuture<Double> outage = CompletableFuture.supplyAsync(() -> {
-                Await.until(() -> batches.get() >= 3, () -> "three batches before the outage: " + batches.get());
-                long down = System.nanoTime();
-                try {
-                    server.kill();
-                    Thread.sleep(Duration.ofSeconds(2)); // the outage, on top of the restart's own time
-                    server.restart();
-                    proxy.upstream(server.port());
-                } catch (IOException | InterruptedException e) {
-                    throw new IllegalStateException("outage: " + e, e);
-                }
-                return (System.nanoTime() - down) / 1e9;
-            }, task -> Thread.ofVirtual().start(task));
+            CompletableFuture<Double> outage = CompletableFuture.supplyAsync(
+                    () -> {
+                        Await.until(
+                                () -> batches.get() >= 3, () -> "three batches before the outage: " + batches.get());
+                        long down = System.nanoTime();
+                        try {
+                            server.kill();
+                            Thread.sleep(Duration.ofSeconds(2)); // the outage, on top of the restart's own time
+                            server.restart();
+                            proxy.upstream(server.port());
+                        } catch (IOException | InterruptedException e) {
+                            throw new IllegalStateException("outage: " + e, e);
+                        }
+                        return (System.nanoTime() - down) / 1e9;
+                    },
+                    task -> Thread.ofVirtual().start(task));
             Set<String> seen = new HashSet<>();
             try (Epoch<LoaderFixture.Item> epoch = loader.epoch(0)) {
                 for (Batch<LoaderFixture.Item> batch : epoch) { // a SampleException here fails the test
@@ -113,8 +127,10 @@ class LoaderOutageTest {
             assertEquals(objects.keySet(), seen);
             assertEquals(0, loader.stats().failed());
             assertEquals(0, cache.stats().origin().errors(), "waited out, not failed");
-            assertTrue(cache.stats().origin().retries() > 0, "the outage (" + seconds + " s) was waited out in"
-                    + " retries: " + cache.stats().origin());
+            assertTrue(
+                    cache.stats().origin().retries() > 0,
+                    "the outage (" + seconds + " s) was waited out in" + " retries: "
+                            + cache.stats().origin());
         } finally {
             client.close();
             client = server.client(); // the seeding client follows the server to its new port
@@ -125,16 +141,23 @@ class LoaderOutageTest {
     void withAShortBudgetTheFailedBatchSaysWhatTheOriginWaitedFor() throws Exception {
         try (FaultProxy proxy = FaultProxy.start(server.port());
                 TieredCache cache = cache(S3Origin.builder().retryBudget(Duration.ofMillis(500)), proxy);
-                DataLoader<LoaderFixture.Item> loader = DataLoader.builder(Dataset.ofKeys(cache,
-                        List.copyOf(objects.keySet()).subList(0, 8)), LoaderFixture::copy).batchSize(4).workers(1)
+                DataLoader<LoaderFixture.Item> loader = DataLoader.builder(
+                                Dataset.ofKeys(
+                                        cache, List.copyOf(objects.keySet()).subList(0, 8)),
+                                LoaderFixture::copy)
+                        .batchSize(4)
+                        .workers(1)
                         .build();
                 Epoch<LoaderFixture.Item> epoch = loader.epoch(0)) {
             proxy.failNext(100_000, 503, "SlowDown"); // the store sheds every request for longer than the budget
             var it = epoch.iterator();
             SampleException failed = assertThrows(SampleException.class, it::next);
-            assertTrue(failed.getMessage().matches("(?s)sample \\d 'train/00\\d\\.bin' of batch 0 of epoch 0 failed: "
-                    + ".*(HEAD|GET) of 'train/00\\d\\.bin' in s3://outage/ failed after \\d+ attempts over \\d+\\.\\d"
-                    + " s: HTTP 503.*"), failed.getMessage()); // a HEAD's 503 has no body, so no error code
+            assertTrue(
+                    failed.getMessage()
+                            .matches("(?s)sample \\d 'train/00\\d\\.bin' of batch 0 of epoch 0 failed: "
+                                    + ".*(HEAD|GET) of 'train/00\\d\\.bin' in s3://outage/ failed after \\d+ attempts over \\d+\\.\\d"
+                                    + " s: HTTP 503.*"),
+                    failed.getMessage()); // a HEAD's 503 has no body, so no error code
             proxy.heal();
         }
     }

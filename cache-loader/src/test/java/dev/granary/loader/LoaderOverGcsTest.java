@@ -61,23 +61,33 @@ class LoaderOverGcsTest {
 
         MemoryTier memory = MemoryTier.builder().capacity(8L << 20).build();
         leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
-        try (TieredCache cache = leaks.watch(TieredCache.builder(GcsOrigin.builder().bucket("b-1").storage(storage)
-                .build()).tier(memory).build())) {
+        try (TieredCache cache = leaks.watch(TieredCache.builder(
+                        GcsOrigin.builder().bucket("b-1").storage(storage).build())
+                .tier(memory)
+                .build())) {
             Dataset files = Dataset.ofObjects(cache, "train/");
             Dataset shards = WebDataset.of(cache, List.of("shards/0.tar"));
             try (DataLoader<String> a = DataLoader.builder(files, s -> {
-                        byte[] got = new byte[s.bytes().remaining()];
-                        s.bytes().get(got);
-                        assertArrayEquals(objects.get(s.key()), got, s.key());
-                        return s.key();
-                    }).batchSize(7).shuffle(1).build();
+                                byte[] got = new byte[s.bytes().remaining()];
+                                s.bytes().get(got);
+                                assertArrayEquals(objects.get(s.key()), got, s.key());
+                                return s.key();
+                            })
+                            .batchSize(7)
+                            .shuffle(1)
+                            .build();
                     DataLoader<String> b = DataLoader.builder(shards, s -> {
-                        byte[] got = new byte[s.fields().get("jpg").remaining()];
-                        s.fields().get("jpg").get(got);
-                        assertArrayEquals(jpgs.get(s.key()), got, s.key());
-                        assertEquals(Integer.parseInt(s.key().substring(2)), s.fields().get("cls").get(0));
-                        return s.key();
-                    }).batchSize(6).shuffle(2).build()) {
+                                byte[] got = new byte[s.fields().get("jpg").remaining()];
+                                s.fields().get("jpg").get(got);
+                                assertArrayEquals(jpgs.get(s.key()), got, s.key());
+                                assertEquals(
+                                        Integer.parseInt(s.key().substring(2)),
+                                        s.fields().get("cls").get(0));
+                                return s.key();
+                            })
+                            .batchSize(6)
+                            .shuffle(2)
+                            .build()) {
                 for (int e = 0; e < 2; e++) {
                     assertEquals(objects.keySet(), new HashSet<>(drain(a, e)));
                     assertEquals(jpgs.keySet(), new HashSet<>(drain(b, e)));
@@ -88,14 +98,18 @@ class LoaderOverGcsTest {
             WebDataset.writeIndex(cache, "shards/0.tar");
             WebDataset indexed = WebDataset.of(cache, List.of("shards/0.tar"));
             assertTrue(indexed.indexedFromFile(0) && !indexed.verifies(0));
-            assertEquals(jpgs.keySet(), new HashSet<>(IntStream.range(0, indexed.size())
-                    .mapToObj(indexed::key).toList()));
+            assertEquals(
+                    jpgs.keySet(),
+                    new HashSet<>(IntStream.range(0, indexed.size())
+                            .mapToObj(indexed::key)
+                            .toList()));
         }
     }
 
     /** Writes through a WriteChannel, which is how the fake assigns generations. */
     private static void write(Storage storage, String name, byte[] bytes) {
-        try (WriteChannel writer = storage.writer(BlobInfo.newBuilder("b-1", name).build())) {
+        try (WriteChannel writer =
+                storage.writer(BlobInfo.newBuilder("b-1", name).build())) {
             writer.write(ByteBuffer.wrap(bytes));
         } catch (IOException e) {
             throw new UncheckedIOException(e);

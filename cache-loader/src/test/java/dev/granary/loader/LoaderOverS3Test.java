@@ -25,7 +25,6 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.function.Function;
@@ -46,8 +45,8 @@ import software.amazon.awssdk.services.s3.S3Client;
 @Timeout(60)
 class LoaderOverS3Test {
 
-    private static final String BUCKET = "loader-" + Long.toHexString(System.nanoTime()) + "-" + ProcessHandle.current()
-            .pid();
+    private static final String BUCKET = "loader-" + Long.toHexString(System.nanoTime()) + "-"
+            + ProcessHandle.current().pid();
     private static final int OBJECTS = 23;
     private static final List<String> SHARDS = List.of("shards/000000.tar", "shards/000001.tar");
 
@@ -55,6 +54,7 @@ class LoaderOverS3Test {
     private static final TreeMap<String, byte[]> objects = new TreeMap<>();
     /** Every WebDataset sample, in shard and tar order: key → fields. */
     private static final LinkedHashMap<String, Map<String, byte[]>> samples = new LinkedHashMap<>();
+
     private static S3ProxyServer server;
     private static S3Client client;
 
@@ -112,8 +112,13 @@ class LoaderOverS3Test {
     }
 
     private TieredCache cache(URI endpoint) {
-        S3Origin origin = S3Origin.builder().bucket(BUCKET).endpoint(endpoint).pathStyle(true)
-                .credentials(S3ProxyServer.credentials()).retryBackoff(Duration.ofMillis(2)).build();
+        S3Origin origin = S3Origin.builder()
+                .bucket(BUCKET)
+                .endpoint(endpoint)
+                .pathStyle(true)
+                .credentials(S3ProxyServer.credentials())
+                .retryBackoff(Duration.ofMillis(2))
+                .build();
         return LoaderFixture.cache(leaks, origin, 32L << 20);
     }
 
@@ -135,11 +140,14 @@ class LoaderOverS3Test {
      * Runs two shuffled epochs and checks every item against {@code expected(item)}, each sample once per epoch;
      * returns the origin's counters accumulated by each epoch.
      */
-    private static List<OriginStats> twoEpochs(Dataset dataset, Function<Item, Map<String, byte[]>>
-            expected) {
+    private static List<OriginStats> twoEpochs(Dataset dataset, Function<Item, Map<String, byte[]>> expected) {
         List<OriginStats> perEpoch = new ArrayList<>();
-        try (DataLoader<Item> loader = DataLoader.builder(dataset, LoaderOverS3Test::copy).batchSize(5).shuffle(42)
-                .workers(2).prefetch(2).build()) {
+        try (DataLoader<Item> loader = DataLoader.builder(dataset, LoaderOverS3Test::copy)
+                .batchSize(5)
+                .shuffle(42)
+                .workers(2)
+                .prefetch(2)
+                .build()) {
             List<List<Integer>> orders = new ArrayList<>();
             for (int epoch = 0; epoch < 2; epoch++) {
                 OriginStats before = dataset.cache().stats().origin();
@@ -149,9 +157,14 @@ class LoaderOverS3Test {
                         for (Item item : batch.items()) {
                             assertEquals(dataset.key(item.index()), item.key());
                             Map<String, byte[]> want = expected.apply(item);
-                            assertEquals(List.copyOf(want.keySet()), List.copyOf(item.fields().keySet()), item.key());
+                            assertEquals(
+                                    List.copyOf(want.keySet()),
+                                    List.copyOf(item.fields().keySet()),
+                                    item.key());
                             for (Map.Entry<String, byte[]> f : want.entrySet()) {
-                                assertArrayEquals(f.getValue(), item.fields().get(f.getKey()),
+                                assertArrayEquals(
+                                        f.getValue(),
+                                        item.fields().get(f.getKey()),
                                         "epoch " + epoch + ": " + item.key() + "." + f.getKey());
                             }
                             order.add(item.index());
@@ -170,8 +183,12 @@ class LoaderOverS3Test {
     }
 
     private static OriginStats minus(OriginStats a, OriginStats b) {
-        return new OriginStats(a.reads() - b.reads(), a.bytes() - b.bytes(),
-                a.metadataRequests() - b.metadataRequests(), a.errors() - b.errors(), a.retries() - b.retries());
+        return new OriginStats(
+                a.reads() - b.reads(),
+                a.bytes() - b.bytes(),
+                a.metadataRequests() - b.metadataRequests(),
+                a.errors() - b.errors(),
+                a.retries() - b.retries());
     }
 
     private static Map<String, byte[]> objectFields(Item item) {
@@ -182,7 +199,8 @@ class LoaderOverS3Test {
     void objectsUnderAPrefixTwoShuffledEpochsForOneListing() throws IOException {
         try (TieredCache cache = cache(server.endpoint())) {
             Dataset dataset = Dataset.ofObjects(cache, "train/");
-            assertEquals(List.copyOf(objects.keySet()),
+            assertEquals(
+                    List.copyOf(objects.keySet()),
                     IntStream.range(0, dataset.size()).mapToObj(dataset::key).toList(),
                     "every object under train/ and nothing else, in byte order");
             for (int i = 0; i < dataset.size(); i++) {
@@ -194,7 +212,9 @@ class LoaderOverS3Test {
 
             List<OriginStats> epochs = twoEpochs(dataset, LoaderOverS3Test::objectFields);
             long total = objects.values().stream().mapToLong(b -> b.length).sum();
-            assertEquals(new OriginStats(OBJECTS, total, 0, 0, 0), epochs.get(0),
+            assertEquals(
+                    new OriginStats(OBJECTS, total, 0, 0, 0),
+                    epochs.get(0),
                     "epoch 0: one GET per object (each smaller than a page), no HEAD");
             assertEquals(new OriginStats(0, 0, 0, 0, 0), epochs.get(1), "epoch 1: all from the memory tier");
             assertEquals(1, cache.stats().origin().metadataRequests());
@@ -206,7 +226,8 @@ class LoaderOverS3Test {
         try (TieredCache cache = cache(server.endpoint())) {
             WebDataset dataset = WebDataset.of(cache, SHARDS);
             OriginStats indexing = cache.stats().origin();
-            assertEquals(List.copyOf(samples.keySet()),
+            assertEquals(
+                    List.copyOf(samples.keySet()),
                     IntStream.range(0, dataset.size()).mapToObj(dataset::key).toList());
             // One listing of the shards' common prefix (no HEAD per shard); no index files, so each shard (under
             // 8 MiB) is scanned from one ranged GET of its only part.
@@ -245,8 +266,10 @@ class LoaderOverS3Test {
             for (String shard : shards) {
                 ObjectInfo index = WebDataset.writeIndex(cache, shard);
                 assertEquals(shard + ".gidx", index.key());
-                assertEquals(index.size(), client.headObject(b -> b.bucket(BUCKET).key(shard + ".gidx"))
-                        .contentLength());
+                assertEquals(
+                        index.size(),
+                        client.headObject(b -> b.bucket(BUCKET).key(shard + ".gidx"))
+                                .contentLength());
             }
         }
         try (TieredCache cache = cache(server.endpoint())) {
@@ -256,7 +279,8 @@ class LoaderOverS3Test {
             assertEquals(2, indexing.reads(), "one GET per shard: its index file");
             assertTrue(dataset.indexedFromFile(0) && dataset.indexedFromFile(1));
             assertTrue(!dataset.verifies(0) && !dataset.verifies(1), "the ETags match: trusted");
-            assertEquals(List.copyOf(samples.keySet()),
+            assertEquals(
+                    List.copyOf(samples.keySet()),
                     IntStream.range(0, dataset.size()).mapToObj(dataset::key).toList());
             twoEpochs(dataset, item -> samples.get(item.key()));
         }
@@ -284,8 +308,10 @@ class LoaderOverS3Test {
         List<String> withMissing = new ArrayList<>(keys);
         withMissing.add(4, "train/missing.bin");
         try (TieredCache cache = cache(server.endpoint());
-                DataLoader<Item> loader = DataLoader.builder(Dataset.ofKeys(cache, withMissing),
-                        LoaderOverS3Test::copy).batchSize(3).workers(2).build();
+                DataLoader<Item> loader = DataLoader.builder(Dataset.ofKeys(cache, withMissing), LoaderOverS3Test::copy)
+                        .batchSize(3)
+                        .workers(2)
+                        .build();
                 Epoch<Item> epoch = loader.epoch(0)) {
             var it = epoch.iterator();
             List<Item> first = it.next().items();

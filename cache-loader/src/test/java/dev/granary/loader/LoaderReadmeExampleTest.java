@@ -37,7 +37,9 @@ class LoaderReadmeExampleTest {
     private final List<LoaderState> checkpoints = new ArrayList<>();
 
     static Example decode(Map<String, ByteBuffer> fields) {
-        return new Example(StandardCharsets.US_ASCII.decode(fields.get("cls")).toString(), fields.get("jpg").remaining());
+        return new Example(
+                StandardCharsets.US_ASCII.decode(fields.get("cls")).toString(),
+                fields.get("jpg").remaining());
     }
 
     void train(List<Example> items) {
@@ -50,7 +52,9 @@ class LoaderReadmeExampleTest {
             TarWriter tar = new TarWriter();
             for (int i = 0; i < 50; i++) {
                 tar.add(String.format("n%02d/%04d.jpg", s, i), new byte[100 + i]);
-                tar.add(String.format("n%02d/%04d.cls", s, i), Integer.toString(i % 10).getBytes(StandardCharsets.US_ASCII));
+                tar.add(
+                        String.format("n%02d/%04d.cls", s, i),
+                        Integer.toString(i % 10).getBytes(StandardCharsets.US_ASCII));
             }
             Files.createDirectories(root.resolve("shards"));
             Files.write(root.resolve(String.format("shards/%06d.tar", s)), tar.finish());
@@ -59,9 +63,10 @@ class LoaderReadmeExampleTest {
         int worldSize = 1;
         int epochs = 2;
         try (TieredCache cache = leaks.watch(TieredCache.builder(PosixOrigin.of(root))
-                .tier(MemoryTier.builder().capacity(8L << 20).build()).build())) {
+                .tier(MemoryTier.builder().capacity(8L << 20).build())
+                .build())) {
             // --- the loop ---
-            Dataset shards  = WebDataset.of(cache, List.of("shards/000000.tar", "shards/000001.tar"));
+            Dataset shards = WebDataset.of(cache, List.of("shards/000000.tar", "shards/000001.tar"));
 
             try (DataLoader<Example> loader = DataLoader.builder(shards, sample -> decode(sample.fields()))
                     .batchSize(64)
@@ -79,7 +84,7 @@ class LoaderReadmeExampleTest {
                     LoaderState checkpoint = loader.state();
                     checkpoints.add(checkpoint);
                 }
-                LoaderPlan plan = loader.plan(3);              // the next three epochs, predicted
+                LoaderPlan plan = loader.plan(3); // the next three epochs, predicted
                 EpochPlan e = plan.epochs().get(1);
                 double dollars = e.requestCost(0.0004);
                 assertEquals(0, e.originRequests(), "the memory tier holds both shards: " + e);
@@ -88,7 +93,11 @@ class LoaderReadmeExampleTest {
             // --- end ---
         }
         assertEquals(200, trained.size());
-        assertEquals(2 * (100 * 100 + 49 * 50), trained.stream().mapToInt(Example::pixels).sum(), "every sample, twice");
-        assertEquals(List.of(1L, 2L), checkpoints.stream().map(LoaderState::epoch).toList());
+        assertEquals(
+                2 * (100 * 100 + 49 * 50),
+                trained.stream().mapToInt(Example::pixels).sum(),
+                "every sample, twice");
+        assertEquals(
+                List.of(1L, 2L), checkpoints.stream().map(LoaderState::epoch).toList());
     }
 }

@@ -17,8 +17,21 @@ import org.junit.jupiter.api.Test;
 class LoaderRecordsTest {
 
     private static LoaderStats stats(long hitsInMemory) {
-        return new LoaderStats(64, 1, 2, 8, 4096, 1_000_000, 3, new long[] {5, 2, 1}, new long[] {hitsInMemory, 7},
-                List.of("memory", "disk"), 4, 4, 1024, 4_000_000);
+        return new LoaderStats(
+                64,
+                1,
+                2,
+                8,
+                4096,
+                1_000_000,
+                3,
+                new long[] {5, 2, 1},
+                new long[] {hitsInMemory, 7},
+                List.of("memory", "disk"),
+                4,
+                4,
+                1024,
+                4_000_000);
     }
 
     @Test
@@ -36,11 +49,27 @@ class LoaderRecordsTest {
     void theDataWaitRatioIsTheWaitOverTheTimeCoveredAndAnIntervalsIsItsOwn() {
         LoaderStats s = stats(50); // waited 1 ms of 4 ms
         assertEquals(0.25, s.dataWaitRatio(), 1e-12);
-        LoaderStats later = new LoaderStats(128, 1, 2, 16, 8192, 4_000_000, 0, new long[] {5, 2, 1},
-                new long[] {60, 7}, List.of("memory", "disk"), 4, 4, 1024, 10_000_000);
+        LoaderStats later = new LoaderStats(
+                128,
+                1,
+                2,
+                16,
+                8192,
+                4_000_000,
+                0,
+                new long[] {5, 2, 1},
+                new long[] {60, 7},
+                List.of("memory", "disk"),
+                4,
+                4,
+                1024,
+                10_000_000);
         assertEquals(0.5, later.minus(s).dataWaitRatio(), 1e-12, "3 ms of waiting in the 6 ms between them");
-        assertEquals(0.0, new LoaderStats(0, 0, 0, 0, 0, 5, 0, new long[] {0}, new long[] {0}, List.of("m"), 0, 0, 0,
-                0).dataWaitRatio(), "no time covered: 0, not a division by zero");
+        assertEquals(
+                0.0,
+                new LoaderStats(0, 0, 0, 0, 0, 5, 0, new long[] {0}, new long[] {0}, List.of("m"), 0, 0, 0, 0)
+                        .dataWaitRatio(),
+                "no time covered: 0, not a division by zero");
     }
 
     @Test
@@ -50,9 +79,10 @@ class LoaderRecordsTest {
         hits[0] = 99;
         s.tierHits()[1] = 99;
         assertEquals(List.of(1L, 2L), Arrays.stream(s.tierHits()).boxed().toList());
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> new LoaderStats(0, 0, 0, 0, 0, 0, 0, new long[] {0}, new long[] {1}, List.of("a", "b"), 0, 0,
-                        0, 0));
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
+                () -> new LoaderStats(
+                        0, 0, 0, 0, 0, 0, 0, new long[] {0}, new long[] {1}, List.of("a", "b"), 0, 0, 0, 0));
         assertTrue(e.getMessage().contains("one hit count per tier name"), e.getMessage());
     }
 

@@ -53,6 +53,7 @@ class ObjectDatasetTest {
 
     @TempDir
     Path root;
+
     private dev.granary.testkit.Dataset files;
 
     @BeforeEach
@@ -65,10 +66,16 @@ class ObjectDatasetTest {
     }
 
     private TieredCache cache(Origin origin, int metadataCapacity, Duration ttl) {
-        MemoryTier memory = MemoryTier.builder().capacity(16L << 20).slabSize(1 << 20).build();
+        MemoryTier memory =
+                MemoryTier.builder().capacity(16L << 20).slabSize(1 << 20).build();
         leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
-        return leaks.watch(TieredCache.builder(origin).tier(memory).pageSize(4096).metadataCapacity(metadataCapacity)
-                .metadataTtl(ttl).leakDetection(LeakDetection.PARANOID).build());
+        return leaks.watch(TieredCache.builder(origin)
+                .tier(memory)
+                .pageSize(4096)
+                .metadataCapacity(metadataCapacity)
+                .metadataTtl(ttl)
+                .leakDetection(LeakDetection.PARANOID)
+                .build());
     }
 
     /** Reads sample {@code index} and copies its bytes; releases it. */
@@ -94,7 +101,10 @@ class ObjectDatasetTest {
             List<String> sorted = new ArrayList<>(new TreeMap<>(files.objects()).keySet());
             for (int epoch = 0; epoch < 2; epoch++) {
                 try (DataLoader<LoaderFixture.Item> loader = DataLoader.builder(dataset, LoaderFixture::copy)
-                        .batchSize(16).workers(2).shuffle(epoch).build();
+                                .batchSize(16)
+                                .workers(2)
+                                .shuffle(epoch)
+                                .build();
                         Epoch<LoaderFixture.Item> e = loader.epoch(epoch)) {
                     int n = 0;
                     for (Batch<LoaderFixture.Item> batch : e) {
@@ -106,8 +116,7 @@ class ObjectDatasetTest {
                     }
                     assertEquals(N, n);
                 }
-                assertEquals(1, cache.stats().origin().metadataRequests(),
-                        "no stat after the listing, epoch " + epoch);
+                assertEquals(1, cache.stats().origin().metadataRequests(), "no stat after the listing, epoch " + epoch);
             }
             // every sample was cached in epoch 0: epoch 1 read nothing more from the origin
             long expected = 0;
@@ -139,7 +148,9 @@ class ObjectDatasetTest {
             assertEquals(dataset.object(20).version(), changed.expectedVersion());
             // and through a loader: the sample's batch fails naming the key; every other sample arrives intact
             try (DataLoader<LoaderFixture.Item> loader = DataLoader.builder(dataset, LoaderFixture::copy)
-                    .batchSize(8).build(); Epoch<LoaderFixture.Item> e = loader.epoch(0)) {
+                            .batchSize(8)
+                            .build();
+                    Epoch<LoaderFixture.Item> e = loader.epoch(0)) {
                 var it = e.iterator();
                 List<SampleException> failures = new ArrayList<>();
                 int n = 0;
@@ -213,9 +224,11 @@ class ObjectDatasetTest {
             assertArrayEquals(files.bytes(key), read(dataset, 3), "the current version");
             assertEquals(1, cache.stats().origin().metadataRequests(), "one stat per read (TTL zero)");
             assertThrows(IndexOutOfBoundsException.class, () -> dataset.key(keys.size()));
-            IllegalArgumentException lone = assertThrows(IllegalArgumentException.class,
+            IllegalArgumentException lone = assertThrows(
+                    IllegalArgumentException.class,
                     () -> Dataset.ofKeys(cache, List.of("train/a.jpg", "train/\uDC00.jpg")));
-            assertTrue(lone.getMessage().startsWith("key 1: ") && lone.getMessage().contains("unpaired surrogate"),
+            assertTrue(
+                    lone.getMessage().startsWith("key 1: ") && lone.getMessage().contains("unpaired surrogate"),
                     lone.getMessage());
             assertThrows(IndexOutOfBoundsException.class, () -> dataset.byteSize(-1));
         }
@@ -236,8 +249,8 @@ class ObjectDatasetTest {
             }
         }
         try (TieredCache cache = cache(new Relisting(PosixOrigin.of(root), true), 1 << 20, Duration.ofHours(1))) {
-            IllegalArgumentException twice = assertThrows(IllegalArgumentException.class,
-                    () -> Dataset.ofObjects(cache, "train/"));
+            IllegalArgumentException twice =
+                    assertThrows(IllegalArgumentException.class, () -> Dataset.ofObjects(cache, "train/"));
             assertTrue(twice.getMessage().contains("listed a key twice"), twice.getMessage());
         }
     }
@@ -278,14 +291,14 @@ class ObjectDatasetTest {
         assertEquals(strings, inOrder);
         assertTrue(fc.heapBytes() > FrontCodedStrings.CHUNK, "several chunks");
         assertThrows(IndexOutOfBoundsException.class, () -> fc.get(strings.size()));
-        IllegalArgumentException lone = assertThrows(IllegalArgumentException.class,
-                () -> new FrontCodedStrings.Builder().add("train/\uD83D.jpg"));
+        IllegalArgumentException lone = assertThrows(
+                IllegalArgumentException.class, () -> new FrontCodedStrings.Builder().add("train/\uD83D.jpg"));
         assertTrue(lone.getMessage().contains("unpaired surrogate"), lone.getMessage());
 
         FrontCodedStrings.Builder ascending = new FrontCodedStrings.Builder();
         List<String> sorted = new ArrayList<>(new TreeSet<>(strings.subList(0, 1000)));
-        sorted.sort((a, b) -> Arrays.compareUnsigned(a.getBytes(StandardCharsets.UTF_8),
-                b.getBytes(StandardCharsets.UTF_8)));
+        sorted.sort((a, b) ->
+                Arrays.compareUnsigned(a.getBytes(StandardCharsets.UTF_8), b.getBytes(StandardCharsets.UTF_8)));
         sorted.forEach(ascending::add);
         assertTrue(ascending.sorted());
     }
@@ -302,8 +315,8 @@ class ObjectDatasetTest {
         for (int i = 0; i < n; i++) {
             sizes[i] = i == 7 ? 0 : random.nextLong(1L << 40);
             etags.add(i == 9 ? "\"" + hex32(random) + "-12\"" : "\"" + hex32(random) + "\"");
-            generations.add(i == 1 ? "0" : i == 2 ? Long.toString(Long.MAX_VALUE) : Long.toString(random.nextLong(
-                    1L << 60)));
+            generations.add(
+                    i == 1 ? "0" : i == 2 ? Long.toString(Long.MAX_VALUE) : Long.toString(random.nextLong(1L << 60)));
             posix.add(Long.toHexString(sizes[i]) + "-" + Long.toHexString(i == 3 ? -1L : random.nextLong()) + "-"
                     + Long.toHexString(random.nextLong(1L << 30)));
             other.add("W/\"" + Integer.toHexString(i) + "\"");
@@ -324,7 +337,10 @@ class ObjectDatasetTest {
         upper.set(21, upper.get(21).replace("\"", "'"));
         check(upper, sizes, ObjectVersions.Shape.ETAG);
         List<String> posixMisses = new ArrayList<>(posix);
-        posixMisses.set(30, Long.toHexString(sizes[30] + 1) + posix.get(30).substring(posix.get(30).indexOf('-')));
+        posixMisses.set(
+                30,
+                Long.toHexString(sizes[30] + 1)
+                        + posix.get(30).substring(posix.get(30).indexOf('-')));
         posixMisses.set(31, posix.get(31) + "-0");
         posixMisses.set(32, posix.get(32).replaceFirst("-", "-0"));
         check(posixMisses, sizes, ObjectVersions.Shape.POSIX);

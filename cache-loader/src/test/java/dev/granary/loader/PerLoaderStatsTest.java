@@ -50,8 +50,11 @@ class PerLoaderStatsTest {
     }
 
     private static DataLoader<LoaderFixture.Item> loader(TieredCache cache, String prefix) throws Exception {
-        return DataLoader.builder(Dataset.ofObjects(cache, prefix), LoaderFixture::copy).batchSize(8).workers(2)
-                .prefetch(2).build();
+        return DataLoader.builder(Dataset.ofObjects(cache, prefix), LoaderFixture::copy)
+                .batchSize(8)
+                .workers(2)
+                .prefetch(2)
+                .build();
     }
 
     private static List<LoaderStats> epochs(DataLoader<LoaderFixture.Item> loader, int count) {
@@ -65,7 +68,10 @@ class PerLoaderStatsTest {
             assertEquals(stats.getLast(), epoch.stats());
             // The epoch's own time: from its start to its close, and the trainer waited for part of it.
             LoaderStats one = stats.getLast();
-            assertTrue(one.elapsedNanos() > 0 && one.elapsedNanos() <= loader.stats().elapsedNanos(), one.toString());
+            assertTrue(
+                    one.elapsedNanos() > 0
+                            && one.elapsedNanos() <= loader.stats().elapsedNanos(),
+                    one.toString());
             assertTrue(one.dataWaitNanos() <= one.elapsedNanos(), one.toString());
             assertEquals((double) one.dataWaitNanos() / one.elapsedNanos(), one.dataWaitRatio(), 1e-12);
         }
@@ -78,8 +84,8 @@ class PerLoaderStatsTest {
         write("b", B);
         TieredCache cache = LoaderFixture.cache(leaks, dir);
         try (cache;
-             DataLoader<LoaderFixture.Item> a = loader(cache, "a/");
-             DataLoader<LoaderFixture.Item> b = loader(cache, "b/")) {
+                DataLoader<LoaderFixture.Item> a = loader(cache, "a/");
+                DataLoader<LoaderFixture.Item> b = loader(cache, "b/")) {
             CacheStats before = cache.stats();
             // Both at once, on their own threads: two epochs each.
             CompletableFuture<List<LoaderStats>> ra = CompletableFuture.supplyAsync(() -> epochs(a, 2));
@@ -120,7 +126,8 @@ class PerLoaderStatsTest {
             assertArrayEquals(new long[] {B}, eb.get(1).tierHits());
             // The epochs add up to the loader's figures.
             assertEquals(sa.samples(), ea.get(0).samples() + ea.get(1).samples());
-            assertEquals(sa.dataWaitNanos(), ea.get(0).dataWaitNanos() + ea.get(1).dataWaitNanos());
+            assertEquals(
+                    sa.dataWaitNanos(), ea.get(0).dataWaitNanos() + ea.get(1).dataWaitNanos());
             assertEquals(sa.batches(), ea.get(0).batches() + ea.get(1).batches());
         }
     }
@@ -130,8 +137,8 @@ class PerLoaderStatsTest {
         write("a", A);
         TieredCache cache = LoaderFixture.cache(leaks, dir);
         try (cache;
-             DataLoader<LoaderFixture.Item> first = loader(cache, "a/");
-             DataLoader<LoaderFixture.Item> second = loader(cache, "a/")) {
+                DataLoader<LoaderFixture.Item> first = loader(cache, "a/");
+                DataLoader<LoaderFixture.Item> second = loader(cache, "a/")) {
             epochs(first, 1);
             LoaderStats f = first.stats();
             List<LoaderStats> s = epochs(second, 1);

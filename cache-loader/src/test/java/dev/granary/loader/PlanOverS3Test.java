@@ -29,8 +29,8 @@ import software.amazon.awssdk.services.s3.S3Client;
 @Timeout(180)
 class PlanOverS3Test {
 
-    private static final String BUCKET = "plan-" + Long.toHexString(System.nanoTime()) + "-" + ProcessHandle.current()
-            .pid();
+    private static final String BUCKET = "plan-" + Long.toHexString(System.nanoTime()) + "-"
+            + ProcessHandle.current().pid();
 
     /**
      * Three quarters of the disk of {@link PlanVersusRunTest}, so the upload and the epochs over S3 stay short while the
@@ -62,22 +62,37 @@ class PlanOverS3Test {
             }
         }
         try (TieredCache cache = cache(server, dir.resolve("disk-objects"))) {
-            PlanVersusRunTest.check("objects over S3, memory + disk, data 2x cache", Dataset.ofObjects(cache,
-                    "train/"), 3);
+            PlanVersusRunTest.check(
+                    "objects over S3, memory + disk, data 2x cache", Dataset.ofObjects(cache, "train/"), 3);
         }
         try (TieredCache cache = cache(server, dir.resolve("disk-shards"))) {
-            PlanVersusRunTest.check("webdataset over S3, memory + disk, data 2x cache", WebDataset.of(cache, shards),
-                    3);
+            PlanVersusRunTest.check(
+                    "webdataset over S3, memory + disk, data 2x cache", WebDataset.of(cache, shards), 3);
         }
     }
 
     private TieredCache cache(S3ProxyServer server, Path disk) {
-        S3Origin origin = S3Origin.builder().bucket(BUCKET).endpoint(server.endpoint()).pathStyle(true)
-                .credentials(S3ProxyServer.credentials()).retryBackoff(Duration.ofMillis(2)).build();
-        MemoryTier memory = MemoryTier.builder().capacity(PlanVersusRunTest.MEMORY).slabSize(1 << 20).build();
+        S3Origin origin = S3Origin.builder()
+                .bucket(BUCKET)
+                .endpoint(server.endpoint())
+                .pathStyle(true)
+                .credentials(S3ProxyServer.credentials())
+                .retryBackoff(Duration.ofMillis(2))
+                .build();
+        MemoryTier memory = MemoryTier.builder()
+                .capacity(PlanVersusRunTest.MEMORY)
+                .slabSize(1 << 20)
+                .build();
         leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
-        return leaks.watch(TieredCache.builder(origin).tier(memory).tier(DiskTier.builder().directory(disk)
-                .capacity(DISK).segmentSize(PlanVersusRunTest.SEGMENT).build()).pageSize(64 << 10)
-                .leakDetection(LeakDetection.PARANOID).build());
+        return leaks.watch(TieredCache.builder(origin)
+                .tier(memory)
+                .tier(DiskTier.builder()
+                        .directory(disk)
+                        .capacity(DISK)
+                        .segmentSize(PlanVersusRunTest.SEGMENT)
+                        .build())
+                .pageSize(64 << 10)
+                .leakDetection(LeakDetection.PARANOID)
+                .build());
     }
 }

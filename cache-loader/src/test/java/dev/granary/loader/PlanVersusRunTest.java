@@ -113,13 +113,13 @@ class PlanVersusRunTest {
         Path root = dir.resolve("objects");
         writeObjects(root, 2 * (MEMORY + DISK), 15);
         Path disk = dir.resolve("disk");
-        try (TieredCache cache = memoryAndDisk(root, disk); DataLoader<Long> loader = loader(Dataset.ofObjects(cache,
-                "train/"))) {
+        try (TieredCache cache = memoryAndDisk(root, disk);
+                DataLoader<Long> loader = loader(Dataset.ofObjects(cache, "train/"))) {
             measure(loader, 0, 2);
         }
         try (TieredCache cache = memoryAndDisk(root, disk)) {
-            List<Measured> runs = check("objects, disk reopened warm, data 2x cache", Dataset.ofObjects(cache,
-                    "train/"), 3);
+            List<Measured> runs =
+                    check("objects, disk reopened warm, data 2x cache", Dataset.ofObjects(cache, "train/"), 3);
             assertTrue(runs.getFirst().hits()[1] > 0, "the reopened disk tier serves the first epoch: " + runs);
         }
     }
@@ -129,13 +129,13 @@ class PlanVersusRunTest {
         Path root = dir.resolve("shards");
         List<String> shards = writeShards(root, 4 * (MEMORY + DISK), 16);
         Path disk = dir.resolve("disk");
-        try (TieredCache cache = memoryAndDisk(root, disk); DataLoader<Long> loader = loader(WebDataset.of(cache,
-                shards))) {
+        try (TieredCache cache = memoryAndDisk(root, disk);
+                DataLoader<Long> loader = loader(WebDataset.of(cache, shards))) {
             measure(loader, 0, 2);
         }
         try (TieredCache cache = memoryAndDisk(root, disk)) {
-            List<Measured> runs = check("webdataset, disk reopened warm, data 4x cache", WebDataset.of(cache, shards),
-                    3, true);
+            List<Measured> runs =
+                    check("webdataset, disk reopened warm, data 4x cache", WebDataset.of(cache, shards), 3, true);
             assertTrue(runs.getFirst().hits()[1] > 0, "the reopened disk tier serves the first epoch: " + runs);
         }
     }
@@ -155,14 +155,17 @@ class PlanVersusRunTest {
     /** As {@link #check(String, Dataset, int)}; {@code streamedFirst} when a warm tier holds streamed parts. */
     static List<Measured> check(String scenario, Dataset dataset, int epochs, boolean streamedFirst) {
         List<Measured> first = null;
-        boolean[] modes = !(dataset instanceof WebDataset) ? new boolean[] {true}
+        boolean[] modes = !(dataset instanceof WebDataset)
+                ? new boolean[] {true}
                 : streamedFirst ? new boolean[] {true, false} : new boolean[] {false, true};
         for (boolean stream : modes) {
             try (DataLoader<Long> loader = loader(dataset, stream)) {
                 LoaderPlan plan = loader.plan(epochs);
                 List<Measured> measured = measure(loader, 0, epochs);
-                compare(scenario + (dataset instanceof WebDataset ? stream ? ", streamed" : ", per sample" : ""),
-                        plan, measured);
+                compare(
+                        scenario + (dataset instanceof WebDataset ? stream ? ", streamed" : ", per sample" : ""),
+                        plan,
+                        measured);
                 if (first == null) {
                     first = measured;
                 }
@@ -182,8 +185,12 @@ class PlanVersusRunTest {
      * In production a tier holds thousands of parts, and the default window is a fraction of a per cent of it.
      */
     static DataLoader<Long> loader(Dataset dataset, boolean stream) {
-        DataLoader.Builder<Long> b = DataLoader.builder(dataset, sample -> sample.size()).batchSize(16).prefetch(4)
-                .workers(2).shuffle(7).streamShards(stream);
+        DataLoader.Builder<Long> b = DataLoader.builder(dataset, sample -> sample.size())
+                .batchSize(16)
+                .prefetch(4)
+                .workers(2)
+                .shuffle(7)
+                .streamShards(stream);
         if (stream && dataset instanceof WebDataset) {
             b.readAhead(2);
         }
@@ -220,7 +227,12 @@ class PlanVersusRunTest {
             for (int i = 0; i < hits.length; i++) {
                 hits[i] = d.tiers().get(i).hits();
             }
-            out.add(new Measured(e, hits, d.origin().reads(), d.origin().metadataRequests(), d.origin().bytes()));
+            out.add(new Measured(
+                    e,
+                    hits,
+                    d.origin().reads(),
+                    d.origin().metadataRequests(),
+                    d.origin().bytes()));
         }
         return out;
     }
@@ -235,8 +247,8 @@ class PlanVersusRunTest {
             Measured m = measured.get(i);
             assertEquals(m.epoch(), p.epoch(), scenario);
             table.append("\n  predicted ").append(p).append("\n  measured  ").append(m);
-            worst = Math.max(worst, within(scenario, p.epoch(), "origin requests", p.originRequests(),
-                    m.originRequests()));
+            worst = Math.max(
+                    worst, within(scenario, p.epoch(), "origin requests", p.originRequests(), m.originRequests()));
             worst = Math.max(worst, within(scenario, p.epoch(), "origin bytes", p.originBytes(), m.originBytes()));
             for (int t = 0; t < plan.tiers().size(); t++) {
                 String tier = plan.tiers().get(t);
@@ -271,12 +283,17 @@ class PlanVersusRunTest {
     }
 
     TieredCache cache(Origin origin, Path disk) {
-        MemoryTier memory = MemoryTier.builder().capacity(MEMORY).slabSize(1 << 20).build();
+        MemoryTier memory =
+                MemoryTier.builder().capacity(MEMORY).slabSize(1 << 20).build();
         leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
-        TieredCache.Builder b = TieredCache.builder(origin).tier(memory).pageSize(64 << 10)
-                .leakDetection(LeakDetection.PARANOID);
+        TieredCache.Builder b =
+                TieredCache.builder(origin).tier(memory).pageSize(64 << 10).leakDetection(LeakDetection.PARANOID);
         if (disk != null) {
-            b.tier(DiskTier.builder().directory(disk).capacity(DISK).segmentSize(SEGMENT).build());
+            b.tier(DiskTier.builder()
+                    .directory(disk)
+                    .capacity(DISK)
+                    .segmentSize(SEGMENT)
+                    .build());
         }
         return leaks.watch(b.build());
     }
@@ -311,7 +328,10 @@ class PlanVersusRunTest {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-        ShardWriter writer = ShardWriter.builder(root).pattern("shards/%05d.tar").maxCount(15).build();
+        ShardWriter writer = ShardWriter.builder(root)
+                .pattern("shards/%05d.tar")
+                .maxCount(15)
+                .build();
         for (int i = 0; total < bytes; i++) {
             byte[] image = new byte[1024 + random.nextInt(6 * 1024)];
             random.nextBytes(image);

@@ -83,12 +83,22 @@ class PrestageOverS3Test {
     }
 
     private TieredCache cache(String bucket, Path disk) {
-        S3Origin origin = S3Origin.builder().bucket(bucket).endpoint(server.endpoint()).pathStyle(true)
-                .credentials(S3ProxyServer.credentials()).retryBackoff(Duration.ofMillis(2)).maxConcurrency(8).build();
+        S3Origin origin = S3Origin.builder()
+                .bucket(bucket)
+                .endpoint(server.endpoint())
+                .pathStyle(true)
+                .credentials(S3ProxyServer.credentials())
+                .retryBackoff(Duration.ofMillis(2))
+                .maxConcurrency(8)
+                .build();
         MemoryTier memory = MemoryTier.builder().capacity(8L << 20).build();
         DiskTier tier = DiskTier.builder().directory(disk).capacity(32L << 20).build();
-        return leaks.watch(TieredCache.builder(origin).tier(memory).tier(tier).pageSize(PAGE)
-                .leakDetection(LeakDetection.PARANOID).build());
+        return leaks.watch(TieredCache.builder(origin)
+                .tier(memory)
+                .tier(tier)
+                .pageSize(PAGE)
+                .leakDetection(LeakDetection.PARANOID)
+                .build());
     }
 
     @Test
@@ -112,7 +122,11 @@ class PrestageOverS3Test {
             Dataset dataset = Dataset.ofObjects(cache, "train/");
             int seenSamples = 0;
             try (DataLoader<LoaderFixture.Item> loader = DataLoader.builder(dataset, LoaderFixture::copy)
-                    .batchSize(8).shuffle(7).workers(2).prefetch(2).build();
+                            .batchSize(8)
+                            .shuffle(7)
+                            .workers(2)
+                            .prefetch(2)
+                            .build();
                     Epoch<LoaderFixture.Item> epoch = loader.epoch(0)) {
                 for (Batch<LoaderFixture.Item> batch : epoch) {
                     for (LoaderFixture.Item item : batch.items()) {
@@ -123,7 +137,10 @@ class PrestageOverS3Test {
             }
             assertEquals(OBJECTS, seenSamples);
             // The one object of three pages is one extent to the loader: served from its three staged pages.
-            assertEquals(0, cache.stats().origin().reads(), "first epoch: " + cache.stats().origin());
+            assertEquals(
+                    0,
+                    cache.stats().origin().reads(),
+                    "first epoch: " + cache.stats().origin());
             long before = cache.stats().origin().reads();
             for (Map.Entry<String, byte[]> e : objects.entrySet()) {
                 try (Lease lease = cache.read(e.getKey())) {
@@ -144,7 +161,8 @@ class PrestageOverS3Test {
 
     @Test
     void aMissingBucketFailsAtOnce() {
-        try (TieredCache cache = cache("no-such-bucket-" + ProcessHandle.current().pid(), root.resolve("d"))) {
+        try (TieredCache cache =
+                cache("no-such-bucket-" + ProcessHandle.current().pid(), root.resolve("d"))) {
             IOException e = assertThrows(IOException.class, () -> cache.prestage("train/", p -> {}));
             assertTrue(e.getMessage().contains("no-such-bucket"), e.getMessage());
         } catch (IOException e) {

@@ -20,8 +20,8 @@ public final class SamplerOrderMain {
         int world = Integer.parseInt(args[4]);
         Sampler s = Sampler.shuffled(Integer.parseInt(args[0]), seed).shard(rank, world);
         System.out.println(Arrays.toString(s.epoch(epoch)));
-        Sampler b = Sampler.ofShards(SHARDS, Shuffle.shardBlocks(seed, 3)).shard(rank, world, Partitioning.STABLE, 1,
-                960);
+        Sampler b =
+                Sampler.ofShards(SHARDS, Shuffle.shardBlocks(seed, 3)).shard(rank, world, Partitioning.STABLE, 1, 960);
         System.out.println(Arrays.toString(b.epoch(epoch)));
     }
 }

@@ -57,34 +57,57 @@ class SamplerTest {
     void theAlgorithmIsPinned() {
         // Vectors from an independent Python implementation of the Javadoc (Sampler, KeyedPermutation), written
         // when the algorithm was pinned (decision 0006); a change here breaks every user's reproducibility and resume.
-        assertArrayEquals(new int[] {3, 9, 1, 2, 8, 6, 5, 4, 7, 0}, Sampler.shuffled(10, 42).epoch(0));
-        assertArrayEquals(new int[] {1, 3, 6, 5, 8, 0, 4, 7, 2, 9}, Sampler.shuffled(10, 42).epoch(1));
-        assertArrayEquals(new int[] {9, 17, 6, 0, 19, 3, 14}, Sampler.shuffled(20, 5).shard(1, 3).epoch(2));
-        assertArrayEquals(new int[] {0, 1, 2, 6, 4, 5, 8, 7, 3, 11, 10, 9, 12, 13},
-                Sampler.ofShards(new int[] {3, 0, 4, 2, 5}, Shuffle.shardBlocks(7, 2)).epoch(0));
+        assertArrayEquals(
+                new int[] {3, 9, 1, 2, 8, 6, 5, 4, 7, 0},
+                Sampler.shuffled(10, 42).epoch(0));
+        assertArrayEquals(
+                new int[] {1, 3, 6, 5, 8, 0, 4, 7, 2, 9},
+                Sampler.shuffled(10, 42).epoch(1));
+        assertArrayEquals(
+                new int[] {9, 17, 6, 0, 19, 3, 14},
+                Sampler.shuffled(20, 5).shard(1, 3).epoch(2));
+        assertArrayEquals(
+                new int[] {0, 1, 2, 6, 4, 5, 8, 7, 3, 11, 10, 9, 12, 13},
+                Sampler.ofShards(new int[] {3, 0, 4, 2, 5}, Shuffle.shardBlocks(7, 2))
+                        .epoch(0));
         Sampler stable = Sampler.shuffled(20, 3);
-        assertArrayEquals(new int[] {0, 19, 15, 6, 1, 5, 16, 14, 10, 8},
+        assertArrayEquals(
+                new int[] {0, 19, 15, 6, 1, 5, 16, 14, 10, 8},
                 stable.shard(0, 2, Partitioning.STABLE, 1, 4).epoch(1));
-        assertArrayEquals(new int[] {7, 2, 11, 13, 12, 9, 18, 17, 4, 3},
+        assertArrayEquals(
+                new int[] {7, 2, 11, 13, 12, 9, 18, 17, 4, 3},
                 stable.shard(1, 2, Partitioning.STABLE, 1, 4).epoch(1));
         // At 2^16 and above the Feistel network takes over from the table.
         int[] big = Sampler.shuffled(100_000, 42).epoch(0);
-        assertArrayEquals(new int[] {24795, 73732, 35954, 1177, 10002, 11894, 86681, 51162},
-                Arrays.copyOfRange(big, 0, 8));
+        assertArrayEquals(
+                new int[] {24795, 73732, 35954, 1177, 10002, 11894, 86681, 51162}, Arrays.copyOfRange(big, 0, 8));
         assertArrayEquals(new int[] {13847, 82754, 24050, 40251}, Arrays.copyOfRange(big, 99_996, 100_000));
     }
 
     @Test
     void theOrderIsTheSameInAnotherJvm() throws Exception {
         String java = ProcessHandle.current().info().command().orElse("java");
-        Process child = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
-                SamplerOrderMain.class.getName(), "1000", "99", "2", "1", "3").redirectErrorStream(true).start();
+        Process child = new ProcessBuilder(
+                        java,
+                        "-cp",
+                        System.getProperty("java.class.path"),
+                        SamplerOrderMain.class.getName(),
+                        "1000",
+                        "99",
+                        "2",
+                        "1",
+                        "3")
+                .redirectErrorStream(true)
+                .start();
         String out = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
         assertTrue(child.waitFor(30, TimeUnit.SECONDS));
         assertEquals(0, child.exitValue(), out);
-        assertEquals(Arrays.toString(Sampler.shuffled(1000, 99).shard(1, 3).epoch(2)) + "\n"
-                + Arrays.toString(Sampler.ofShards(SamplerOrderMain.SHARDS, Shuffle.shardBlocks(99, 3))
-                        .shard(1, 3, Partitioning.STABLE, 1, 960).epoch(2)), out.replace("\r", ""));
+        assertEquals(
+                Arrays.toString(Sampler.shuffled(1000, 99).shard(1, 3).epoch(2)) + "\n"
+                        + Arrays.toString(Sampler.ofShards(SamplerOrderMain.SHARDS, Shuffle.shardBlocks(99, 3))
+                                .shard(1, 3, Partitioning.STABLE, 1, 960)
+                                .epoch(2)),
+                out.replace("\r", ""));
     }
 
     // ------------------------------------------------------------------------------------ the Feistel bijection
@@ -136,7 +159,9 @@ class SamplerTest {
             }
         }
         double expected = trials / 10.0;
-        double chi = Arrays.stream(buckets).mapToDouble(c -> (c - expected) * (c - expected) / expected).sum();
+        double chi = Arrays.stream(buckets)
+                .mapToDouble(c -> (c - expected) * (c - expected) / expected)
+                .sum();
         assertTrue(chi < 33, "chi-square " + chi + " over 9 degrees of freedom: " + Arrays.toString(buckets));
     }
 
@@ -156,8 +181,12 @@ class SamplerTest {
             pairs[(int) (p.apply(500) * 4 / n)][(int) (p.apply(501) * 4 / n)]++;
         }
         double expected = keys / 16.0;
-        for (int[] buckets : new int[][] {first, last, Arrays.stream(pairs).flatMapToInt(Arrays::stream).toArray()}) {
-            double chi = Arrays.stream(buckets).mapToDouble(c -> (c - expected) * (c - expected) / expected).sum();
+        for (int[] buckets : new int[][] {
+            first, last, Arrays.stream(pairs).flatMapToInt(Arrays::stream).toArray()
+        }) {
+            double chi = Arrays.stream(buckets)
+                    .mapToDouble(c -> (c - expected) * (c - expected) / expected)
+                    .sum();
             assertTrue(chi < 45, "chi-square " + chi + " over 15 degrees of freedom: " + Arrays.toString(buckets));
         }
     }
@@ -165,12 +194,18 @@ class SamplerTest {
     // --------------------------------------------------------------------------------- coverage and the model
 
     private static List<Shuffle> shuffles() {
-        return List.of(Shuffle.none(), Shuffle.samples(11), Shuffle.shardBlocks(11, 1), Shuffle.shardBlocks(11, 3),
+        return List.of(
+                Shuffle.none(),
+                Shuffle.samples(11),
+                Shuffle.shardBlocks(11, 1),
+                Shuffle.shardBlocks(11, 3),
                 Shuffle.shardBlocks(11, 100));
     }
 
     private static Sampler base(Shuffle shuffle, boolean shards, int[] sizes) {
-        return shards ? Sampler.ofShards(sizes, shuffle) : Sampler.of(Arrays.stream(sizes).sum(), shuffle);
+        return shards
+                ? Sampler.ofShards(sizes, shuffle)
+                : Sampler.of(Arrays.stream(sizes).sum(), shuffle);
     }
 
     /**
@@ -194,8 +229,8 @@ class SamplerTest {
                                     continue;
                                 }
                                 for (int p : new int[] {960, 7}) {
-                                    checked += checkWorld(base(shuffle, shards, sizes), sizes, shards, partitioning,
-                                            world, g, p);
+                                    checked += checkWorld(
+                                            base(shuffle, shards, sizes), sizes, shards, partitioning, world, g, p);
                                 }
                             }
                         }
@@ -207,14 +242,14 @@ class SamplerTest {
     }
 
     /** {@return 1 if checked, 0 if the combination is refused (and the refusal is the documented one)} */
-    private static int checkWorld(Sampler base, int[] sizes, boolean shards, Partitioning partitioning, int world,
-            int g, int p) {
+    private static int checkWorld(
+            Sampler base, int[] sizes, boolean shards, Partitioning partitioning, int world, int g, int p) {
         int n = base.datasetSize();
         String what = base + " " + partitioning + " W=" + world + " g=" + g + " P=" + p;
         int nodes = world / g;
         if (partitioning == Partitioning.STABLE && nodes > p) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> base.shard(0, world, partitioning, g, p));
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, () -> base.shard(0, world, partitioning, g, p));
             assertTrue(e.getMessage().contains("more nodes than canonical partitions"), e.getMessage());
             return 0;
         }
@@ -222,8 +257,8 @@ class SamplerTest {
         try {
             model = new Model(sizes, shards, base.shuffle(), partitioning, world, g, p);
         } catch (IllegalStateException empty) { // the model finds a node without samples: the sampler must refuse
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> base.shard(0, world, partitioning, g, p), what);
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, () -> base.shard(0, world, partitioning, g, p), what);
             assertTrue(e.getMessage().contains("gets no samples"), e.getMessage());
             return 0;
         }
@@ -257,8 +292,10 @@ class SamplerTest {
         if (partitioning == Partitioning.STABLE) {
             int[] all = new int[0];
             for (int node = 0; node < nodes; node++) {
-                all = IntStream.concat(IntStream.of(all), IntStream.of(((EpochOrder) base.shard(node * g, world,
-                        partitioning, g, p)).nodePart())).toArray();
+                all = IntStream.concat(
+                                IntStream.of(all),
+                                IntStream.of(((EpochOrder) base.shard(node * g, world, partitioning, g, p)).nodePart()))
+                        .toArray();
             }
             assertPermutation(all, n, what + ": the node parts partition the dataset");
             assertPermutation(base.shard(0, world, partitioning, g, p).fullOrder(1), n, what + " full order");
@@ -321,15 +358,16 @@ class SamplerTest {
                     if (nodeSizes[m] == 0) {
                         throw new IllegalStateException("node " + m + " empty");
                     }
-                    nodeParts.add(members.get(m).stream().mapToInt(Integer::intValue).toArray());
+                    nodeParts.add(
+                            members.get(m).stream().mapToInt(Integer::intValue).toArray());
                     nodeFirstLast.add(new int[] {(int) ((long) m * p / nodes), (int) ((long) (m + 1) * p / nodes)});
                 }
             }
         }
 
         long key(long tag, long epoch, long identity) {
-            return KeyedPermutation.combine(KeyedPermutation.combine(KeyedPermutation.combine(shuffle.seed(),
-                    tag), epoch), identity);
+            return KeyedPermutation.combine(
+                    KeyedPermutation.combine(KeyedPermutation.combine(shuffle.seed(), tag), epoch), identity);
         }
 
         int[] perm(int size, long key) {
@@ -345,8 +383,9 @@ class SamplerTest {
 
         /** Shards in a block order: permuted, blocks of k, samples shuffled within each block. */
         int[] blocks(int[] shardList, long epoch, long identity, boolean permute, int k, boolean within) {
-            int[] tau = permute ? perm(shardList.length, key(2, epoch, identity)) : IntStream.range(0,
-                    shardList.length).toArray();
+            int[] tau = permute
+                    ? perm(shardList.length, key(2, epoch, identity))
+                    : IntStream.range(0, shardList.length).toArray();
             List<Integer> out = new ArrayList<>();
             for (int b = 0; b * (long) k < shardList.length; b++) {
                 List<Integer> seq = new ArrayList<>();
@@ -359,7 +398,8 @@ class SamplerTest {
                 if (seq.isEmpty()) {
                     continue;
                 }
-                int[] pi = within ? perm(seq.size(), KeyedPermutation.combine(key(3, epoch, identity), b))
+                int[] pi = within
+                        ? perm(seq.size(), KeyedPermutation.combine(key(3, epoch, identity), b))
                         : IntStream.range(0, seq.size()).toArray();
                 for (int o = 0; o < seq.size(); o++) {
                     out.add(seq.get(pi[o]));
@@ -375,8 +415,13 @@ class SamplerTest {
                 int length = world == 1 ? n : (n + world - 1) / world;
                 int[] order;
                 if (shuffle.kind() == Shuffle.Kind.SHARD_BLOCKS) {
-                    order = blocks(IntStream.range(0, first.length - 1).toArray(), epoch, 0, true,
-                            shuffle.blockShards(), true);
+                    order = blocks(
+                            IntStream.range(0, first.length - 1).toArray(),
+                            epoch,
+                            0,
+                            true,
+                            shuffle.blockShards(),
+                            true);
                     int[] padded = pad(order, world * length);
                     int[] span = Arrays.copyOfRange(padded, node * g * length, (node + 1) * g * length);
                     return strided(span, local, g, length);
@@ -389,7 +434,11 @@ class SamplerTest {
             int[] units = nodeParts.get(node);
             int[] order;
             if (shards) {
-                order = blocks(units, epoch, identity, shuffle.kind() == Shuffle.Kind.SHARD_BLOCKS,
+                order = blocks(
+                        units,
+                        epoch,
+                        identity,
+                        shuffle.kind() == Shuffle.Kind.SHARD_BLOCKS,
                         shuffle.kind() == Shuffle.Kind.SHARD_BLOCKS ? shuffle.blockShards() : Integer.MAX_VALUE,
                         shuffle.shuffles());
             } else {
@@ -456,17 +505,24 @@ class SamplerTest {
 
     @Test
     void stablePartsStayPutAcrossEpochsAndAreReshuffledWithin() {
-        for (Sampler base : List.of(Sampler.shuffled(10_007, 1),
+        for (Sampler base : List.of(
+                Sampler.shuffled(10_007, 1),
                 Sampler.ofShards(shardSizes(200, 9), Shuffle.shardBlocks(1, 4)),
                 Sampler.ofShards(shardSizes(200, 9), Shuffle.samples(1)))) {
             for (int rank = 0; rank < 8; rank++) {
                 Sampler s = base.shard(rank, 8, Partitioning.STABLE, 2, 960);
                 Set<Integer> e0 = set(s.epoch(0));
                 int[] e1 = s.epoch(1);
-                assertEquals(set(((EpochOrder) s).nodePart()), union(e0, set(base.shard(rank ^ 1, 8,
-                        Partitioning.STABLE, 2, 960).epoch(0))), base + ": the node's two ranks cover its part");
-                Set<Integer> node0 = union(set(s.epoch(3)), set(base.shard(rank ^ 1, 8, Partitioning.STABLE, 2,
-                        960).epoch(3)));
+                assertEquals(
+                        set(((EpochOrder) s).nodePart()),
+                        union(
+                                e0,
+                                set(base.shard(rank ^ 1, 8, Partitioning.STABLE, 2, 960)
+                                        .epoch(0))),
+                        base + ": the node's two ranks cover its part");
+                Set<Integer> node0 = union(
+                        set(s.epoch(3)),
+                        set(base.shard(rank ^ 1, 8, Partitioning.STABLE, 2, 960).epoch(3)));
                 assertEquals(set(((EpochOrder) s).nodePart()), node0, base + ": the node's part in epoch 3");
                 assertNotEquals(Arrays.toString(s.epoch(0)), Arrays.toString(e1), base + ": reshuffled");
             }
@@ -483,8 +539,9 @@ class SamplerTest {
         // Samples: the default 960 partitions; shards: 96 partitions of ~10 shards each (every partition then holds
         // the first sample of some shard, so none is empty).
         checkUnions(Sampler.shuffled(50_000, 4), 960, new int[] {1, 2, 3, 8, 32, 48, 960});
-        checkUnions(Sampler.ofShards(shardSizes(960, 17), Shuffle.shardBlocks(4, 8)), 96,
-                new int[] {1, 2, 3, 8, 32, 48, 96});
+        checkUnions(
+                Sampler.ofShards(shardSizes(960, 17), Shuffle.shardBlocks(4, 8)), 96, new int[] {1, 2, 3, 8, 32, 48, 96
+                });
     }
 
     private static void checkUnions(Sampler base, int p, int[] worlds) {
@@ -585,33 +642,44 @@ class SamplerTest {
     @Test
     void badArgumentsAreNamed() {
         assertMessage("dataset size: -1 (expected: >= 0)", () -> Sampler.shuffled(-1, 0));
-        assertMessage("world size: 0 (expected: >= 1)", () -> Sampler.sequential(5).shard(0, 0));
-        assertMessage("rank: 4 (expected: 0 <= rank < world size 4)", () -> Sampler.sequential(5).shard(4, 4));
+        assertMessage(
+                "world size: 0 (expected: >= 1)", () -> Sampler.sequential(5).shard(0, 0));
+        assertMessage(
+                "rank: 4 (expected: 0 <= rank < world size 4)",
+                () -> Sampler.sequential(5).shard(4, 4));
         assertMessage("epoch: -1 (expected: >= 0)", () -> Sampler.shuffled(5, 1).epoch(-1));
         assertMessage("shards per block: 0 (expected: >= 1)", () -> Shuffle.shardBlocks(1, 0));
-        assertMessage("ranks per node: 3 (expected: >= 1 and dividing the world size 4)",
+        assertMessage(
+                "ranks per node: 3 (expected: >= 1 and dividing the world size 4)",
                 () -> Sampler.shuffled(100, 1).shard(0, 4, Partitioning.STABLE, 3, 960));
-        assertMessage("canonical partitions: 0 (expected: 1..16777216)",
+        assertMessage(
+                "canonical partitions: 0 (expected: 1..16777216)",
                 () -> Sampler.shuffled(100, 1).shard(0, 4, Partitioning.STABLE, 1, 0));
-        assertMessage("STABLE partitioning over 8 nodes (8 ranks, 1 per node): more nodes than canonical partitions,"
-                + " 4 (expected: at most 4 nodes; raise canonicalPartitions)",
+        assertMessage(
+                "STABLE partitioning over 8 nodes (8 ranks, 1 per node): more nodes than canonical partitions,"
+                        + " 4 (expected: at most 4 nodes; raise canonicalPartitions)",
                 () -> Sampler.shuffled(100, 1).shard(0, 8, Partitioning.STABLE, 1, 4));
-        assertMessage("STABLE partitioning: node 1 of 2 gets no samples (3 samples in 2 shards, 960 canonical"
-                + " partitions; expected: a part for every node: fewer nodes, or more shards)",
+        assertMessage(
+                "STABLE partitioning: node 1 of 2 gets no samples (3 samples in 2 shards, 960 canonical"
+                        + " partitions; expected: a part for every node: fewer nodes, or more shards)",
                 () -> Sampler.ofShards(new int[] {3, 0}, Shuffle.none()).shard(0, 2, Partitioning.STABLE));
-        assertMessage("shard 1 size: -2 (expected: >= 0)", () -> Sampler.ofShards(new int[] {1, -2},
-                Shuffle.none()));
-        IllegalArgumentException blocks = assertThrows(IllegalArgumentException.class,
-                () -> Sampler.of(10, Shuffle.shardBlocks(1, 2)));
-        assertTrue(blocks.getMessage().startsWith("shuffle: Shuffle.shardBlocks(1, 2) over a dataset without shards"),
+        assertMessage("shard 1 size: -2 (expected: >= 0)", () -> Sampler.ofShards(new int[] {1, -2}, Shuffle.none()));
+        IllegalArgumentException blocks =
+                assertThrows(IllegalArgumentException.class, () -> Sampler.of(10, Shuffle.shardBlocks(1, 2)));
+        assertTrue(
+                blocks.getMessage().startsWith("shuffle: Shuffle.shardBlocks(1, 2) over a dataset without shards"),
                 blocks.getMessage());
-        assertThrows(IllegalStateException.class, () -> Sampler.shuffled(5, 1).shard(0, 2).shard(0, 2));
-        assertMessage("shuffle: null (expected: Shuffle.none(), Shuffle.samples(seed) or Shuffle.shardBlocks(seed,"
-                + " k))", () -> Sampler.of(3, null));
+        assertThrows(
+                IllegalStateException.class,
+                () -> Sampler.shuffled(5, 1).shard(0, 2).shard(0, 2));
+        assertMessage(
+                "shuffle: null (expected: Shuffle.none(), Shuffle.samples(seed) or Shuffle.shardBlocks(seed," + " k))",
+                () -> Sampler.of(3, null));
     }
 
     private static void assertMessage(String expected, Executable call) {
-        assertEquals(expected, assertThrows(IllegalArgumentException.class, call).getMessage());
+        assertEquals(
+                expected, assertThrows(IllegalArgumentException.class, call).getMessage());
     }
 
     private static int[] shardSizes(int shards, int seed) {

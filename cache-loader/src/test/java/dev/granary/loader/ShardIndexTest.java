@@ -61,10 +61,14 @@ class ShardIndexTest {
 
     /** A cache whose memory tier holds whole 8 MiB parts (its slabs are 16 MiB). */
     private TieredCache cache(Origin origin) {
-        MemoryTier memory = MemoryTier.builder().capacity(64L << 20).slabSize(16L << 20).build();
+        MemoryTier memory =
+                MemoryTier.builder().capacity(64L << 20).slabSize(16L << 20).build();
         leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
-        return leaks.watch(TieredCache.builder(origin).tier(memory).pageSize(64 << 10)
-                .leakDetection(LeakDetection.PARANOID).build());
+        return leaks.watch(TieredCache.builder(origin)
+                .tier(memory)
+                .pageSize(64 << 10)
+                .leakDetection(LeakDetection.PARANOID)
+                .build());
     }
 
     private FaultyOrigin recording(ConcurrentLinkedQueue<Read> reads) {
@@ -90,7 +94,10 @@ class ShardIndexTest {
     private Map<String, Map<String, byte[]>> writeShards(String dir, int samples, boolean indexes, long seed) {
         SplittableRandom random = new SplittableRandom(seed);
         Map<String, Map<String, byte[]>> written = new LinkedHashMap<>();
-        try (ShardWriter writer = ShardWriter.builder(root.resolve(dir)).maxCount(5).indexes(indexes).build()) {
+        try (ShardWriter writer = ShardWriter.builder(root.resolve(dir))
+                .maxCount(5)
+                .indexes(indexes)
+                .build()) {
             for (int i = 0; i < samples; i++) {
                 String key = String.format("x/%06d", i);
                 Map<String, byte[]> fields = sample(random, i);
@@ -103,7 +110,10 @@ class ShardIndexTest {
 
     private List<String> shardKeys(String dir) throws IOException {
         try (Stream<Path> files = Files.list(root.resolve(dir))) {
-            return files.map(p -> dir + "/" + p.getFileName()).filter(k -> k.endsWith(".tar")).sorted().toList();
+            return files.map(p -> dir + "/" + p.getFileName())
+                    .filter(k -> k.endsWith(".tar"))
+                    .sorted()
+                    .toList();
         }
     }
 
@@ -173,7 +183,9 @@ class ShardIndexTest {
             for (int s = 0; s < shards.size(); s++) {
                 assertTrue(dataset.indexedFromFile(s), shards.get(s));
                 assertTrue(dataset.verifies(s), "ShardWriter records no version: samples are checked");
-                assertEquals(Files.size(root.resolve(shards.get(s))), dataset.shardInfo(s).size());
+                assertEquals(
+                        Files.size(root.resolve(shards.get(s))),
+                        dataset.shardInfo(s).size());
             }
             assertEquals(shards.size(), progress.size());
             for (int k = 0; k < progress.size(); k++) {
@@ -183,9 +195,14 @@ class ShardIndexTest {
                 assertEquals("", progress.get(k).note());
             }
             assertTrue(progress.getLast().done());
-            assertEquals(expected.stream().mapToLong(Read::length).sum(), progress.getLast().bytesRead());
-            assertEquals(stats.reads() + stats.metadataRequests(), progress.getLast().originRequests());
-            assertEquals(shards, progress.stream().map(IndexingProgress::shard).sorted().toList());
+            assertEquals(
+                    expected.stream().mapToLong(Read::length).sum(),
+                    progress.getLast().bytesRead());
+            assertEquals(
+                    stats.reads() + stats.metadataRequests(), progress.getLast().originRequests());
+            assertEquals(
+                    shards,
+                    progress.stream().map(IndexingProgress::shard).sorted().toList());
 
             assertAllSamples(dataset, written);
             // The same shards without their index files: the scan finds exactly what the indexes say.
@@ -235,19 +252,31 @@ class ShardIndexTest {
         List<IndexingProgress> progress = new CopyOnWriteArrayList<>();
         try (TieredCache cache = cache(recording(reads))) {
             WebDataset dataset = WebDataset.of(cache, shards, progress::add);
-            assertEquals(Set.of(new Read("big/0.tar", 0, ShardParts.DEFAULT_PART_SIZE),
-                    new Read("big/0.tar", ShardParts.DEFAULT_PART_SIZE,
-                            bigBytes.length - ShardParts.DEFAULT_PART_SIZE),
-                    new Read("big/1.tar", 0, Files.size(root.resolve("big/1.tar")))), new HashSet<>(reads),
+            assertEquals(
+                    Set.of(
+                            new Read("big/0.tar", 0, ShardParts.DEFAULT_PART_SIZE),
+                            new Read(
+                                    "big/0.tar",
+                                    ShardParts.DEFAULT_PART_SIZE,
+                                    bigBytes.length - ShardParts.DEFAULT_PART_SIZE),
+                            new Read("big/1.tar", 0, Files.size(root.resolve("big/1.tar")))),
+                    new HashSet<>(reads),
                     "each shard read in its parts, once");
             assertEquals(3, reads.size());
             assertEquals(1, cache.stats().origin().metadataRequests());
             assertFalse(dataset.indexedFromFile(0));
             assertFalse(progress.getFirst().fromIndexFile());
             assertEquals("no index file", progress.getFirst().note());
-            assertEquals(bigBytes.length + Files.size(root.resolve("big/1.tar")), progress.getLast().bytesRead());
-            List<ShardSamples.Entry> expected = ShardSamples.group("big/0.tar", TarIndex.scan("big/0.tar",
-                    bigBytes.length, (offset, length) -> ByteBuffer.wrap(bigBytes, (int) offset, length).slice()));
+            assertEquals(
+                    bigBytes.length + Files.size(root.resolve("big/1.tar")),
+                    progress.getLast().bytesRead());
+            List<ShardSamples.Entry> expected = ShardSamples.group(
+                    "big/0.tar",
+                    TarIndex.scan(
+                            "big/0.tar",
+                            bigBytes.length,
+                            (offset, length) -> ByteBuffer.wrap(bigBytes, (int) offset, length)
+                                    .slice()));
             for (int i = 0; i < expected.size(); i++) {
                 assertEquals(expected.get(i).key(), dataset.key(i));
                 assertEquals(expected.get(i).start(), dataset.sampleStart(i));
@@ -259,10 +288,13 @@ class ShardIndexTest {
             for (int s = 0; s < dataset.shardCount(); s++) {
                 ObjectInfo info = dataset.shardInfo(s);
                 for (int p = 0; p < ShardParts.count(info.size(), ShardParts.DEFAULT_PART_SIZE); p++) {
-                    try (var lease = cache.loaderSupport().readExtent(info, ShardParts.start(p,
-                            ShardParts.DEFAULT_PART_SIZE), ShardParts.length(p, info.size(),
-                            ShardParts.DEFAULT_PART_SIZE))) {
-                        assertEquals(ShardParts.length(p, info.size(), ShardParts.DEFAULT_PART_SIZE),
+                    try (var lease = cache.loaderSupport()
+                            .readExtent(
+                                    info,
+                                    ShardParts.start(p, ShardParts.DEFAULT_PART_SIZE),
+                                    ShardParts.length(p, info.size(), ShardParts.DEFAULT_PART_SIZE))) {
+                        assertEquals(
+                                ShardParts.length(p, info.size(), ShardParts.DEFAULT_PART_SIZE),
                                 lease.bytes().remaining());
                     }
                 }
@@ -301,8 +333,12 @@ class ShardIndexTest {
             assertAllSamples(dataset, rewritten);
             // The note is the warning logged.
             String warning = progress.getFirst().note();
-            assertTrue(warning.contains("'" + shard + "'") && warning.contains(indexed + " bytes")
-                    && warning.contains(bytes.length + " bytes") && warning.contains("stale"), warning);
+            assertTrue(
+                    warning.contains("'" + shard + "'")
+                            && warning.contains(indexed + " bytes")
+                            && warning.contains(bytes.length + " bytes")
+                            && warning.contains("stale"),
+                    warning);
         }
     }
 
@@ -333,17 +369,24 @@ class ShardIndexTest {
             CorruptShardException e = assertThrows(CorruptShardException.class, () -> dataset.read(changed));
             assertEquals(shards.get(1), e.shard());
             assertEquals(dataset.sampleStart(changed), e.offset());
-            assertTrue(e.getMessage().contains("sample '" + key + "'") && e.getMessage().contains("CRC32C"),
+            assertTrue(
+                    e.getMessage().contains("sample '" + key + "'")
+                            && e.getMessage().contains("CRC32C"),
                     e.getMessage());
             // It says the shard or the index is wrong, how to tell which, and never to drop the check first.
-            assertTrue(e.getMessage().contains("Either the shard's bytes changed after the index was written")
-                    && e.getMessage().contains("check the shard against its source")
-                    && e.getMessage().contains("Do not delete or rewrite the index first"), e.getMessage());
+            assertTrue(
+                    e.getMessage().contains("Either the shard's bytes changed after the index was written")
+                            && e.getMessage().contains("check the shard against its source")
+                            && e.getMessage().contains("Do not delete or rewrite the index first"),
+                    e.getMessage());
             assertEquals(0, cache.stats().openLeases(), "the failed sample's lease is released");
             // Through a loader: the changed sample fails its batch; every other sample arrives intact.
             int ok = 0;
             try (DataLoader<Map<String, byte[]>> loader = DataLoader.builder(dataset, ShardIndexTest::fields)
-                    .batchSize(1).workers(2).build(); Epoch<Map<String, byte[]>> epoch = loader.epoch(0)) {
+                            .batchSize(1)
+                            .workers(2)
+                            .build();
+                    Epoch<Map<String, byte[]>> epoch = loader.epoch(0)) {
                 var it = epoch.iterator();
                 int index = 0;
                 while (it.hasNext()) {
@@ -374,7 +417,9 @@ class ShardIndexTest {
                 byte[] expected = WebDataset.indexBytes(cache, shard);
                 ObjectInfo info = WebDataset.writeIndex(cache, shard);
                 assertEquals(shard + ".gidx", info.key());
-                assertArrayEquals(expected, Files.readAllBytes(root.resolve(shard + ".gidx")),
+                assertArrayEquals(
+                        expected,
+                        Files.readAllBytes(root.resolve(shard + ".gidx")),
                         "indexBytes is what writeIndex writes");
                 assertEquals(expected.length, info.size());
             }
@@ -405,8 +450,8 @@ class ShardIndexTest {
                 fine.release();
             }
 
-            NoSuchObjectException missing = assertThrows(NoSuchObjectException.class,
-                    () -> WebDataset.writeIndex(cache, "plain/missing.tar"));
+            NoSuchObjectException missing =
+                    assertThrows(NoSuchObjectException.class, () -> WebDataset.writeIndex(cache, "plain/missing.tar"));
             assertEquals("plain/missing.tar", missing.key());
         }
     }
@@ -440,9 +485,11 @@ class ShardIndexTest {
             public void close() {}
         };
         try (TieredCache cache = cache(readOnly)) {
-            UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
-                    () -> WebDataset.writeIndex(cache, "ro/shard-000000.tar"));
-            assertTrue(e.getMessage().contains("cannot write objects") && e.getMessage().contains(".gidx"),
+            UnsupportedOperationException e = assertThrows(
+                    UnsupportedOperationException.class, () -> WebDataset.writeIndex(cache, "ro/shard-000000.tar"));
+            assertTrue(
+                    e.getMessage().contains("cannot write objects")
+                            && e.getMessage().contains(".gidx"),
                     e.getMessage());
             assertTrue(WebDataset.indexBytes(cache, "ro/shard-000000.tar").length > 0, "indexBytes needs no write");
         }
@@ -473,14 +520,16 @@ class ShardIndexTest {
     private CorruptShardException damaged(TieredCache cache, String shard, byte[] index) throws IOException {
         Files.write(root.resolve(shard + ".gidx"), index);
         cache.invalidate(shard + ".gidx");
-        CorruptShardException e = assertThrows(CorruptShardException.class, () -> WebDataset.of(cache,
-                List.of(shard)));
+        CorruptShardException e = assertThrows(CorruptShardException.class, () -> WebDataset.of(cache, List.of(shard)));
         assertEquals(shard, e.shard());
         assertEquals(-1, e.offset());
         String m = e.getMessage();
         assertTrue(m.contains("index '" + shard + ".gidx' of shard '" + shard + "' is damaged"), m);
-        assertTrue(m.contains("the index file itself does not check out") && m.contains("check the shard against"
-                + " its source first") && m.contains("WebDataset.writeIndex(cache, \"" + shard + "\")"), m);
+        assertTrue(
+                m.contains("the index file itself does not check out")
+                        && m.contains("check the shard against" + " its source first")
+                        && m.contains("WebDataset.writeIndex(cache, \"" + shard + "\")"),
+                m);
         assertFalse(m.contains("delete it"), "deleting an index is never advice that could serve wrong bytes: " + m);
         return e;
     }
@@ -498,7 +547,8 @@ class ShardIndexTest {
 
             byte[] truncated = Arrays.copyOf(good, good.length - 7);
             assertTrue(damaged(cache, shard, truncated).getMessage().contains("CRC32C"));
-            assertTrue(damaged(cache, shard, Arrays.copyOf(good, 5)).getMessage().contains("length"));
+            assertTrue(
+                    damaged(cache, shard, Arrays.copyOf(good, 5)).getMessage().contains("length"));
 
             byte[] magic = good.clone();
             magic[0] = 'X';
@@ -508,8 +558,12 @@ class ShardIndexTest {
             ShardIndexFile.Decoded decoded = ShardIndexFile.decode(ByteBuffer.wrap(good));
             List<ShardSamples.Entry> samples = new ArrayList<>(decoded.samples());
             ShardSamples.Entry last = samples.removeLast();
-            samples.add(new ShardSamples.Entry(last.key(), last.start(), size + 10, List.of(
-                    new ShardSamples.Field(last.fields().getFirst().name(), last.start(), size + 10 - last.start()))));
+            samples.add(new ShardSamples.Entry(
+                    last.key(),
+                    last.start(),
+                    size + 10,
+                    List.of(new ShardSamples.Field(
+                            last.fields().getFirst().name(), last.start(), size + 10 - last.start()))));
             byte[] past = ShardIndexFile.encode(size, "", samples, decoded.crcs());
             assertTrue(damaged(cache, shard, past).getMessage().contains("within the shard's " + size + " bytes"));
 
@@ -522,7 +576,8 @@ class ShardIndexTest {
             WebDataset dataset = WebDataset.of(cache, List.of(shard), progress::add);
             assertFalse(dataset.indexedFromFile(0));
             assertEquals(5, dataset.size());
-            assertTrue(progress.getFirst().note().contains("format version 2 (expected: 1)"),
+            assertTrue(
+                    progress.getFirst().note().contains("format version 2 (expected: 1)"),
                     progress.getFirst().note());
         }
     }
@@ -539,8 +594,8 @@ class ShardIndexTest {
         tar.add("k/a.cls", new byte[] {1});
         Files.write(root.resolve("mixed/0.tar"), tar.finish());
         try (TieredCache cache = cache(PosixOrigin.of(root))) {
-            CorruptShardException e = assertThrows(CorruptShardException.class,
-                    () -> WebDataset.of(cache, List.of("mixed/0.tar")));
+            CorruptShardException e =
+                    assertThrows(CorruptShardException.class, () -> WebDataset.of(cache, List.of("mixed/0.tar")));
             assertEquals("mixed/0.tar", e.shard());
             assertTrue(e.getMessage().contains("members of sample 'k/a' are not adjacent"), e.getMessage());
             assertThrows(CorruptShardException.class, () -> WebDataset.writeIndex(cache, "mixed/0.tar"));
@@ -552,8 +607,9 @@ class ShardIndexTest {
     void aShardMissingFromTheListingIsNoSuchObject() throws IOException {
         writeShards("some", 5, true, 9);
         try (TieredCache cache = cache(PosixOrigin.of(root))) {
-            NoSuchObjectException e = assertThrows(NoSuchObjectException.class, () -> WebDataset.of(cache,
-                    List.of("some/shard-000000.tar", "some/shard-000009.tar")));
+            NoSuchObjectException e = assertThrows(
+                    NoSuchObjectException.class,
+                    () -> WebDataset.of(cache, List.of("some/shard-000000.tar", "some/shard-000009.tar")));
             assertEquals("some/shard-000009.tar", e.key());
         }
     }

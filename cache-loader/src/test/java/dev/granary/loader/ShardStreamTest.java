@@ -74,12 +74,16 @@ class ShardStreamTest {
 
     /** Every sample as written: key → fields. */
     private final Map<String, Map<String, byte[]>> truth = new LinkedHashMap<>();
+
     private List<String> shardKeys;
 
     @BeforeEach
     void writeShards() {
         SplittableRandom random = new SplittableRandom(5);
-        try (ShardWriter writer = ShardWriter.builder(root).pattern("shard-%06d.tar").maxCount(PER_SHARD).build()) {
+        try (ShardWriter writer = ShardWriter.builder(root)
+                .pattern("shard-%06d.tar")
+                .maxCount(PER_SHARD)
+                .build()) {
             for (int i = 0; i < SHARDS * PER_SHARD; i++) {
                 byte[] jpg = new byte[20_000 + random.nextInt(100_000)];
                 random.nextBytes(jpg);
@@ -100,17 +104,24 @@ class ShardStreamTest {
 
     private TieredCache cache(Origin origin, long memory) {
         // Slabs of 4 MiB: a 1 MiB part fits one, so parts are cached as the units they are.
-        MemoryTier tier = MemoryTier.builder().capacity(memory).slabSize(4 << 20).build();
+        MemoryTier tier =
+                MemoryTier.builder().capacity(memory).slabSize(4 << 20).build();
         leaks.released("memory tier", () -> tier.stats().usedBytes() == 0);
-        return leaks.watch(TieredCache.builder(origin).tier(tier).pageSize(64 << 10)
-                .leakDetection(LeakDetection.PARANOID).build());
+        return leaks.watch(TieredCache.builder(origin)
+                .tier(tier)
+                .pageSize(64 << 10)
+                .leakDetection(LeakDetection.PARANOID)
+                .build());
     }
 
     /** A decoder's copy of a sample. */
     record Item(String key, int index, byte[] jpg, byte[] cls) {}
 
     private static Item copy(Sample sample) {
-        return new Item(sample.key(), sample.index(), bytes(sample.fields().get("jpg")),
+        return new Item(
+                sample.key(),
+                sample.index(),
+                bytes(sample.fields().get("jpg")),
                 bytes(sample.fields().get("cls")));
     }
 
@@ -121,7 +132,10 @@ class ShardStreamTest {
     }
 
     private DataLoader.Builder<Item> builder(WebDataset dataset) {
-        return DataLoader.builder(dataset, ShardStreamTest::copy).batchSize(BATCH).workers(2).prefetch(3)
+        return DataLoader.builder(dataset, ShardStreamTest::copy)
+                .batchSize(BATCH)
+                .workers(2)
+                .prefetch(3)
                 .shardPartSize(PART);
     }
 
@@ -243,8 +257,8 @@ class ShardStreamTest {
     };
 
     private static LoaderSettings<Item> settings(WebDataset dataset, long budget) {
-        return new LoaderSettings<>(dataset, ShardStreamTest::copy, BATCH, 3, 32, budget, budget, false, null, true,
-                PART);
+        return new LoaderSettings<>(
+                dataset, ShardStreamTest::copy, BATCH, 3, 32, budget, budget, false, null, true, PART);
     }
 
     // ------------------------------------------------------------------------------------------------ reading
@@ -254,9 +268,12 @@ class ShardStreamTest {
         FaultyOrigin origin = new FaultyOrigin(PosixOrigin.of(root));
         TieredCache cache = cache(origin, 64L << 20);
         WebDataset dataset = WebDataset.of(cache, shardKeys);
-        assertTrue(crossing(dataset).size() >= 10, "the shards must have samples crossing part boundaries: "
-                + crossing(dataset).size());
-        int parts = partsUsed(dataset, identity(dataset.size()), 0, dataset.size()).size();
+        assertTrue(
+                crossing(dataset).size() >= 10,
+                "the shards must have samples crossing part boundaries: "
+                        + crossing(dataset).size());
+        int parts =
+                partsUsed(dataset, identity(dataset.size()), 0, dataset.size()).size();
         long bound = 0;
         for (int s = 0; s < dataset.shardCount(); s++) {
             bound += (dataset.shardInfo(s).size() + PART - 1) / PART;
@@ -302,16 +319,24 @@ class ShardStreamTest {
         long budget = 12L << 20;
         StreamPlan plan = StreamPlan.decide(dataset, order, 0, order.length, PART, budget);
         assertTrue(plan.streams(), plan.reason());
-        assertTrue(plan.workingSet() <= block && plan.workingSet() > block / 2,
+        assertTrue(
+                plan.workingSet() <= block && plan.workingSet() > block / 2,
                 "working set " + plan.workingSet() + " for blocks of up to " + block + " bytes");
         Set<Long> expected = partsUsed(dataset, order, 0, order.length);
         assertEquals(expected.size(), plan.partCount());
 
         ExecutorService workers = Executors.newFixedThreadPool(2);
-        EpochRun<Item> run = new EpochRun<>(settings(dataset, budget), new LoaderCounters(3,
-                new ReadAccount(1), new StarvationAlarm(0.2, Duration.ofSeconds(30), 2,
-                "test", null)), workers, null, NOBODY,
-                0, order, 0, (order.length + BATCH - 1) / BATCH);
+        EpochRun<Item> run = new EpochRun<>(
+                settings(dataset, budget),
+                new LoaderCounters(
+                        3, new ReadAccount(1), new StarvationAlarm(0.2, Duration.ofSeconds(30), 2, "test", null)),
+                workers,
+                null,
+                NOBODY,
+                0,
+                order,
+                0,
+                (order.length + BATCH - 1) / BATCH);
         List<Item> items = new ArrayList<>();
         int before = origin.reads();
         try {
@@ -328,8 +353,9 @@ class ShardStreamTest {
             assertEquals(expected.size(), origin.reads() - before, "one origin read per part");
             assertEachOnce(items, 0, dataset.size());
             ShardStream stream = run.shardStream();
-            assertTrue(stream.peakHeld() <= budget + 2L * PART, "held " + stream.peakHeld() + " bytes at most,"
-                    + " budget " + budget + " plus one sample's parts");
+            assertTrue(
+                    stream.peakHeld() <= budget + 2L * PART,
+                    "held " + stream.peakHeld() + " bytes at most," + " budget " + budget + " plus one sample's parts");
             // A worker releases its sample just after it completes the sample's slot, so the last batch can reach
             // the trainer a moment before its samples are released: wait for the workers to finish, then count.
             workers.shutdown();
@@ -371,7 +397,8 @@ class ShardStreamTest {
         assertTrue(StreamPlan.decide(dataset, shuffled, 0, n, PART, 2 * total).streams());
 
         // A rank taking every 4th sample would read 4 times the bytes it uses.
-        int[] strided = IntStream.range(0, (n + 3) / 4).map(k -> (1 + 4 * k) % n).toArray();
+        int[] strided =
+                IntStream.range(0, (n + 3) / 4).map(k -> (1 + 4 * k) % n).toArray();
         StreamPlan rank = StreamPlan.decide(dataset, strided, 0, strided.length, PART, 256L << 20);
         assertFalse(rank.streams());
         assertTrue(rank.reason().contains("per-sample reads move fewer bytes"), rank.reason());
@@ -379,19 +406,20 @@ class ShardStreamTest {
         // Objects are read whole: nothing to stream.
         Files.writeString(root.resolve("obj.bin"), "x");
         Dataset objects = Dataset.ofKeys(cache, List.of("obj.bin"));
-        assertFalse(StreamPlan.decide(objects, new int[] {0}, 0, 1, PART, 1L << 30).streams());
+        assertFalse(
+                StreamPlan.decide(objects, new int[] {0}, 0, 1, PART, 1L << 30).streams());
 
         // A resumed epoch plans only the positions left.
         StreamPlan tail = StreamPlan.decide(dataset, identity(n), n / 2, n, PART, 4L << 20);
         assertEquals(partsUsed(dataset, identity(n), n / 2, n).size(), tail.partCount());
         assertTrue(tail.partCount() < sequential.partCount());
 
-        assertThrows(IllegalArgumentException.class, () -> StreamPlan.decide(dataset, identity(n), 0, n + 1, PART,
-                1));
-        assertThrows(IllegalArgumentException.class, () -> StreamPlan.decide(dataset, identity(n), 0, n,
-                PART - 1, 1L << 30));
-        assertThrows(IllegalArgumentException.class, () -> StreamPlan.decide(dataset, new int[] {n}, 0, 1, PART,
-                1L << 30));
+        assertThrows(IllegalArgumentException.class, () -> StreamPlan.decide(dataset, identity(n), 0, n + 1, PART, 1));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> StreamPlan.decide(dataset, identity(n), 0, n, PART - 1, 1L << 30));
+        assertThrows(
+                IllegalArgumentException.class, () -> StreamPlan.decide(dataset, new int[] {n}, 0, 1, PART, 1L << 30));
     }
 
     @Test
@@ -403,7 +431,8 @@ class ShardStreamTest {
         }
         Path disk = Files.createDirectories(root.resolve("disk"));
         DiskTier big = DiskTier.builder().directory(disk).capacity(8L << 30).build(); // files grow as pages come
-        try (TieredCache cache = TieredCache.builder(PosixOrigin.of(root)).tier(big).build()) {
+        try (TieredCache cache =
+                TieredCache.builder(PosixOrigin.of(root)).tier(big).build()) {
             WebDataset shards = WebDataset.of(cache, shardKeys);
             try (DataLoader<Item> loader = builder(shards).build()) {
                 assertEquals(256L << 20, loader.settings().maxBytesInFlight(), "per-sample reads keep 256 MiB");
@@ -411,7 +440,8 @@ class ShardStreamTest {
                 // An order of blocks of 8 shards of 200 MiB (1.6 GiB) streams here without configuration.
                 assertTrue(8 * (200L << 20) <= loader.settings().streamBudget());
             }
-            try (DataLoader<Item> loader = builder(shards).maxBytesInFlight(4L << 20).build()) {
+            try (DataLoader<Item> loader =
+                    builder(shards).maxBytesInFlight(4L << 20).build()) {
                 assertEquals(4L << 20, loader.settings().maxBytesInFlight());
                 assertEquals(4L << 20, loader.settings().streamBudget(), "a bound the user set covers both");
             }
@@ -423,7 +453,8 @@ class ShardStreamTest {
         // Each loader on a cache of its own, so that none finds what another read.
         FaultyOrigin shuffledOrigin = new FaultyOrigin(PosixOrigin.of(root));
         WebDataset shuffled = WebDataset.of(cache(shuffledOrigin, 64L << 20), shardKeys);
-        try (DataLoader<Item> loader = builder(shuffled).shuffle(3).maxBytesInFlight(4L << 20).build()) {
+        try (DataLoader<Item> loader =
+                builder(shuffled).shuffle(3).maxBytesInFlight(4L << 20).build()) {
             int before = shuffledOrigin.reads();
             try (Epoch<Item> epoch = loader.epoch(0)) {
                 assertEachOnce(drain(epoch), 0, shuffled.size());
@@ -432,7 +463,8 @@ class ShardStreamTest {
         }
         FaultyOrigin offOrigin = new FaultyOrigin(PosixOrigin.of(root));
         WebDataset off = WebDataset.of(cache(offOrigin, 64L << 20), shardKeys);
-        try (DataLoader<Item> loader = builder(off).maxBytesInFlight(4L << 20).streamShards(false).build()) {
+        try (DataLoader<Item> loader =
+                builder(off).maxBytesInFlight(4L << 20).streamShards(false).build()) {
             int before = offOrigin.reads();
             try (Epoch<Item> epoch = loader.epoch(0)) {
                 assertEachOnce(drain(epoch), 0, off.size());
@@ -441,13 +473,17 @@ class ShardStreamTest {
         }
         FaultyOrigin sequentialOrigin = new FaultyOrigin(PosixOrigin.of(root));
         WebDataset sequential = WebDataset.of(cache(sequentialOrigin, 64L << 20), shardKeys);
-        try (DataLoader<Item> loader = builder(sequential).maxBytesInFlight(4L << 20).build()) {
+        try (DataLoader<Item> loader =
+                builder(sequential).maxBytesInFlight(4L << 20).build()) {
             int before = sequentialOrigin.reads();
             try (Epoch<Item> epoch = loader.epoch(0)) {
                 assertEachOnce(drain(epoch), 0, sequential.size());
             }
-            assertEquals(partsUsed(sequential, identity(sequential.size()), 0, sequential.size()).size(),
-                    sequentialOrigin.reads() - before, "the same budget streams a sequential order");
+            assertEquals(
+                    partsUsed(sequential, identity(sequential.size()), 0, sequential.size())
+                            .size(),
+                    sequentialOrigin.reads() - before,
+                    "the same budget streams a sequential order");
         }
         assertThrows(IllegalArgumentException.class, () -> builder(sequential).shardPartSize(PART - 1));
         assertThrows(IllegalArgumentException.class, () -> builder(sequential).shardPartSize((1 << 30) + 1));
@@ -551,8 +587,11 @@ class ShardStreamTest {
                     } catch (SampleException e) {
                         failed.add(e.batch());
                         assertTrue(affected.contains(e.index()), e.getMessage());
-                        assertTrue(e.getMessage().contains("shard '" + shardKey + "' at offset "
-                                + dataset.sampleStart(e.index())), e.getMessage());
+                        assertTrue(
+                                e.getMessage()
+                                        .contains(
+                                                "shard '" + shardKey + "' at offset " + dataset.sampleStart(e.index())),
+                                e.getMessage());
                         assertEquals("injected failure of part 1", e.getCause().getMessage(), "the origin's failure");
                     }
                 }
@@ -597,8 +636,11 @@ class ShardStreamTest {
         TieredCache cacheB = cache(origin, 64L << 20);
         WebDataset dataset = WebDataset.of(cacheB, shardKeys);
         int from = 19 * BATCH;
-        int needed = partsUsed(dataset, identity(dataset.size()), from, dataset.size()).size();
-        assertTrue(needed < partsUsed(dataset, identity(dataset.size()), 0, dataset.size()).size());
+        int needed = partsUsed(dataset, identity(dataset.size()), from, dataset.size())
+                .size();
+        assertTrue(needed
+                < partsUsed(dataset, identity(dataset.size()), 0, dataset.size())
+                        .size());
         try (DataLoader<Item> loader = builder(dataset).build()) {
             loader.resume(LoaderState.decode(state.encode()));
             int before = origin.reads();
@@ -626,8 +668,13 @@ class ShardStreamTest {
                 client.putObject(b -> b.bucket(bucket).key(key), RequestBody.fromFile(root.resolve(key)));
             }
         }
-        S3Origin origin = S3Origin.builder().bucket(bucket).endpoint(server.endpoint()).pathStyle(true)
-                .credentials(S3ProxyServer.credentials()).retryBackoff(Duration.ofMillis(2)).build();
+        S3Origin origin = S3Origin.builder()
+                .bucket(bucket)
+                .endpoint(server.endpoint())
+                .pathStyle(true)
+                .credentials(S3ProxyServer.credentials())
+                .retryBackoff(Duration.ofMillis(2))
+                .build();
         TieredCache cache = cache(origin, 64L << 20);
         WebDataset dataset = WebDataset.of(cache, shardKeys);
         try (DataLoader<Item> loader = builder(dataset).build()) {
@@ -635,8 +682,11 @@ class ShardStreamTest {
             try (Epoch<Item> epoch = loader.epoch(0)) {
                 assertEachOnce(drain(epoch), 0, dataset.size());
             }
-            assertEquals(partsUsed(dataset, identity(dataset.size()), 0, dataset.size()).size(),
-                    cache.stats().origin().reads() - before, "one GET per part");
+            assertEquals(
+                    partsUsed(dataset, identity(dataset.size()), 0, dataset.size())
+                            .size(),
+                    cache.stats().origin().reads() - before,
+                    "one GET per part");
         }
     }
 }

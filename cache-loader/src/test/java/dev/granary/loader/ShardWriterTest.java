@@ -42,7 +42,9 @@ class ShardWriterTest {
     /** Reads a shard file back the way WebDataset does. */
     private static List<ShardSamples.Entry> read(Path shard) throws IOException {
         byte[] bytes = Files.readAllBytes(shard);
-        List<TarIndex.Member> members = TarIndex.scan(shard.toString(), bytes.length,
+        List<TarIndex.Member> members = TarIndex.scan(
+                shard.toString(),
+                bytes.length,
                 (offset, length) -> ByteBuffer.wrap(bytes, (int) offset, length).slice());
         return ShardSamples.group(shard.toString(), members);
     }
@@ -50,7 +52,8 @@ class ShardWriterTest {
     @Test
     void samplesGoIntoShardsBoundedByCountAndReadBackExactly() throws Exception {
         List<String> names;
-        try (ShardWriter writer = ShardWriter.builder(dir).pattern("train-%04d.tar").maxCount(10).build()) {
+        try (ShardWriter writer =
+                ShardWriter.builder(dir).pattern("train-%04d.tar").maxCount(10).build()) {
             for (int i = 0; i < 25; i++) {
                 writer.write(String.format("n%02d/%05d", i % 3, i), sample(i));
             }
@@ -69,11 +72,15 @@ class ShardWriterTest {
             byte[] shard = Files.readAllBytes(dir.resolve(name));
             for (ShardSamples.Entry e : entries) {
                 assertEquals(String.format("n%02d/%05d", i % 3, i), e.key());
-                assertEquals(List.of("jpg", "cls"), e.fields().stream().map(ShardSamples.Field::name).toList());
+                assertEquals(
+                        List.of("jpg", "cls"),
+                        e.fields().stream().map(ShardSamples.Field::name).toList());
                 Map<String, byte[]> expected = sample(i);
                 for (ShardSamples.Field f : e.fields()) {
-                    assertArrayEquals(expected.get(f.name()), Arrays.copyOfRange(shard, (int) f.offset(),
-                            (int) (f.offset() + f.size())), e.key() + "." + f.name());
+                    assertArrayEquals(
+                            expected.get(f.name()),
+                            Arrays.copyOfRange(shard, (int) f.offset(), (int) (f.offset() + f.size())),
+                            e.key() + "." + f.name());
                 }
                 i++;
             }
@@ -82,28 +89,30 @@ class ShardWriterTest {
         // Beside each shard, its index: the samples a scan finds, the shard's size, no version, each extent's CRC32C.
         for (String name : names) {
             byte[] shard = Files.readAllBytes(dir.resolve(name));
-            ShardIndexFile.Decoded index = ShardIndexFile.decode(ByteBuffer.wrap(Files.readAllBytes(
-                    dir.resolve(name + ".gidx"))));
+            ShardIndexFile.Decoded index =
+                    ShardIndexFile.decode(ByteBuffer.wrap(Files.readAllBytes(dir.resolve(name + ".gidx"))));
             assertEquals(read(dir.resolve(name)), index.samples(), name);
             assertEquals(shard.length, index.shardSize());
             assertEquals("", index.shardVersion(), "a writer of local files cannot know the stored version");
             for (int k = 0; k < index.samples().size(); k++) {
                 ShardSamples.Entry e = index.samples().get(k);
-                assertEquals(ShardIndexFile.crc(ByteBuffer.wrap(shard, (int) e.start(), (int) (e.end() - e.start()))),
-                        index.crcs()[k], name + " " + e.key());
+                assertEquals(
+                        ShardIndexFile.crc(ByteBuffer.wrap(shard, (int) e.start(), (int) (e.end() - e.start()))),
+                        index.crcs()[k],
+                        name + " " + e.key());
             }
         }
     }
 
     @Test
     void aKeyWrittenTwiceToOneShardIsRefusedAndIndexesCanBeTurnedOff() throws IOException {
-        try (ShardWriter writer = ShardWriter.builder(dir).pattern("dup-%d.tar").indexes(false).build()) {
+        try (ShardWriter writer =
+                ShardWriter.builder(dir).pattern("dup-%d.tar").indexes(false).build()) {
             writer.write("a/1", sample(1));
             writer.write("a/2", sample(2));
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> writer.write("a/1", sample(3)));
-            assertTrue(e.getMessage().contains("sample key: 'a/1' already written to shard dup-0.tar"),
-                    e.getMessage());
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, () -> writer.write("a/1", sample(3)));
+            assertTrue(e.getMessage().contains("sample key: 'a/1' already written to shard dup-0.tar"), e.getMessage());
         }
         assertTrue(Files.exists(dir.resolve("dup-0.tar")));
         assertFalse(Files.exists(dir.resolve("dup-0.tar.gidx")), "indexes(false) writes none");
@@ -114,10 +123,12 @@ class ShardWriterTest {
     void aShardIsClosedBeforeItWouldPassMaxBytes() {
         Map<String, ByteArrayOutputStream> out = new HashMap<>();
         try (ShardWriter writer = ShardWriter.builder((index, name) -> {
-            ByteArrayOutputStream stream = new ByteArrayOutputStream();
-            out.put(name, stream);
-            return stream;
-        }).maxBytes(10_000).build()) {
+                    ByteArrayOutputStream stream = new ByteArrayOutputStream();
+                    out.put(name, stream);
+                    return stream;
+                })
+                .maxBytes(10_000)
+                .build()) {
             for (int i = 0; i < 10; i++) {
                 writer.write("k/" + i, Map.of("bin", new byte[3000]));
             }
@@ -131,7 +142,8 @@ class ShardWriterTest {
         // 3000-byte samples take 3584 bytes each (header + padded data): two fit under 10 000 with the writer's
         // margin of 1 KiB per field, so 10 samples make 5 shards; then the big one alone, then the last. Each shard's
         // index went to the sink too, as a second stream named after the shard.
-        List<String> shards = out.keySet().stream().filter(n -> n.endsWith(".tar")).sorted().toList();
+        List<String> shards =
+                out.keySet().stream().filter(n -> n.endsWith(".tar")).sorted().toList();
         assertEquals(7, shards.size(), out.keySet().toString());
         for (String shard : shards) {
             assertTrue(out.containsKey(shard + ".gidx"), "index of " + shard + ": " + out.keySet());
@@ -149,13 +161,18 @@ class ShardWriterTest {
         }
         Path shard = dir.resolve("shard-000000.tar");
         List<ShardSamples.Entry> entries = read(shard);
-        assertEquals(List.of(longKey, unicode), entries.stream().map(ShardSamples.Entry::key).toList());
+        assertEquals(
+                List.of(longKey, unicode),
+                entries.stream().map(ShardSamples.Entry::key).toList());
         // GNU tar reads the same names.
-        Process tar = new ProcessBuilder("tar", "-tf", shard.toString()).redirectErrorStream(true).start();
+        Process tar = new ProcessBuilder("tar", "-tf", shard.toString())
+                .redirectErrorStream(true)
+                .start();
         String listing = new String(tar.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue(tar.waitFor(30, TimeUnit.SECONDS));
         assertEquals(0, tar.exitValue(), listing);
-        assertEquals(List.of(longKey + ".jpg", unicode + ".cls"), listing.lines().toList());
+        assertEquals(
+                List.of(longKey + ".jpg", unicode + ".cls"), listing.lines().toList());
     }
 
     @Test

@@ -68,8 +68,9 @@ class StagedFirstEpochTest {
     /** The image of sample {@code i}: inside a page, or across several. */
     static byte[] jpg(int i) {
         SplittableRandom random = new SplittableRandom(1_000 + i);
-        int size = i >= SAMPLES ? 1 + random.nextInt(40) : i % 3 == 0 ? 200 + random.nextInt(6_000)
-                : 10_000 + random.nextInt(60_000);
+        int size = i >= SAMPLES
+                ? 1 + random.nextInt(40)
+                : i % 3 == 0 ? 200 + random.nextInt(6_000) : 10_000 + random.nextInt(60_000);
         byte[] bytes = new byte[size];
         random.nextBytes(bytes);
         return bytes;
@@ -94,7 +95,9 @@ class StagedFirstEpochTest {
     /** Writes the shards (with indexes) and the objects under {@code data}; returns the shard keys. */
     static List<String> write(Path data) throws IOException {
         List<String> shards = new ArrayList<>();
-        try (ShardWriter w = ShardWriter.builder(data.resolve("shards")).pattern("train-%04d.tar").maxCount(60)
+        try (ShardWriter w = ShardWriter.builder(data.resolve("shards"))
+                .pattern("train-%04d.tar")
+                .maxCount(60)
                 .build()) {
             for (int i = 0; i < SAMPLES; i++) {
                 w.write(sampleKey(i), fields(i));
@@ -102,7 +105,9 @@ class StagedFirstEpochTest {
             w.close();
             w.shards().forEach(s -> shards.add("shards/" + s));
         }
-        try (ShardWriter w = ShardWriter.builder(data.resolve("shards")).pattern("tiny-%04d.tar").maxCount(TINY)
+        try (ShardWriter w = ShardWriter.builder(data.resolve("shards"))
+                .pattern("tiny-%04d.tar")
+                .maxCount(TINY)
                 .build()) {
             for (int i = SAMPLES; i < SAMPLES + TINY; i++) {
                 w.write(sampleKey(i), fields(i));
@@ -128,13 +133,24 @@ class StagedFirstEpochTest {
     static TieredCache cache(Origin origin, Path disk) {
         return TieredCache.builder(origin)
                 .tier(MemoryTier.builder().capacity(16L << 20).slabSize(1 << 20).build())
-                .tier(DiskTier.builder().directory(disk).capacity(64L << 20).segmentSize(4L << 20).build())
-                .pageSize(PAGE).build();
+                .tier(DiskTier.builder()
+                        .directory(disk)
+                        .capacity(64L << 20)
+                        .segmentSize(4L << 20)
+                        .build())
+                .pageSize(PAGE)
+                .build();
     }
 
     static S3Origin s3(URI endpoint, String bucket) {
-        return S3Origin.builder().bucket(bucket).endpoint(endpoint).pathStyle(true)
-                .credentials(S3ProxyServer.credentials()).retryBackoff(Duration.ofMillis(2)).maxConcurrency(8).build();
+        return S3Origin.builder()
+                .bucket(bucket)
+                .endpoint(endpoint)
+                .pathStyle(true)
+                .credentials(S3ProxyServer.credentials())
+                .retryBackoff(Duration.ofMillis(2))
+                .maxConcurrency(8)
+                .build();
     }
 
     // ---------------------------------------------------------------------------------------------- the tests
@@ -154,8 +170,10 @@ class StagedFirstEpochTest {
         Path disk = root.resolve("nvme");
         List<String> shards = write(data);
         S3ProxyServer server = S3ProxyServer.shared();
-        String bucket = "staged-" + Long.toHexString(System.nanoTime()) + "-" + ProcessHandle.current().pid();
-        try (S3Client client = server.client(); Stream<Path> files = Files.walk(data)) {
+        String bucket = "staged-" + Long.toHexString(System.nanoTime()) + "-"
+                + ProcessHandle.current().pid();
+        try (S3Client client = server.client();
+                Stream<Path> files = Files.walk(data)) {
             client.createBucket(b -> b.bucket(bucket));
             for (Path file : files.filter(Files::isRegularFile).toList()) {
                 String key = data.relativize(file).toString().replace('\\', '/');
@@ -174,8 +192,13 @@ class StagedFirstEpochTest {
         int page = ShardParts.MIN_PART_SIZE;
         Supplier<TieredCache> cache = () -> TieredCache.builder(PosixOrigin.of(data))
                 .tier(MemoryTier.builder().capacity(16L << 20).slabSize(4 << 20).build())
-                .tier(DiskTier.builder().directory(disk).capacity(64L << 20).segmentSize(4L << 20).build())
-                .pageSize(page).build();
+                .tier(DiskTier.builder()
+                        .directory(disk)
+                        .capacity(64L << 20)
+                        .segmentSize(4L << 20)
+                        .build())
+                .pageSize(page)
+                .build();
         long pages = 0;
         try (TieredCache staging = cache.get()) {
             assertTrue(staging.prestage("shards/", p -> {}).complete());
@@ -185,8 +208,11 @@ class StagedFirstEpochTest {
         }
         try (TieredCache job = cache.get()) {
             WebDataset dataset = WebDataset.of(job, shards);
-            try (DataLoader<Integer> loader = DataLoader.builder(dataset, Job::sample).batchSize(16)
-                    .shuffle(Shuffle.shardBlocks(7, 2)).workers(2).build()) { // parts of 8 MiB configured
+            try (DataLoader<Integer> loader = DataLoader.builder(dataset, Job::sample)
+                    .batchSize(16)
+                    .shuffle(Shuffle.shardBlocks(7, 2))
+                    .workers(2)
+                    .build()) { // parts of 8 MiB configured
                 EpochPlan plan = loader.plan(0, 1).epochs().getFirst();
                 assertEquals(pages, plan.reads(), "the epoch reads the staged 1 MiB pages as its parts: " + plan);
                 assertEquals(0, plan.originReads(), plan.toString());
@@ -195,8 +221,10 @@ class StagedFirstEpochTest {
                 long diskHits = job.stats().tiers().get(1).hits();
                 assertEquals(SAMPLES + TINY, Job.drain(loader));
                 assertEquals(reads, job.stats().origin().reads(), "no origin data read");
-                assertEquals(diskMisses, job.stats().tiers().get(1).misses(), "every part found as it is: no part"
-                        + " missed and assembled from pages");
+                assertEquals(
+                        diskMisses,
+                        job.stats().tiers().get(1).misses(),
+                        "every part found as it is: no part" + " missed and assembled from pages");
                 assertEquals(diskHits + pages, job.stats().tiers().get(1).hits(), "one hit per page");
             }
         }
@@ -207,7 +235,8 @@ class StagedFirstEpochTest {
         long indexes = 0;
         long largeIndexes = 0;
         try (Stream<Path> files = Files.list(data.resolve("shards"))) {
-            for (Path f : files.filter(f -> f.toString().endsWith(ShardIndexFile.SUFFIX)).toList()) {
+            for (Path f : files.filter(f -> f.toString().endsWith(ShardIndexFile.SUFFIX))
+                    .toList()) {
                 indexes++;
                 largeIndexes += Files.size(f) > PAGE ? 1 : 0;
             }
@@ -228,8 +257,9 @@ class StagedFirstEpochTest {
         assertEquals(SAMPLES + TINY, figures.get("samples.streamed"), figures.toString());
         assertEquals(SAMPLES + TINY, figures.get("samples.perSample"), figures.toString());
         assertEquals(OBJECTS, figures.get("objects"), figures.toString());
-        assertTrue(figures.get("parts") < figures.get("samples.streamed") / 10, "the streamed epoch reads parts: "
-                + figures);
+        assertTrue(
+                figures.get("parts") < figures.get("samples.streamed") / 10,
+                "the streamed epoch reads parts: " + figures);
         assertEquals(0, figures.get("origin.indexing"), "indexing read the staged index files: " + figures);
         assertEquals(0, figures.get("plan.streamed"), "the dry run predicts no origin read: " + figures);
         assertEquals(0, figures.get("plan.perSample"), figures.toString());
@@ -244,11 +274,17 @@ class StagedFirstEpochTest {
 
         static Map<String, Long> run(List<String> shards, Path disk, String... origin) throws Exception {
             List<String> command = new ArrayList<>(List.of(
-                    Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx256m",
-                    "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
-                    Job.class.getName(), String.join(",", shards), disk.toString()));
+                    Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "-Xmx256m",
+                    "--enable-native-access=ALL-UNNAMED",
+                    "-cp",
+                    System.getProperty("java.class.path"),
+                    Job.class.getName(),
+                    String.join(",", shards),
+                    disk.toString()));
             command.addAll(List.of(origin));
-            Process child = new ProcessBuilder(command).redirectErrorStream(true).start();
+            Process child =
+                    new ProcessBuilder(command).redirectErrorStream(true).start();
             String out = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             assertTrue(child.waitFor(200, TimeUnit.SECONDS), out);
             assertEquals(0, child.exitValue(), out);
@@ -266,15 +302,19 @@ class StagedFirstEpochTest {
         public static void main(String[] args) throws Exception {
             List<String> shards = List.of(args[0].split(","));
             Path disk = Path.of(args[1]);
-            Origin origin = args[2].equals("posix") ? PosixOrigin.of(Path.of(args[3]))
-                    : s3(URI.create(args[3]), args[4]);
+            Origin origin =
+                    args[2].equals("posix") ? PosixOrigin.of(Path.of(args[3])) : s3(URI.create(args[3]), args[4]);
             try (TieredCache cache = cache(origin, disk)) {
                 WebDataset dataset = WebDataset.of(cache, shards);
                 figure("origin.indexing", cache.stats().origin().reads());
 
                 long before = cache.stats().origin().reads();
-                try (DataLoader<Integer> loader = DataLoader.builder(dataset, Job::sample).batchSize(16)
-                        .shuffle(Shuffle.shardBlocks(7, 2)).shardPartSize(PART).workers(2).build()) {
+                try (DataLoader<Integer> loader = DataLoader.builder(dataset, Job::sample)
+                        .batchSize(16)
+                        .shuffle(Shuffle.shardBlocks(7, 2))
+                        .shardPartSize(PART)
+                        .workers(2)
+                        .build()) {
                     EpochPlan plan = loader.plan(0, 1).epochs().getFirst();
                     figure("plan.streamed", plan.originReads());
                     figure("parts", plan.reads());
@@ -283,16 +323,25 @@ class StagedFirstEpochTest {
                 figure("origin.streamed", cache.stats().origin().reads() - before);
 
                 before = cache.stats().origin().reads();
-                try (DataLoader<Integer> loader = DataLoader.builder(dataset, Job::sample).batchSize(16)
-                        .shuffle(Shuffle.samples(3)).streamShards(false).workers(2).build()) {
-                    figure("plan.perSample", loader.plan(0, 1).epochs().getFirst().originReads());
+                try (DataLoader<Integer> loader = DataLoader.builder(dataset, Job::sample)
+                        .batchSize(16)
+                        .shuffle(Shuffle.samples(3))
+                        .streamShards(false)
+                        .workers(2)
+                        .build()) {
+                    figure(
+                            "plan.perSample",
+                            loader.plan(0, 1).epochs().getFirst().originReads());
                     figure("samples.perSample", drain(loader));
                 }
                 figure("origin.perSample", cache.stats().origin().reads() - before);
 
                 before = cache.stats().origin().reads();
-                try (DataLoader<Integer> loader = DataLoader.builder(Dataset.ofObjects(cache, "objects/"),
-                        Job::object).batchSize(4).shuffle(5).workers(2).build()) {
+                try (DataLoader<Integer> loader = DataLoader.builder(Dataset.ofObjects(cache, "objects/"), Job::object)
+                        .batchSize(4)
+                        .shuffle(5)
+                        .workers(2)
+                        .build()) {
                     figure("objects", drain(loader));
                 }
                 figure("origin.objects", cache.stats().origin().reads() - before);
@@ -317,7 +366,8 @@ class StagedFirstEpochTest {
         /** Checks a sample's fields against what was written for its key. */
         private static Integer sample(Sample sample) {
             String key = sample.key();
-            int i = key.startsWith("tiny/") ? SAMPLES + Integer.parseInt(key.substring(5))
+            int i = key.startsWith("tiny/")
+                    ? SAMPLES + Integer.parseInt(key.substring(5))
                     : Integer.parseInt(key.substring(6));
             assertArrayEquals(jpg(i), bytes(sample.fields().get("jpg")), key);
             assertArrayEquals(cls(i), bytes(sample.fields().get("cls")), key);

@@ -54,7 +54,11 @@ class StagingTest {
         Set<Long> buffers = new HashSet<>();
         try (TieredCache cache = LoaderFixture.cache(leaks, root);
                 DataLoader<Integer> loader = DataLoader.builder(Dataset.ofObjects(cache, "train/"), Sample::index)
-                        .batchSize(8).shuffle(5).prefetch(3).staging(64, StagingTest::collateIndices).build()) {
+                        .batchSize(8)
+                        .shuffle(5)
+                        .prefetch(3)
+                        .staging(64, StagingTest::collateIndices)
+                        .build()) {
             for (int e = 0; e < 3; e++) {
                 try (Epoch<Integer> epoch = loader.epoch(e)) {
                     for (Batch<Integer> batch : epoch) {
@@ -62,7 +66,9 @@ class StagingTest {
                         assertTrue(staging.isReadOnly());
                         assertEquals(4L * batch.size(), staging.byteSize());
                         for (int i = 0; i < batch.size(); i++) {
-                            assertEquals(batch.indices()[i], staging.getAtIndex(ValueLayout.JAVA_INT, i),
+                            assertEquals(
+                                    batch.indices()[i],
+                                    staging.getAtIndex(ValueLayout.JAVA_INT, i),
                                     "batch " + batch.index() + " item " + i);
                             assertEquals(batch.items().get(i), batch.indices()[i]);
                         }
@@ -70,7 +76,8 @@ class StagingTest {
                     }
                 }
             }
-            try (DataLoader<Integer> plain = DataLoader.builder(loader.dataset(), Sample::index).build()) {
+            try (DataLoader<Integer> plain =
+                    DataLoader.builder(loader.dataset(), Sample::index).build()) {
                 assertEquals("no staging", plain.stagingPinning());
             }
             assertEquals("not requested", loader.stagingPinning());
@@ -82,12 +89,18 @@ class StagingTest {
     void pinnedBuffersAreLockedOrTheRefusalIsReported() throws IOException {
         try (TieredCache cache = LoaderFixture.cache(leaks, root);
                 DataLoader<Integer> loader = DataLoader.builder(Dataset.ofObjects(cache, "train/"), Sample::index)
-                        .batchSize(8).staging(4096, StagingTest::collateIndices).pinnedStaging(true).build();
+                        .batchSize(8)
+                        .staging(4096, StagingTest::collateIndices)
+                        .pinnedStaging(true)
+                        .build();
                 Epoch<Integer> epoch = loader.epoch(0)) {
             String pinning = loader.stagingPinning();
             assertTrue(pinning.equals("locked") || pinning.contains("mlock"), pinning);
-            assertEquals(N, StreamSupport.stream(epoch.spliterator(), false)
-                    .mapToInt(Batch::size).sum());
+            assertEquals(
+                    N,
+                    StreamSupport.stream(epoch.spliterator(), false)
+                            .mapToInt(Batch::size)
+                            .sum());
         }
     }
 
@@ -95,17 +108,21 @@ class StagingTest {
     void aCollatorThatFailsOrOverrunsFailsItsBatchAndTheEpochGoesOn() throws IOException {
         try (TieredCache cache = LoaderFixture.cache(leaks, root);
                 DataLoader<Integer> loader = DataLoader.builder(Dataset.ofObjects(cache, "train/"), Sample::index)
-                        .batchSize(10).staging(64, (items, staging) -> {
+                        .batchSize(10)
+                        .staging(64, (items, staging) -> {
                             if (items.contains(15)) {
                                 throw new IllegalArgumentException("tensor shape mismatch");
                             }
                             return items.contains(25) ? staging.byteSize() + 1 : collateIndices(items, staging);
-                        }).build();
+                        })
+                        .build();
                 Epoch<Integer> epoch = loader.epoch(0)) {
             var it = epoch.iterator();
             assertEquals(10, it.next().size());
             IllegalStateException failed = assertThrows(IllegalStateException.class, it::next);
-            assertTrue(failed.getMessage().contains("collating batch 1") && failed.getMessage().contains("tensor"),
+            assertTrue(
+                    failed.getMessage().contains("collating batch 1")
+                            && failed.getMessage().contains("tensor"),
                     failed.getMessage());
             IllegalStateException overrun = assertThrows(IllegalStateException.class, it::next);
             assertTrue(overrun.getMessage().contains("collator wrote 65 bytes"), overrun.getMessage());
@@ -121,7 +138,8 @@ class StagingTest {
     void withoutStagingABatchHasNone() throws IOException {
         try (TieredCache cache = LoaderFixture.cache(leaks, root);
                 DataLoader<Integer> loader = DataLoader.builder(Dataset.ofObjects(cache, "train/"), Sample::index)
-                        .batchSize(50).build();
+                        .batchSize(50)
+                        .build();
                 Epoch<Integer> epoch = loader.epoch(0)) {
             assertNull(epoch.iterator().next().staging());
         }
@@ -131,13 +149,13 @@ class StagingTest {
     void stagingArgumentsAreChecked() throws IOException {
         try (TieredCache cache = LoaderFixture.cache(leaks, root)) {
             var b = DataLoader.builder(Dataset.ofObjects(cache, "train/"), Sample::index);
-            IllegalArgumentException size = assertThrows(IllegalArgumentException.class,
-                    () -> b.staging(0, StagingTest::collateIndices));
+            IllegalArgumentException size =
+                    assertThrows(IllegalArgumentException.class, () -> b.staging(0, StagingTest::collateIndices));
             assertTrue(size.getMessage().contains("staging buffer size: 0"), size.getMessage());
             IllegalArgumentException none = assertThrows(IllegalArgumentException.class, () -> b.staging(8, null));
             assertTrue(none.getMessage().contains("collator: null"), none.getMessage());
-            IllegalArgumentException pinnedAlone = assertThrows(IllegalArgumentException.class,
-                    () -> b.pinnedStaging(true).build());
+            IllegalArgumentException pinnedAlone = assertThrows(
+                    IllegalArgumentException.class, () -> b.pinnedStaging(true).build());
             assertNotEquals(-1, pinnedAlone.getMessage().indexOf("pinned staging"), pinnedAlone.getMessage());
         }
     }

@@ -31,8 +31,8 @@ class StarvationAlarmTest {
     private static final long MS = 1_000_000L;
 
     /** A loader's figures: cumulative wait and decode time, origin reads, takes (none empty unless said). */
-    private static StarvationAlarm.Totals totals(long wait, long decode, long reads, long bytes, long originNanos,
-            long takes, long empty) {
+    private static StarvationAlarm.Totals totals(
+            long wait, long decode, long reads, long bytes, long originNanos, long takes, long empty) {
         return new StarvationAlarm.Totals(wait, decode, reads, bytes, originNanos, takes, empty);
     }
 
@@ -73,7 +73,8 @@ class StarvationAlarmTest {
         assertTrue(raised.starved());
         assertTrue(raised.dataWaitRatio() >= 0.2 && raised.dataWaitRatio() <= 0.6, "ratio " + raised.dataWaitRatio());
         assertEquals(Starvation.Cause.ORIGIN_LATENCY, raised.cause(), "100 kB reads: time to first byte dominates");
-        assertTrue(raised.originLatencyMillis() > 30 && raised.originLatencyMillis() <= 200,
+        assertTrue(
+                raised.originLatencyMillis() > 30 && raised.originLatencyMillis() <= 200,
                 "mean origin read " + raised.originLatencyMillis());
         assertEquals(List.of(raised), heard, "the listener heard the change once");
         assertTrue(alarm.starved());
@@ -95,7 +96,8 @@ class StarvationAlarmTest {
         assertTrue(line.startsWith("starved: the trainer waited for data"), line);
         assertTrue(line.contains("the time goes to origin latency"), line);
         assertTrue(line.contains("(threshold 20 %)"), line);
-        assertTrue(heard.get(1).describe().startsWith("no longer starved: the trainer waited for data"),
+        assertTrue(
+                heard.get(1).describe().startsWith("no longer starved: the trainer waited for data"),
                 heard.get(1).describe());
     }
 
@@ -116,7 +118,9 @@ class StarvationAlarmTest {
         // Decode workers (2) busy 90 % of the window: decode.
         assertEquals(Starvation.Cause.DECODE, starve(2, 18 * S, 0, 0, 0).cause());
         // Origin reads of 4 MiB taking more thread-time than decoding: throughput.
-        assertEquals(Starvation.Cause.ORIGIN_THROUGHPUT, starve(2, S, 100, 400L << 20, 50 * S).cause());
+        assertEquals(
+                Starvation.Cause.ORIGIN_THROUGHPUT,
+                starve(2, S, 100, 400L << 20, 50 * S).cause());
         // Origin reads of 64 KiB: latency.
         Starvation latency = starve(2, S, 1000, 64_000_000, 50 * S);
         assertEquals(Starvation.Cause.ORIGIN_LATENCY, latency.cause());
@@ -156,12 +160,13 @@ class StarvationAlarmTest {
 
     @Test
     void theBuilderRefusesBadSettings(@TempDir Path dir) throws Exception {
-        try (TieredCache cache = TieredCache.builder(
-                PosixOrigin.of(dir))
-                .tier(MemoryTier.builder().capacity(1 << 20).build()).build()) {
+        try (TieredCache cache = TieredCache.builder(PosixOrigin.of(dir))
+                .tier(MemoryTier.builder().capacity(1 << 20).build())
+                .build()) {
             DataLoader.Builder<Sample> b = DataLoader.builder(Dataset.ofKeys(cache, List.of("a")), s -> s);
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> b.starvationThreshold(0));
-            assertEquals("starvation threshold: 0.0 (expected: a share in (0, 1], such as 0.2 for 20 % data-wait)",
+            assertEquals(
+                    "starvation threshold: 0.0 (expected: a share in (0, 1], such as 0.2 for 20 % data-wait)",
                     e.getMessage());
             assertThrows(IllegalArgumentException.class, () -> b.starvationThreshold(1.5));
             assertThrows(IllegalArgumentException.class, () -> b.starvationThreshold(Double.NaN));

@@ -136,8 +136,8 @@ class TarIndexTest {
     }
 
     private static CorruptShardException corrupt(byte[] bytes, long shardSize) {
-        CorruptShardException e = assertThrows(CorruptShardException.class,
-                () -> TarIndex.scan(SHARD, shardSize, new RecordingReader(bytes)));
+        CorruptShardException e = assertThrows(
+                CorruptShardException.class, () -> TarIndex.scan(SHARD, shardSize, new RecordingReader(bytes)));
         assertEquals(SHARD, e.shard());
         assertTrue(e.getMessage().startsWith("shard '" + SHARD + "' at offset " + e.offset() + ": "), e.getMessage());
         return e;
@@ -163,15 +163,18 @@ class TarIndexTest {
             assertEquals(0, offset % TarIndex.BLOCK, "read at " + offset + " is block-aligned");
             boolean afterMetadata = offset == previousHeader + TarIndex.BLOCK && isMetadata(reader, previousHeader);
             if (length != TarIndex.BLOCK || afterMetadata) {
-                assertEquals(previousHeader + TarIndex.BLOCK, offset, "a read of " + length + " at " + offset
-                        + " is the data of the header before it");
+                assertEquals(
+                        previousHeader + TarIndex.BLOCK,
+                        offset,
+                        "a read of " + length + " at " + offset + " is the data of the header before it");
                 assertTrue(isMetadata(reader, previousHeader), "the header at " + previousHeader + " is metadata");
                 previousHeader = -1;
             } else {
                 previousHeader = offset;
             }
             for (Member m : members) {
-                assertTrue(offset + length <= m.offset() || offset >= m.offset() + m.size(),
+                assertTrue(
+                        offset + length <= m.offset() || offset >= m.offset() + m.size(),
                         "read(" + offset + ", " + length + ") overlaps the data of " + m);
             }
             previousEnd = offset + length;
@@ -225,8 +228,11 @@ class TarIndexTest {
         assertHeaderTypes("gnutar-gnu", List.of('5', 'L', 'K', '2', '1', '0'));
         assertHeaderTypes("gnutar-posix", List.of('5', 'x', '2', '1', '0'));
 
-        assertTrue(expected("pax").stream().anyMatch(m -> m.name().getBytes(UTF_8).length > 100
-                && m.name().chars().anyMatch(c -> c > 0x7f)), "pax.tar has a long non-ASCII name");
+        assertTrue(
+                expected("pax").stream()
+                        .anyMatch(m -> m.name().getBytes(UTF_8).length > 100
+                                && m.name().chars().anyMatch(c -> c > 0x7f)),
+                "pax.tar has a long non-ASCII name");
         assertTrue(expected("mixed").stream().anyMatch(m -> m.size() == 0));
         assertTrue(expected("zero_size").stream().anyMatch(m -> m.size() == 0));
 
@@ -261,7 +267,9 @@ class TarIndexTest {
     @Test
     void aFlippedHeaderByteIsABadChecksumAtThatHeader() throws IOException {
         byte[] original = fixture("webdataset");
-        assertEquals(new Member("a/0001.cls", CLS_HEADER + 512, 2), expected("webdataset").get(1));
+        assertEquals(
+                new Member("a/0001.cls", CLS_HEADER + 512, 2),
+                expected("webdataset").get(1));
         for (int i = 0; i < TarIndex.BLOCK; i++) {
             if (i >= 148 && i < 156) {
                 continue; // the checksum field itself: see below
@@ -277,8 +285,10 @@ class TarIndexTest {
         String stored = new String(original, CLS_HEADER + 148, 6, UTF_8);
         int delta = original[CLS_HEADER + 10] == 0 ? 1 : -1;
         String computed = Integer.toOctalString(Integer.parseInt(stored, 8) + delta);
-        assertEquals("shard '" + SHARD + "' at offset 2048: bad header checksum (stored 0" + Integer.toOctalString(
-                Integer.parseInt(stored, 8)) + ", computed 0" + computed + ") (expected: a tar header)",
+        assertEquals(
+                "shard '" + SHARD + "' at offset 2048: bad header checksum (stored 0"
+                        + Integer.toOctalString(Integer.parseInt(stored, 8)) + ", computed 0" + computed
+                        + ") (expected: a tar header)",
                 corrupt(bytes).getMessage());
 
         bytes = original.clone();
@@ -294,8 +304,10 @@ class TarIndexTest {
         for (int cut : new int[] {513, 512 + 600, 512 + 1199}) {
             CorruptShardException e = corrupt(Arrays.copyOf(bytes, cut));
             assertEquals(0, e.offset());
-            assertEquals("shard '" + SHARD + "' at offset 0: truncated: member 'a/0001.jpg' of 1200 bytes at offset"
-                    + " 512 ends at 1712 (expected: <= shard size " + cut + ")", e.getMessage());
+            assertEquals(
+                    "shard '" + SHARD + "' at offset 0: truncated: member 'a/0001.jpg' of 1200 bytes at offset"
+                            + " 512 ends at 1712 (expected: <= shard size " + cut + ")",
+                    e.getMessage());
         }
         // All the data but not all the padding.
         CorruptShardException e = corrupt(Arrays.copyOf(bytes, 1712 + 10));
@@ -331,9 +343,13 @@ class TarIndexTest {
     @Test
     void otherReaderFailuresPropagateAsIs() {
         IOException failure = new IOException("connection reset");
-        assertSame(failure, assertThrows(IOException.class, () -> TarIndex.scan(SHARD, 1024, (o, l) -> {
-            throw failure;
-        })));
+        assertSame(
+                failure,
+                assertThrows(
+                        IOException.class,
+                        () -> TarIndex.scan(SHARD, 1024, (o, l) -> {
+                            throw failure;
+                        })));
     }
 
     @Test
@@ -385,7 +401,9 @@ class TarIndexTest {
         Arrays.fill(huge, 5, 12, (byte) 0xff);
         setField(bytes, 0, 124, huge);
         CorruptShardException e = corrupt(bytes);
-        assertContains(e.getMessage(), "truncated: member 'a/0001.jpg' of " + Long.MAX_VALUE + " bytes at offset 512",
+        assertContains(
+                e.getMessage(),
+                "truncated: member 'a/0001.jpg' of " + Long.MAX_VALUE + " bytes at offset 512",
                 "ends at " + Long.toUnsignedString(Long.MAX_VALUE + 512));
     }
 
@@ -414,8 +432,11 @@ class TarIndexTest {
         System.arraycopy(String.valueOf(length - 1).getBytes(UTF_8), 0, bytes, data, digits);
         CorruptShardException e = corrupt(bytes);
         assertEquals(header, e.offset());
-        assertContains(e.getMessage(), "bad PAX record at byte 0 of the extended header: length " + (length - 1)
-                + " does not end at a newline", "(expected: \"LENGTH key=value\\n\" records)");
+        assertContains(
+                e.getMessage(),
+                "bad PAX record at byte 0 of the extended header: length " + (length - 1)
+                        + " does not end at a newline",
+                "(expected: \"LENGTH key=value\\n\" records)");
 
         bytes = original.clone();
         Arrays.fill(bytes, data, data + digits, (byte) '9');
@@ -455,52 +476,75 @@ class TarIndexTest {
 
     @Test
     void paxPathAndSizeOverrideTheHeader() throws IOException {
-        Tar tar = new Tar().pax('x', record("comment", "x=y\nz") + record("path", "pax/wéird\nname=1.txt")
-                + record("size", "5") + record("mtime", "1700000000.5") + "\0\0\0");
+        Tar tar = new Tar()
+                .pax(
+                        'x',
+                        record("comment", "x=y\nz") + record("path", "pax/wéird\nname=1.txt") + record("size", "5")
+                                + record("mtime", "1700000000.5") + "\0\0\0");
         tar.file("header-name.txt", '0', 999_999, new byte[5]); // the header's size is overridden
         tar.pax('x', record("path", "")).file("kept.txt", '0', 2, new byte[2]); // an empty value cancels
         tar.pax('x', record("size", "3")).pax('x', record("path", "both.txt")).file("x", '0', 0, new byte[3]);
         List<Member> members = scan(tar.end());
-        assertEquals(List.of(new Member("pax/wéird\nname=1.txt", 1536, 5), new Member("kept.txt", 3584, 2),
-                new Member("both.txt", 6656, 3)), members);
+        assertEquals(
+                List.of(
+                        new Member("pax/wéird\nname=1.txt", 1536, 5),
+                        new Member("kept.txt", 3584, 2),
+                        new Member("both.txt", 6656, 3)),
+                members);
     }
 
     @Test
     void badPaxSizes() {
         for (String size : new String[] {"-1", "12a", "0x10", " 5", "9223372036854775808"}) {
-            CorruptShardException e = corrupt(new Tar().pax('x', record("size", size)).file("f", '0', 0, null).end());
+            CorruptShardException e = corrupt(new Tar()
+                    .pax('x', record("size", size))
+                    .file("f", '0', 0, null)
+                    .end());
             assertContains(e.getMessage(), "PAX size: \"" + size + "\" (expected: a decimal number of bytes < 2^63)");
         }
-        CorruptShardException e = corrupt(new Tar().pax('x', record("size", String.valueOf(Long.MAX_VALUE)))
-                .file("f", '0', 0, null).end());
+        CorruptShardException e = corrupt(new Tar()
+                .pax('x', record("size", String.valueOf(Long.MAX_VALUE)))
+                .file("f", '0', 0, null)
+                .end());
         assertEquals(1024, e.offset(), "the member's header, after the extended header and its data");
         assertContains(e.getMessage(), "truncated: member 'f' of " + Long.MAX_VALUE + " bytes");
     }
 
     @Test
     void globalPaxHeadersAreNotMembersAndDoNotRename() throws IOException {
-        byte[] bytes = new Tar().pax('g', record("path", "global.txt") + record("size", "7"))
-                .file("a.txt", '0', 1, new byte[1]).end();
+        byte[] bytes = new Tar()
+                .pax('g', record("path", "global.txt") + record("size", "7"))
+                .file("a.txt", '0', 1, new byte[1])
+                .end();
         assertEquals(List.of(new Member("a.txt", 1536, 1)), scan(bytes));
         // A global header describes no member: it may be the last thing in the archive.
-        assertEquals(List.of(), scan(new Tar().pax('g', record("comment", "nothing follows")).end()));
-        assertEquals(List.of(), scan(new Tar().pax('g', record("comment", "nothing follows")).bytes()));
+        assertEquals(
+                List.of(),
+                scan(new Tar().pax('g', record("comment", "nothing follows")).end()));
+        assertEquals(
+                List.of(),
+                scan(new Tar().pax('g', record("comment", "nothing follows")).bytes()));
     }
 
     @Test
     void paxPathOverridesTheGnuLongNameWhichOverridesTheHeader() throws IOException {
         String longName = "gnu/" + "n".repeat(200) + ".txt";
         byte[] bytes = new Tar()
-                .meta('L', (longName + "\0").getBytes(UTF_8)).pax('x', record("path", "pax.txt"))
+                .meta('L', (longName + "\0").getBytes(UTF_8))
+                .pax('x', record("path", "pax.txt"))
                 .file("header.txt", '0', 1, new byte[1])
-                .meta('L', (longName + "\0").getBytes(UTF_8)).meta('K', "link\0".getBytes(UTF_8))
+                .meta('L', (longName + "\0").getBytes(UTF_8))
+                .meta('K', "link\0".getBytes(UTF_8))
                 .file("header.txt", '0', 1, new byte[1])
-                .meta('K', ("t".repeat(300) + "\0").getBytes(UTF_8)).file("symlink", '2', 0, null)
+                .meta('K', ("t".repeat(300) + "\0").getBytes(UTF_8))
+                .file("symlink", '2', 0, null)
                 .file("header.txt", '0', 1, new byte[1])
                 .end();
         RecordingReader reader = new RecordingReader(bytes);
         List<Member> members = TarIndex.scan(SHARD, bytes.length, reader);
-        assertEquals(List.of("pax.txt", longName, "header.txt"), members.stream().map(Member::name).toList());
+        assertEquals(
+                List.of("pax.txt", longName, "header.txt"),
+                members.stream().map(Member::name).toList());
         assertReadOnlyHeaders(reader, members);
         for (long[] read : reader.reads) {
             assertTrue(read[1] != 5 && read[1] != 301, "long link names are not read: " + Arrays.toString(read));
@@ -514,14 +558,16 @@ class TarIndexTest {
         String value = "v".repeat(max - "1048576 comment=\n".length());
         String big = record("comment", value);
         assertEquals(max, big.length());
-        assertEquals(List.of(new Member("f.txt", 512 + max + 512, 0)),
+        assertEquals(
+                List.of(new Member("f.txt", 512 + max + 512, 0)),
                 scan(new Tar().pax('x', big).file("f.txt", '0', 0, null).end()));
 
         for (char type : new char[] {'x', 'g', 'L'}) {
             byte[] header = Tar.header("././@PaxHeader", type, max + 1L);
             long shardSize = 4L * max;
             List<long[]> reads = new ArrayList<>();
-            CorruptShardException e = assertThrows(CorruptShardException.class,
+            CorruptShardException e = assertThrows(
+                    CorruptShardException.class,
                     () -> TarIndex.scan(SHARD, shardSize, (offset, length) -> {
                         reads.add(new long[] {offset, length});
                         return offset == 0 ? ByteBuffer.wrap(header) : ByteBuffer.allocate(length);
@@ -534,7 +580,8 @@ class TarIndexTest {
 
     @Test
     void metadataWithoutItsMemberIsATruncatedArchive() {
-        assertContains(corrupt(new Tar().pax('x', record("path", "a.txt")).end()).getMessage(),
+        assertContains(
+                corrupt(new Tar().pax('x', record("path", "a.txt")).end()).getMessage(),
                 "the archive ends after a PAX extended header or GNU long name");
         byte[] noEndBlocks = new Tar().meta('L', "a.txt\0".getBytes(UTF_8)).bytes();
         CorruptShardException e = corrupt(noEndBlocks);
@@ -544,20 +591,26 @@ class TarIndexTest {
 
     @Test
     void sparseFilesAreRefused() {
-        CorruptShardException e = corrupt(new Tar().file("old-gnu-sparse", 'S', 0, null).end());
+        CorruptShardException e =
+                corrupt(new Tar().file("old-gnu-sparse", 'S', 0, null).end());
         assertContains(e.getMessage(), "GNU sparse member 'old-gnu-sparse'", "sparse files are not supported");
-        e = corrupt(new Tar().pax('x', record("GNU.sparse.major", "1") + record("GNU.sparse.name", "s"))
-                .file("GNUSparseFile.0/s", '0', 0, null).end());
+        e = corrupt(new Tar()
+                .pax('x', record("GNU.sparse.major", "1") + record("GNU.sparse.name", "s"))
+                .file("GNUSparseFile.0/s", '0', 0, null)
+                .end());
         assertContains(e.getMessage(), "PAX key GNU.sparse.major", "sparse files are not supported");
     }
 
     @Test
     void typesThatCarryDataAndTypesThatDoNot() throws IOException {
         Tar tar = new Tar();
-        tar.file("regular-0.a", '0', 3, new byte[3]).file("regular-nul.a", 0, 3, new byte[3])
+        tar.file("regular-0.a", '0', 3, new byte[3])
+                .file("regular-nul.a", 0, 3, new byte[3])
                 .file("contiguous.a", '7', 3, new byte[3]);
-        List<Member> expected = new ArrayList<>(List.of(new Member("regular-0.a", 512, 3),
-                new Member("regular-nul.a", 1536, 3), new Member("contiguous.a", 2560, 3)));
+        List<Member> expected = new ArrayList<>(List.of(
+                new Member("regular-0.a", 512, 3),
+                new Member("regular-nul.a", 1536, 3),
+                new Member("contiguous.a", 2560, 3)));
         long offset = 3072;
         // Links, devices, directories and fifos carry no data, whatever their size field says: the next header
         // follows at once (were 1000 bytes skipped, the member after it would be lost).
@@ -622,12 +675,17 @@ class TarIndexTest {
 
     @Test
     void leadingDotSlashIsStrippedAndNamesAreUtf8() throws IOException {
-        byte[] bytes = new Tar().file("./a/b.txt", '0', 0, null).file("././c.txt", '0', 0, null)
-                .file(".d.txt", '0', 0, null).file("bad-\u00ff.txt", '0', 0, null).end();
+        byte[] bytes = new Tar()
+                .file("./a/b.txt", '0', 0, null)
+                .file("././c.txt", '0', 0, null)
+                .file(".d.txt", '0', 0, null)
+                .file("bad-\u00ff.txt", '0', 0, null)
+                .end();
         // A Latin-1 name: not UTF-8, decoded with a replacement character.
         int header = 3 * 512;
         setField(bytes, header, 0, "bad-\u00ff.txt\0".getBytes(StandardCharsets.ISO_8859_1));
-        assertEquals(List.of("a/b.txt", "c.txt", ".d.txt", "bad-\ufffd.txt"),
+        assertEquals(
+                List.of("a/b.txt", "c.txt", ".d.txt", "bad-\ufffd.txt"),
                 scan(bytes).stream().map(Member::name).toList());
     }
 
@@ -650,16 +708,20 @@ class TarIndexTest {
     @Test
     void argumentChecks() {
         TarIndex.RangeReader reader = new RecordingReader(new byte[0]);
-        assertEquals("shard size: -1 (expected: >= 0)",
-                assertThrows(IllegalArgumentException.class, () -> TarIndex.scan(SHARD, -1, reader)).getMessage());
+        assertEquals(
+                "shard size: -1 (expected: >= 0)",
+                assertThrows(IllegalArgumentException.class, () -> TarIndex.scan(SHARD, -1, reader))
+                        .getMessage());
         assertThrows(NullPointerException.class, () -> TarIndex.scan(null, 0, reader));
         assertThrows(NullPointerException.class, () -> TarIndex.scan(SHARD, 0, null));
         assertThrows(IllegalArgumentException.class, () -> new Member("a", -1, 0));
         assertThrows(IllegalArgumentException.class, () -> new Member("a", 0, -1));
 
-        IllegalStateException e = assertThrows(IllegalStateException.class,
+        IllegalStateException e = assertThrows(
+                IllegalStateException.class,
                 () -> TarIndex.scan(SHARD, 1024, (offset, length) -> ByteBuffer.allocate(length - 1)));
-        assertEquals("reader returned 511 bytes for shard '" + SHARD + "' at offset 0 (expected: 512 bytes)",
+        assertEquals(
+                "reader returned 511 bytes for shard '" + SHARD + "' at offset 0 (expected: 512 bytes)",
                 e.getMessage());
         assertThrows(IllegalStateException.class, () -> TarIndex.scan(SHARD, 1024, (offset, length) -> null));
     }
@@ -772,13 +834,17 @@ class TarIndexTest {
         void theWebdatasetFixtureGroupsIntoItsSamples() throws IOException {
             byte[] bytes = fixture("webdataset");
             List<Entry> samples = ShardSamples.group(SHARD, scan(bytes));
-            assertEquals(List.of("a/0001", "a/0002", "a/0003", "b.c/0004.d/x"),
+            assertEquals(
+                    List.of("a/0001", "a/0002", "a/0003", "b.c/0004.d/x"),
                     samples.stream().map(Entry::key).toList());
             for (int i = 0; i < 3; i++) {
-                assertEquals(List.of("jpg", "cls", "seg.png"),
+                assertEquals(
+                        List.of("jpg", "cls", "seg.png"),
                         samples.get(i).fields().stream().map(Field::name).toList());
             }
-            assertEquals(List.of("json", "txt"), samples.get(3).fields().stream().map(Field::name).toList());
+            assertEquals(
+                    List.of("json", "txt"),
+                    samples.get(3).fields().stream().map(Field::name).toList());
 
             Entry first = samples.getFirst();
             assertEquals(512, first.start());
@@ -787,50 +853,76 @@ class TarIndexTest {
             assertEquals(new Field("jpg", 5120, 0), second.fields().getFirst());
             assertEquals(5120, second.start(), "an empty first field still starts the extent");
             assertEquals(6656 + 513, second.end());
-            assertEquals(new Entry("b.c/0004.d/x", 14848, 15872, List.of(new Field("json", 14848, 17),
-                    new Field("txt", 15872, 0))), samples.get(3));
+            assertEquals(
+                    new Entry(
+                            "b.c/0004.d/x",
+                            14848,
+                            15872,
+                            List.of(new Field("json", 14848, 17), new Field("txt", 15872, 0))),
+                    samples.get(3));
 
             // One ranged read of the extent holds every field's data.
             for (Entry sample : samples) {
                 byte[] extent = Arrays.copyOfRange(bytes, (int) sample.start(), (int) sample.end());
                 for (Field f : sample.fields()) {
                     int at = (int) (f.offset() - sample.start());
-                    assertArrayEquals(content(sample.key() + "." + f.name(), f.size()),
-                            Arrays.copyOfRange(extent, at, at + (int) f.size()), sample.key() + "." + f.name());
+                    assertArrayEquals(
+                            content(sample.key() + "." + f.name(), f.size()),
+                            Arrays.copyOfRange(extent, at, at + (int) f.size()),
+                            sample.key() + "." + f.name());
                 }
             }
         }
 
         @Test
         void keyAndFieldSplitAtTheFirstDotOfTheLastComponent() throws CorruptShardException {
-            List<Entry> samples = ShardSamples.group(SHARD, List.of(m("train/n0153.seg.png", 512, 10),
-                    m("n0153.cls", 1536, 1), m("x.y/z.w.v", 2560, 1), m("A.JPG", 3584, 1)));
-            assertEquals(List.of(
-                    new Entry("train/n0153", 512, 522, List.of(new Field("seg.png", 512, 10))),
-                    new Entry("n0153", 1536, 1537, List.of(new Field("cls", 1536, 1))),
-                    new Entry("x.y/z", 2560, 2561, List.of(new Field("w.v", 2560, 1))),
-                    new Entry("A", 3584, 3585, List.of(new Field("JPG", 3584, 1)))), samples);
+            List<Entry> samples = ShardSamples.group(
+                    SHARD,
+                    List.of(
+                            m("train/n0153.seg.png", 512, 10),
+                            m("n0153.cls", 1536, 1),
+                            m("x.y/z.w.v", 2560, 1),
+                            m("A.JPG", 3584, 1)));
+            assertEquals(
+                    List.of(
+                            new Entry("train/n0153", 512, 522, List.of(new Field("seg.png", 512, 10))),
+                            new Entry("n0153", 1536, 1537, List.of(new Field("cls", 1536, 1))),
+                            new Entry("x.y/z", 2560, 2561, List.of(new Field("w.v", 2560, 1))),
+                            new Entry("A", 3584, 3585, List.of(new Field("JPG", 3584, 1)))),
+                    samples);
         }
 
         @Test
         void membersOfOneSampleThatAreNotAdjacentAreRefusedNamingShardAndKey() {
-            CorruptShardException e = assertThrows(CorruptShardException.class, () -> ShardSamples.group(SHARD,
-                    List.of(m("a.x", 512, 1), m("a.y", 1536, 1), m("b.x", 2560, 1), m("a.z", 3584, 1))));
+            CorruptShardException e = assertThrows(
+                    CorruptShardException.class,
+                    () -> ShardSamples.group(
+                            SHARD, List.of(m("a.x", 512, 1), m("a.y", 1536, 1), m("b.x", 2560, 1), m("a.z", 3584, 1))));
             assertEquals(SHARD, e.shard());
             assertEquals(3584, e.offset());
             assertTrue(e.getMessage().contains("members of sample 'a' are not adjacent"), e.getMessage());
             assertTrue(e.getMessage().contains("'a.z'"), e.getMessage());
             // Adjacent members of one key, then other keys: fine.
-            assertDoesNotThrow(() -> ShardSamples.group(SHARD, List.of(m("a.x", 512, 1), m("a.y", 1536, 1),
-                    m("b.x", 2560, 1), m("c.x", 3584, 1))));
+            assertDoesNotThrow(() -> ShardSamples.group(
+                    SHARD, List.of(m("a.x", 512, 1), m("a.y", 1536, 1), m("b.x", 2560, 1), m("c.x", 3584, 1))));
         }
 
         @Test
         void membersWithoutAFieldNameAreSkippedWithoutEndingASample() throws CorruptShardException {
-            List<Entry> samples = ShardSamples.group(SHARD, List.of(m("a.x", 512, 1), m("README", 1536, 1),
-                    m("d.d/__init__", 2560, 1), m(".hidden", 3584, 1), m("d/.hidden.txt", 4608, 1),
-                    m("trailing.", 5632, 1), m("", 6656, 1), m("dir.d/", 7680, 0), m("a.y", 8704, 3)));
-            assertEquals(List.of(new Entry("a", 512, 8707, List.of(new Field("x", 512, 1), new Field("y", 8704, 3)))),
+            List<Entry> samples = ShardSamples.group(
+                    SHARD,
+                    List.of(
+                            m("a.x", 512, 1),
+                            m("README", 1536, 1),
+                            m("d.d/__init__", 2560, 1),
+                            m(".hidden", 3584, 1),
+                            m("d/.hidden.txt", 4608, 1),
+                            m("trailing.", 5632, 1),
+                            m("", 6656, 1),
+                            m("dir.d/", 7680, 0),
+                            m("a.y", 8704, 3)));
+            assertEquals(
+                    List.of(new Entry("a", 512, 8707, List.of(new Field("x", 512, 1), new Field("y", 8704, 3)))),
                     samples);
             assertEquals(List.of(), ShardSamples.group(SHARD, List.of(m("README", 512, 1))));
             assertEquals(List.of(), ShardSamples.group(SHARD, List.of()));
@@ -838,22 +930,33 @@ class TarIndexTest {
 
         @Test
         void aDuplicateFieldIsACorruptShard() {
-            CorruptShardException e = assertThrows(CorruptShardException.class, () -> ShardSamples.group(SHARD,
-                    List.of(m("a/1.jpg", 512, 1), m("a/1.cls", 1536, 1), m("a/1.jpg", 2560, 1))));
+            CorruptShardException e = assertThrows(
+                    CorruptShardException.class,
+                    () -> ShardSamples.group(
+                            SHARD, List.of(m("a/1.jpg", 512, 1), m("a/1.cls", 1536, 1), m("a/1.jpg", 2560, 1))));
             assertEquals(SHARD, e.shard());
             assertEquals(2560, e.offset());
-            assertEquals("shard '" + SHARD + "' at offset 2560: duplicate field 'jpg' in sample 'a/1'"
-                    + " (expected: each field once per sample)", e.getMessage());
+            assertEquals(
+                    "shard '" + SHARD + "' at offset 2560: duplicate field 'jpg' in sample 'a/1'"
+                            + " (expected: each field once per sample)",
+                    e.getMessage());
         }
 
         @Test
         void theFixturesGroupWithoutErrors() throws IOException {
             // GNU tar's shard: data/0001.{cls,jpg}, data/0002.{cls,jpg}, a long name and a unicode name.
             List<Entry> samples = ShardSamples.group(SHARD, scan(fixture("gnutar-posix")));
-            assertEquals(List.of("data/0001", "data/0002", "data/sub/long-name-long-name-long-name-long-name-long-name-"
-                    + "long-name-long-name-long-name-long-name-long-name-long-name-", "data/ünïcode/日本語"),
+            assertEquals(
+                    List.of(
+                            "data/0001",
+                            "data/0002",
+                            "data/sub/long-name-long-name-long-name-long-name-long-name-"
+                                    + "long-name-long-name-long-name-long-name-long-name-long-name-",
+                            "data/ünïcode/日本語"),
                     samples.stream().map(Entry::key).toList());
-            assertEquals(List.of("cls", "jpg"), samples.getFirst().fields().stream().map(Field::name).toList());
+            assertEquals(
+                    List.of("cls", "jpg"),
+                    samples.getFirst().fields().stream().map(Field::name).toList());
         }
 
         @Test

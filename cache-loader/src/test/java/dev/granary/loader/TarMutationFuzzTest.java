@@ -28,8 +28,9 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(120)
 class TarMutationFuzzTest {
 
-    private static final String[] FIXTURES = {"gnu", "gnutar-gnu", "gnutar-posix", "mixed", "pax", "ustar",
-        "webdataset", "zero_size"};
+    private static final String[] FIXTURES = {
+        "gnu", "gnutar-gnu", "gnutar-posix", "mixed", "pax", "ustar", "webdataset", "zero_size"
+    };
     private static final int TRIALS_PER_FIXTURE = 250;
 
     @Test
@@ -49,7 +50,8 @@ class TarMutationFuzzTest {
                     try {
                         List<TarIndex.Member> members = TarIndex.scan(shard, damaged.length, reader(damaged));
                         for (TarIndex.Member m : members) {
-                            assertTrue(m.offset() >= 0 && m.size() >= 0 && m.offset() + m.size() <= damaged.length,
+                            assertTrue(
+                                    m.offset() >= 0 && m.size() >= 0 && m.offset() + m.size() <= damaged.length,
                                     "seed " + seed + ": member " + m + " outside the " + damaged.length + " bytes");
                         }
                         checkSamples(shard, members, damaged.length, seed);
@@ -80,7 +82,8 @@ class TarMutationFuzzTest {
         long previousEnd = 0;
         for (ShardSamples.Entry e : samples) {
             assertTrue(keys.add(e.key()), "seed " + seed + ": two samples with key '" + e.key() + "'");
-            assertTrue(e.start() >= previousEnd && e.end() <= size && e.start() <= e.end(),
+            assertTrue(
+                    e.start() >= previousEnd && e.end() <= size && e.start() <= e.end(),
                     "seed " + seed + ": sample '" + e.key() + "' [" + e.start() + ", " + e.end() + ") after "
                             + previousEnd + " in " + size + " bytes");
             previousEnd = e.end();
@@ -106,8 +109,10 @@ class TarMutationFuzzTest {
             case 2 -> { // a huge or negative-looking size, with a checksum recomputed so the header is "valid"
                 int block = random.nextInt(headers) * TarIndex.BLOCK;
                 if (block + TarIndex.BLOCK <= bytes.length) {
-                    byte[] size = (random.nextBoolean() ? "77777777777" : String.format("%011o",
-                            random.nextInt(1 << 30))).getBytes(StandardCharsets.US_ASCII);
+                    byte[] size = (random.nextBoolean()
+                                    ? "77777777777"
+                                    : String.format("%011o", random.nextInt(1 << 30)))
+                            .getBytes(StandardCharsets.US_ASCII);
                     System.arraycopy(size, 0, bytes, block + 124, 11);
                     recomputeChecksum(bytes, block);
                 }

@@ -49,19 +49,23 @@ class TfRecordDatasetTest {
 
     @TempDir
     Path root;
+
     private Map<String, Object> expected;
 
     @BeforeEach
     void copyFixtures() throws IOException, URISyntaxException {
-        Path fixtures = Path.of(getClass().getResource("/fixtures/tfrecord/expected.json").toURI()).getParent();
+        Path fixtures = Path.of(getClass()
+                        .getResource("/fixtures/tfrecord/expected.json")
+                        .toURI())
+                .getParent();
         try (var files = Files.list(fixtures)) {
             for (Path f : files.toList()) {
                 Files.copy(f, Files.createDirectories(root.resolve("tfr")).resolve(f.getFileName()));
             }
         }
         @SuppressWarnings("unchecked")
-        Map<String, Object> json = (Map<String, Object>) Json.parse(
-                Files.readString(fixtures.resolve("expected.json"), StandardCharsets.UTF_8));
+        Map<String, Object> json = (Map<String, Object>)
+                Json.parse(Files.readString(fixtures.resolve("expected.json"), StandardCharsets.UTF_8));
         expected = json;
     }
 
@@ -94,17 +98,24 @@ class TfRecordDatasetTest {
                 Sample sample = dataset.read(i);
                 try {
                     assertEquals("tfr/" + file + "#" + record.get("index"), sample.key());
-                    assertArrayEquals(Base64.getDecoder().decode((String) record.get("payload_base64")),
-                            bytes(sample.bytes()), "record " + i);
+                    assertArrayEquals(
+                            Base64.getDecoder().decode((String) record.get("payload_base64")),
+                            bytes(sample.bytes()),
+                            "record " + i);
                     Map<String, Object> features = (Map<String, Object>) record.get("features");
                     if (features == null) {
                         if (sample.bytes().remaining() > 0) {
-                            assertEquals(Set.of(TfRecordFormat.RECORD), sample.fields().keySet(), file);
+                            assertEquals(
+                                    Set.of(TfRecordFormat.RECORD),
+                                    sample.fields().keySet(),
+                                    file);
                         }
                     } else {
                         assertEquals(features.keySet(), sample.fields().keySet(), file + " record " + i);
                         for (Map.Entry<String, Object> f : features.entrySet()) {
-                            assertFeature(f.getKey(), (Map<String, Object>) f.getValue(),
+                            assertFeature(
+                                    f.getKey(),
+                                    (Map<String, Object>) f.getValue(),
                                     sample.fields().get(f.getKey()));
                         }
                     }
@@ -188,7 +199,9 @@ class TfRecordDatasetTest {
         List<IndexingProgress> progress = new CopyOnWriteArrayList<>();
         try (TieredCache cache = cache()) {
             ShardedDataset dataset = TfRecordDataset.of(cache, keys(), progress::add);
-            IndexingProgress plain = progress.stream().filter(p -> p.shard().endsWith("plain.tfrecord")).findFirst()
+            IndexingProgress plain = progress.stream()
+                    .filter(p -> p.shard().endsWith("plain.tfrecord"))
+                    .findFirst()
                     .orElseThrow();
             assertFalse(plain.fromIndexFile());
             assertTrue(plain.note().contains("does not describe shard 'tfr/plain.tfrecord'"), plain.note());
@@ -200,10 +213,13 @@ class TfRecordDatasetTest {
     void aDamagedIndexOrRecordIsAClearErrorNeverWrongBytes() throws IOException {
         Files.writeString(root.resolve("tfr/examples2.idx"), "0 91\nnot numbers\n");
         try (TieredCache cache = cache()) {
-            CorruptShardException e = assertThrows(CorruptShardException.class,
-                    () -> TfRecordDataset.of(cache, keys()));
-            assertTrue(e.getMessage().contains("index 'tfr/examples2.idx' of shard 'tfr/examples2.tfrecord' is"
-                    + " damaged: line 2 is 'not numbers'"), e.getMessage());
+            CorruptShardException e =
+                    assertThrows(CorruptShardException.class, () -> TfRecordDataset.of(cache, keys()));
+            assertTrue(
+                    e.getMessage()
+                            .contains("index 'tfr/examples2.idx' of shard 'tfr/examples2.tfrecord' is"
+                                    + " damaged: line 2 is 'not numbers'"),
+                    e.getMessage());
         }
         Files.delete(root.resolve("tfr/examples2.idx"));
         // A byte of record 3's data changed: its CRC fails when read, naming the file and the offset.
@@ -226,8 +242,8 @@ class TfRecordDatasetTest {
         Files.write(file, bytes);
         Files.delete(root.resolve("tfr/examples.idx"));
         try (TieredCache cache = cache()) {
-            CorruptShardException e = assertThrows(CorruptShardException.class,
-                    () -> TfRecordDataset.of(cache, keys()));
+            CorruptShardException e =
+                    assertThrows(CorruptShardException.class, () -> TfRecordDataset.of(cache, keys()));
             assertEquals(offset, e.offset());
             assertTrue(e.getMessage().contains("record length CRC"), e.getMessage());
         }
@@ -236,10 +252,10 @@ class TfRecordDatasetTest {
     @Test
     void compressedFilesAreRefusedSayingSo() throws IOException {
         try (TieredCache cache = cache()) {
-            CorruptShardException e = assertThrows(CorruptShardException.class,
-                    () -> TfRecordDataset.of(cache, List.of("tfr/examples.tfrecord.gz")));
-            assertTrue(e.getMessage().contains("a GZIP-compressed TFRecord file (it starts with 1f 8b)"),
-                    e.getMessage());
+            CorruptShardException e = assertThrows(
+                    CorruptShardException.class, () -> TfRecordDataset.of(cache, List.of("tfr/examples.tfrecord.gz")));
+            assertTrue(
+                    e.getMessage().contains("a GZIP-compressed TFRecord file (it starts with 1f 8b)"), e.getMessage());
         }
     }
 
@@ -249,7 +265,10 @@ class TfRecordDatasetTest {
             ShardedDataset dataset = TfRecordDataset.of(cache, keys());
             Set<String> seen = new HashSet<>();
             try (DataLoader<LoaderFixture.Item> loader = DataLoader.builder(dataset, LoaderFixture::copy)
-                    .batchSize(5).workers(2).shuffle(Shuffle.shardBlocks(7L, 2)).build();
+                            .batchSize(5)
+                            .workers(2)
+                            .shuffle(Shuffle.shardBlocks(7L, 2))
+                            .build();
                     Epoch<LoaderFixture.Item> epoch = loader.epoch(0)) {
                 for (Batch<LoaderFixture.Item> batch : epoch) {
                     for (LoaderFixture.Item item : batch.items()) {
@@ -268,7 +287,8 @@ class TfRecordDatasetTest {
             byte[] dali = Files.readAllBytes(idx);
             Files.delete(idx);
             try (TieredCache cache = cache()) {
-                assertEquals("tfr/" + f.replace(".tfrecord", ".idx"),
+                assertEquals(
+                        "tfr/" + f.replace(".tfrecord", ".idx"),
                         TfRecordDataset.writeIndex(cache, "tfr/" + f).key());
             }
             assertArrayEquals(dali, Files.readAllBytes(idx), f);
@@ -322,7 +342,8 @@ class TfRecordDatasetTest {
         try (TieredCache cache = cache()) {
             assertThrows(IllegalArgumentException.class, () -> TfRecordDataset.of(cache, List.of()));
             assertThrows(IllegalArgumentException.class, () -> TfRecordDataset.of(null, keys()));
-            assertThrows(dev.granary.NoSuchObjectException.class,
+            assertThrows(
+                    dev.granary.NoSuchObjectException.class,
                     () -> TfRecordDataset.of(cache, List.of("tfr/missing.tfrecord")));
         }
     }

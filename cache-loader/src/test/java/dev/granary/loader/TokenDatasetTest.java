@@ -43,6 +43,7 @@ class TokenDatasetTest {
 
     @TempDir
     Path root;
+
     private Map<String, Object> megatron;
     private Map<String, Object> npy;
 
@@ -50,7 +51,9 @@ class TokenDatasetTest {
     @SuppressWarnings("unchecked")
     void copyFixtures() throws IOException, URISyntaxException {
         for (String kind : List.of("megatron", "npy")) {
-            Path fixtures = Path.of(getClass().getResource("/fixtures/" + kind + "/expected.json").toURI())
+            Path fixtures = Path.of(getClass()
+                            .getResource("/fixtures/" + kind + "/expected.json")
+                            .toURI())
                     .getParent();
             try (var files = Files.list(fixtures)) {
                 for (Path f : files.toList()) {
@@ -58,10 +61,12 @@ class TokenDatasetTest {
                 }
             }
         }
-        megatron = (Map<String, Object>) ((Map<String, Object>) Json.parse(Files.readString(
-                root.resolve("megatron/expected.json"), StandardCharsets.UTF_8))).get("datasets");
-        npy = (Map<String, Object>) ((Map<String, Object>) Json.parse(Files.readString(
-                root.resolve("npy/expected.json"), StandardCharsets.UTF_8))).get("files");
+        megatron = (Map<String, Object>) ((Map<String, Object>)
+                        Json.parse(Files.readString(root.resolve("megatron/expected.json"), StandardCharsets.UTF_8)))
+                .get("datasets");
+        npy = (Map<String, Object>) ((Map<String, Object>)
+                        Json.parse(Files.readString(root.resolve("npy/expected.json"), StandardCharsets.UTF_8)))
+                .get("files");
     }
 
     private TieredCache cache() {
@@ -158,17 +163,20 @@ class TokenDatasetTest {
                 for (int i = 0; i < count; i++) {
                     Sample s = windows.read(i);
                     try {
-                        byte[] want = java.util.Arrays.copyOfRange(tokens, i * length * size,
-                                (i * length + length + 1) * size);
+                        byte[] want = java.util.Arrays.copyOfRange(
+                                tokens, i * length * size, (i * length + length + 1) * size);
                         assertArrayEquals(want, bytes(s.bytes()), name + " window " + i);
-                        assertTrue(s.bytes().isDirect() && s.bytes().isReadOnly(),
+                        assertTrue(
+                                s.bytes().isDirect() && s.bytes().isReadOnly(),
                                 "a view of the memory tier's page, not a copy");
                     } finally {
                         s.release();
                     }
                 }
             }
-            assertThrows(IllegalArgumentException.class, () -> TokenDataset.of(cache, "megatron/bytes_uint8", 1000),
+            assertThrows(
+                    IllegalArgumentException.class,
+                    () -> TokenDataset.of(cache, "megatron/bytes_uint8", 1000),
                     "fewer tokens than one window: no samples");
         }
     }
@@ -179,7 +187,11 @@ class TokenDatasetTest {
             ShardedDataset windows = TokenDataset.of(cache, "megatron/gpt_uint16", 8);
             Set<Integer> seen = new HashSet<>();
             try (DataLoader<LoaderFixture.Item> loader = DataLoader.builder(windows, LoaderFixture::copy)
-                    .batchSize(4).workers(2).shuffle(3L).build(); Epoch<LoaderFixture.Item> epoch = loader.epoch(0)) {
+                            .batchSize(4)
+                            .workers(2)
+                            .shuffle(3L)
+                            .build();
+                    Epoch<LoaderFixture.Item> epoch = loader.epoch(0)) {
                 for (Batch<LoaderFixture.Item> b : epoch) {
                     for (LoaderFixture.Item item : b.items()) {
                         assertTrue(seen.add(item.index()));
@@ -204,14 +216,17 @@ class TokenDatasetTest {
         try (TieredCache cache = cache()) {
             // The header's dtype changed from uint16 (8) to int32 (4): the pointers no longer match the lengths.
             patch("megatron/gpt_uint16.idx", 17, (byte) 4);
-            CorruptShardException dtype = assertThrows(CorruptShardException.class,
-                    () -> TokenDataset.documents(cache, "megatron/gpt_uint16"));
-            assertTrue(dtype.getMessage().contains("index 'megatron/gpt_uint16.idx' of 'megatron/gpt_uint16.bin'"
-                    + " does not add up") && dtype.getMessage().contains("the pointers do not match the lengths"),
+            CorruptShardException dtype = assertThrows(
+                    CorruptShardException.class, () -> TokenDataset.documents(cache, "megatron/gpt_uint16"));
+            assertTrue(
+                    dtype.getMessage()
+                                    .contains("index 'megatron/gpt_uint16.idx' of 'megatron/gpt_uint16.bin'"
+                                            + " does not add up")
+                            && dtype.getMessage().contains("the pointers do not match the lengths"),
                     dtype.getMessage());
             patch("megatron/gpt_uint16.idx", 17, (byte) 9);
-            CorruptShardException code = assertThrows(CorruptShardException.class,
-                    () -> TokenDataset.documents(cache, "megatron/gpt_uint16"));
+            CorruptShardException code = assertThrows(
+                    CorruptShardException.class, () -> TokenDataset.documents(cache, "megatron/gpt_uint16"));
             assertTrue(code.getMessage().contains("dtype code 9 (expected: 1 to 8"), code.getMessage());
         }
         try (TieredCache cache = cache()) {
@@ -219,15 +234,17 @@ class TokenDatasetTest {
             Path bin = root.resolve("megatron/llama_int32.bin");
             byte[] b = Files.readAllBytes(bin);
             Files.write(bin, java.util.Arrays.copyOf(b, b.length - 4));
-            CorruptShardException shorter = assertThrows(CorruptShardException.class,
-                    () -> TokenDataset.of(cache, "megatron/llama_int32", 8));
-            assertTrue(shorter.getMessage().contains("'megatron/llama_int32.bin' has " + (b.length - 4)),
+            CorruptShardException shorter =
+                    assertThrows(CorruptShardException.class, () -> TokenDataset.of(cache, "megatron/llama_int32", 8));
+            assertTrue(
+                    shorter.getMessage().contains("'megatron/llama_int32.bin' has " + (b.length - 4)),
                     shorter.getMessage());
             // No .idx at all.
             Files.delete(root.resolve("megatron/small_int8.idx"));
-            IllegalArgumentException missing = assertThrows(IllegalArgumentException.class,
-                    () -> TokenDataset.documents(cache, "megatron/small_int8"));
-            assertTrue(missing.getMessage().contains("has no index 'megatron/small_int8.idx' beside it"),
+            IllegalArgumentException missing = assertThrows(
+                    IllegalArgumentException.class, () -> TokenDataset.documents(cache, "megatron/small_int8"));
+            assertTrue(
+                    missing.getMessage().contains("has no index 'megatron/small_int8.idx' beside it"),
                     missing.getMessage());
             assertThrows(IllegalArgumentException.class, () -> TokenDataset.of(cache, "megatron/wide_int64", 0));
             assertThrows(IllegalArgumentException.class, () -> TokenDataset.of(cache, "megatron/", 8));
@@ -238,8 +255,12 @@ class TokenDatasetTest {
     @SuppressWarnings("unchecked")
     void npyArraysOfIntegersAreReadAndOthersRefusedSayingWhy() throws IOException {
         try (TieredCache cache = cache()) {
-            for (String file : List.of("tokens_uint16.npy", "tokens_uint32.npy", "tokens_int32.npy",
-                    "tokens_int64.npy", "tokens_uint16_v2.npy")) {
+            for (String file : List.of(
+                    "tokens_uint16.npy",
+                    "tokens_uint32.npy",
+                    "tokens_int32.npy",
+                    "tokens_int64.npy",
+                    "tokens_uint16_v2.npy")) {
                 Map<String, Object> info = (Map<String, Object>) npy.get(file);
                 byte[] data = HexFormat.of().parseHex((String) info.get("data_hex"));
                 int size = data.length / ((Long) ((List<Object>) info.get("shape")).getFirst()).intValue();
@@ -249,26 +270,40 @@ class TokenDatasetTest {
                 for (int i = 0; i < windows.size(); i++) {
                     Sample s = windows.read(i);
                     try {
-                        assertArrayEquals(java.util.Arrays.copyOfRange(data, i * length * size,
-                                (i * length + length + 1) * size), bytes(s.bytes()), file + " window " + i);
+                        assertArrayEquals(
+                                java.util.Arrays.copyOfRange(data, i * length * size, (i * length + length + 1) * size),
+                                bytes(s.bytes()),
+                                file + " window " + i);
                     } finally {
                         s.release();
                     }
                 }
             }
-            Map<String, String> refused = Map.of("tokens_uint16_be.npy", "big-endian",
-                    "tokens_int32_2d_c.npy", "(expected: a 1-D array of tokens",
-                    "tokens_int32_2d_fortran.npy", "(expected: a 1-D array of tokens",
-                    "values_float32.npy", "dtype '<f4' (expected: integer tokens");
+            Map<String, String> refused = Map.of(
+                    "tokens_uint16_be.npy",
+                    "big-endian",
+                    "tokens_int32_2d_c.npy",
+                    "(expected: a 1-D array of tokens",
+                    "tokens_int32_2d_fortran.npy",
+                    "(expected: a 1-D array of tokens",
+                    "values_float32.npy",
+                    "dtype '<f4' (expected: integer tokens");
             for (Map.Entry<String, String> r : refused.entrySet()) {
-                IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                        () -> TokenDataset.ofNpy(cache, List.of("npy/" + r.getKey()), 4), r.getKey());
-                assertTrue(e.getMessage().contains("'npy/" + r.getKey() + "'") && e.getMessage().contains(r.getValue()),
+                IllegalArgumentException e = assertThrows(
+                        IllegalArgumentException.class,
+                        () -> TokenDataset.ofNpy(cache, List.of("npy/" + r.getKey()), 4),
+                        r.getKey());
+                assertTrue(
+                        e.getMessage().contains("'npy/" + r.getKey() + "'")
+                                && e.getMessage().contains(r.getValue()),
                         e.getMessage());
             }
-            assertThrows(IllegalArgumentException.class, () -> TokenDataset.ofNpy(cache,
-                    List.of("npy/empty_uint16.npy"), 4), "no tokens: no samples");
-            CorruptShardException notNpy = assertThrows(CorruptShardException.class,
+            assertThrows(
+                    IllegalArgumentException.class,
+                    () -> TokenDataset.ofNpy(cache, List.of("npy/empty_uint16.npy"), 4),
+                    "no tokens: no samples");
+            CorruptShardException notNpy = assertThrows(
+                    CorruptShardException.class,
                     () -> TokenDataset.ofNpy(cache, List.of("megatron/gpt_uint16.bin"), 4));
             assertTrue(notNpy.getMessage().contains("no \\x93NUMPY magic"), notNpy.getMessage());
         }

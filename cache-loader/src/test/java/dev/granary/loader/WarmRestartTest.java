@@ -66,16 +66,24 @@ class WarmRestartTest {
     static TieredCache cache(Path data, Path disk, boolean carry) {
         return TieredCache.builder(PosixOrigin.of(data))
                 .tier(MemoryTier.builder().capacity(64L << 20).build())
-                .tier(DiskTier.builder().directory(disk).capacity(64L << 20).segmentSize(4L << 20).build())
-                .pageSize(64 << 10).carryOnClose(carry).build();
+                .tier(DiskTier.builder()
+                        .directory(disk)
+                        .capacity(64L << 20)
+                        .segmentSize(4L << 20)
+                        .build())
+                .pageSize(64 << 10)
+                .carryOnClose(carry)
+                .build();
     }
 
     /** Runs epochs of a shuffled loader over the dataset, checking every sample; returns the origin reads made. */
     static long train(TieredCache cache, int epochs) throws IOException {
         Dataset dataset = Dataset.ofObjects(cache, "train/");
         long before = cache.stats().origin().reads();
-        try (DataLoader<Integer> loader = DataLoader.builder(dataset, WarmRestartTest::check).batchSize(16)
-                .shuffle(7).build()) {
+        try (DataLoader<Integer> loader = DataLoader.builder(dataset, WarmRestartTest::check)
+                .batchSize(16)
+                .shuffle(7)
+                .build()) {
             for (int e = 0; e < epochs; e++) {
                 int seen = 0;
                 try (Epoch<Integer> epoch = loader.epoch(e)) {
@@ -110,8 +118,9 @@ class WarmRestartTest {
         }
         long[] child = Child.run(data, disk, true);
         assertEquals(OBJECTS, child[0], "the child saw every sample");
-        assertTrue(child[1] <= OBJECTS / 100, "the restarted job's first epoch reads at most 1 % of its samples"
-                + " from the origin: " + child[1]);
+        assertTrue(
+                child[1] <= OBJECTS / 100,
+                "the restarted job's first epoch reads at most 1 % of its samples" + " from the origin: " + child[1]);
     }
 
     @Test
@@ -128,23 +137,38 @@ class WarmRestartTest {
     void theCarryFillsOnlyTheDisksFreeRoomAndEvictsNothing() throws IOException {
         // A disk tier of 2 MiB under 6+ MiB of memory-resident pages: it takes what fits and keeps what it had.
         try (TieredCache cache = TieredCache.builder(PosixOrigin.of(data))
-                .tier(DiskTier.builder().directory(disk).capacity(2L << 20).segmentSize(1L << 20).build())
-                .pageSize(64 << 10).build()) {
+                .tier(DiskTier.builder()
+                        .directory(disk)
+                        .capacity(2L << 20)
+                        .segmentSize(1L << 20)
+                        .build())
+                .pageSize(64 << 10)
+                .build()) {
             for (int i = 0; i < 10; i++) {
                 cache.read(key(i)).close();
             }
         }
         try (TieredCache cache = TieredCache.builder(PosixOrigin.of(data))
                 .tier(MemoryTier.builder().capacity(64L << 20).build())
-                .tier(DiskTier.builder().directory(disk).capacity(2L << 20).segmentSize(1L << 20).build())
-                .pageSize(64 << 10).build()) {
+                .tier(DiskTier.builder()
+                        .directory(disk)
+                        .capacity(2L << 20)
+                        .segmentSize(1L << 20)
+                        .build())
+                .pageSize(64 << 10)
+                .build()) {
             assertEquals(OBJECTS - 10, train(cache, 1), "the first 10 were on disk already");
             long used = diskUsed(cache.stats());
             assertTrue(used > 0, "the first 10 objects are on disk");
         }
         try (TieredCache cache = TieredCache.builder(PosixOrigin.of(data))
-                .tier(DiskTier.builder().directory(disk).capacity(2L << 20).segmentSize(1L << 20).build())
-                .pageSize(64 << 10).build()) {
+                .tier(DiskTier.builder()
+                        .directory(disk)
+                        .capacity(2L << 20)
+                        .segmentSize(1L << 20)
+                        .build())
+                .pageSize(64 << 10)
+                .build()) {
             CacheStats stats = cache.stats();
             assertTrue(diskUsed(stats) <= 2L << 20, "within the disk's capacity: " + diskUsed(stats));
             long before = cache.stats().origin().reads();
@@ -170,11 +194,19 @@ class WarmRestartTest {
     static final class Child {
 
         static long[] run(Path data, Path disk, boolean carry) throws Exception {
-            String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-            List<String> command = List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp",
-                    System.getProperty("java.class.path"), Child.class.getName(), data.toString(), disk.toString(),
+            String java =
+                    Path.of(System.getProperty("java.home"), "bin", "java").toString();
+            List<String> command = List.of(
+                    java,
+                    "--enable-native-access=ALL-UNNAMED",
+                    "-cp",
+                    System.getProperty("java.class.path"),
+                    Child.class.getName(),
+                    data.toString(),
+                    disk.toString(),
                     Boolean.toString(carry));
-            Process child = new ProcessBuilder(command).redirectErrorStream(true).start();
+            Process child =
+                    new ProcessBuilder(command).redirectErrorStream(true).start();
             String out = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
             assertTrue(child.waitFor(120, TimeUnit.SECONDS), out);
             assertEquals(0, child.exitValue(), out);

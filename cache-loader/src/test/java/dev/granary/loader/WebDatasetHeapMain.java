@@ -44,14 +44,24 @@ public final class WebDatasetHeapMain {
             long before = used(); // with the decoded entries, which stay reachable: only the dataset is counted
             WebDataset dataset = WebDataset.ofIndexes(null, infos, samples);
             long compact = used() - before;
-            System.out.printf(Locale.ROOT, "WebDataset, %d samples in %d shards: %.1f MB of heap, %.1f B per sample%n",
-                    dataset.size(), shards, compact / 1e6, compact / (double) n);
+            System.out.printf(
+                    Locale.ROOT,
+                    "WebDataset, %d samples in %d shards: %.1f MB of heap, %.1f B per sample%n",
+                    dataset.size(),
+                    shards,
+                    compact / 1e6,
+                    compact / (double) n);
 
             before = used();
             OldLayout old = new OldLayout(shards, perShard);
             long previous = used() - before;
-            System.out.printf(Locale.ROOT, "the layout before issue 12, same samples: %.1f MB, %.1f B per sample"
-                    + " (%.1f B per tar member)%n", previous / 1e6, previous / (double) n, previous / (2.0 * n));
+            System.out.printf(
+                    Locale.ROOT,
+                    "the layout before issue 12, same samples: %.1f MB, %.1f B per sample"
+                            + " (%.1f B per tar member)%n",
+                    previous / 1e6,
+                    previous / (double) n,
+                    previous / (2.0 * n));
             // Keep both reachable until measured.
             if (dataset.key(0).isEmpty() || old.keys.length == 0) {
                 throw new AssertionError();
@@ -68,8 +78,11 @@ public final class WebDatasetHeapMain {
             String key = String.format(Locale.ROOT, "s%06d/%08d", s, (long) s * perShard + i);
             int jpg = 8192 + (i * 7919) % 16384;
             long cls = at + ((jpg + 511) & -512) + 512;
-            entries.add(new ShardSamples.Entry(key, at, cls + 4, List.of(new ShardSamples.Field("jpg", at, jpg),
-                    new ShardSamples.Field("cls", cls, 4))));
+            entries.add(new ShardSamples.Entry(
+                    key,
+                    at,
+                    cls + 4,
+                    List.of(new ShardSamples.Field("jpg", at, jpg), new ShardSamples.Field("cls", cls, 4))));
             at = cls + 512 + 512;
         }
         return entries;

@@ -33,10 +33,17 @@ class WebDatasetIndexCacheTest {
 
     private TieredCache cache(Path data, Path disk) {
         MemoryTier memory = MemoryTier.builder().capacity(4L << 20).build();
-        DiskTier diskTier = DiskTier.builder().directory(disk).capacity(64L << 20).segmentSize(1L << 20).build();
+        DiskTier diskTier = DiskTier.builder()
+                .directory(disk)
+                .capacity(64L << 20)
+                .segmentSize(1L << 20)
+                .build();
         leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
         // the disk tier's unmapping is checked by cache-tiers' own tests; leases are checked by leaks.watch
-        return leaks.watch(TieredCache.builder(PosixOrigin.of(data)).tier(memory).tier(diskTier).build());
+        return leaks.watch(TieredCache.builder(PosixOrigin.of(data))
+                .tier(memory)
+                .tier(diskTier)
+                .build());
     }
 
     @Test
@@ -51,7 +58,8 @@ class WebDatasetIndexCacheTest {
             Files.write(data.resolve(s + ".tar"), tar.finish());
         }
         // Shard 1 gets an index file; shard 0 is scanned.
-        try (ShardWriter writer = ShardWriter.builder(data).pattern("indexed-%d.tar").build()) {
+        try (ShardWriter writer =
+                ShardWriter.builder(data).pattern("indexed-%d.tar").build()) {
             for (int i = 0; i < 40; i++) {
                 writer.write(String.format("i/%03d", i), Map.of("jpg", new byte[5000 + i]));
             }
@@ -64,14 +72,18 @@ class WebDatasetIndexCacheTest {
             firstReads = cache.stats().origin().reads();
             assertEquals(3, firstReads, "one part per scanned shard (each under 8 MiB), one index file");
             assertTrue(dataset.indexedFromFile(2));
-            firstKeys = IntStream.range(0, dataset.size()).mapToObj(dataset::key).toList();
+            firstKeys =
+                    IntStream.range(0, dataset.size()).mapToObj(dataset::key).toList();
         }
         try (TieredCache cache = cache(root.resolve("data"), root.resolve("disk"))) {
             WebDataset dataset = WebDataset.of(cache, shards);
             assertEquals(0, cache.stats().origin().reads(), "parts and index from the disk tier: " + cache.stats());
-            assertEquals(firstKeys, IntStream.range(0, dataset.size()).mapToObj(dataset::key)
-                    .toList());
-            assertTrue(cache.stats().tiers().get(1).hits() >= firstReads, cache.stats().toString());
+            assertEquals(
+                    firstKeys,
+                    IntStream.range(0, dataset.size()).mapToObj(dataset::key).toList());
+            assertTrue(
+                    cache.stats().tiers().get(1).hits() >= firstReads,
+                    cache.stats().toString());
         }
     }
 }

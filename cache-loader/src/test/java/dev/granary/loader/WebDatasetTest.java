@@ -247,8 +247,12 @@ class WebDatasetTest {
             assertThrows(IndexOutOfBoundsException.class, () -> dataset.shard(-1));
             assertThrows(IndexOutOfBoundsException.class, () -> dataset.fields(written.size()));
 
-            try (DataLoader<Item> loader = DataLoader.builder(dataset, WebDatasetTest::copyFields).batchSize(3)
-                    .shuffle(11).workers(2).prefetch(2).build()) {
+            try (DataLoader<Item> loader = DataLoader.builder(dataset, WebDatasetTest::copyFields)
+                    .batchSize(3)
+                    .shuffle(11)
+                    .workers(2)
+                    .prefetch(2)
+                    .build()) {
                 for (int e = 0; e < 2; e++) {
                     Set<Integer> seen = new HashSet<>();
                     try (Epoch<Item> epoch = loader.epoch(e)) {
@@ -315,7 +319,9 @@ class WebDatasetTest {
                 OriginStats after = cache.stats().origin();
                 Written w = written.get(i);
                 assertFields(w.fields(), item.fields(), w.key());
-                assertEquals(List.of(new Read(w.shard(), w.start(), w.end() - w.start())), List.copyOf(reads),
+                assertEquals(
+                        List.of(new Read(w.shard(), w.start(), w.end() - w.start())),
+                        List.copyOf(reads),
                         "sample " + i);
                 assertEquals(1, after.reads() - before.reads());
                 assertEquals(dataset.byteSize(i), after.bytes() - before.bytes());
@@ -337,10 +343,14 @@ class WebDatasetTest {
                 }
             }
             OriginStats before = cache.stats().origin();
-            try (DataLoader<Item> loader = DataLoader.builder(dataset, WebDatasetTest::copyFields).batchSize(4)
-                    .shuffle(5).workers(2).streamShards(false).build()) { // per-sample reads: not whole shards
+            try (DataLoader<Item> loader = DataLoader.builder(dataset, WebDatasetTest::copyFields)
+                    .batchSize(4)
+                    .shuffle(5)
+                    .workers(2)
+                    .streamShards(false)
+                    .build()) { // per-sample reads: not whole shards
                 try (Epoch<Item> epoch = loader.epoch(0)) {
-                    epoch.forEach(batch -> { });
+                    epoch.forEach(batch -> {});
                 }
                 OriginStats after = cache.stats().origin();
                 assertEquals(written.size() - probes.length, after.reads() - before.reads());
@@ -349,7 +359,7 @@ class WebDatasetTest {
                 assertEquals(expectedReads.size(), reads.size(), "no sample read twice");
                 reads.clear();
                 try (Epoch<Item> epoch = loader.epoch(1)) {
-                    epoch.forEach(batch -> { });
+                    epoch.forEach(batch -> {});
                 }
                 assertEquals(List.of(), List.copyOf(reads), "the second epoch is served by the memory tier");
             }
@@ -362,8 +372,8 @@ class WebDatasetTest {
     private CorruptShardException corrupt(TieredCache cache, String goodShard, byte[] bytes) throws IOException {
         String bad = "shards/bad-" + Integer.toHexString(Arrays.hashCode(bytes)) + ".tar";
         Files.write(root.resolve(bad), bytes);
-        CorruptShardException e = assertThrows(CorruptShardException.class,
-                () -> WebDataset.of(cache, List.of(goodShard, bad)));
+        CorruptShardException e =
+                assertThrows(CorruptShardException.class, () -> WebDataset.of(cache, List.of(goodShard, bad)));
         assertEquals(bad, e.shard());
         assertTrue(e.getMessage().startsWith("shard '" + bad + "' at offset " + e.offset() + ": "), e.getMessage());
         return e;
@@ -386,8 +396,11 @@ class WebDatasetTest {
             byte[] cut = Arrays.copyOf(good, (int) (data[0] + data[1] / 2));
             CorruptShardException e = corrupt(cache, other, cut);
             assertEquals(header, e.offset(), e.getMessage());
-            assertTrue(e.getMessage().contains("truncated: member 'x/000007.seg.png' of " + data[1]
-                    + " bytes at offset " + data[0]), e.getMessage());
+            assertTrue(
+                    e.getMessage()
+                            .contains("truncated: member 'x/000007.seg.png' of " + data[1] + " bytes at offset "
+                                    + data[0]),
+                    e.getMessage());
 
             // Cut in the middle of the header.
             cut = Arrays.copyOf(good, (int) header + 100);
@@ -409,7 +422,8 @@ class WebDatasetTest {
     void aMissingShardIsNoSuchObjectNamingTheKey() throws IOException {
         List<Shard> shards = writeShards(5);
         try (TieredCache cache = LoaderFixture.cache(leaks, root)) {
-            NoSuchObjectException e = assertThrows(NoSuchObjectException.class,
+            NoSuchObjectException e = assertThrows(
+                    NoSuchObjectException.class,
                     () -> WebDataset.of(cache, List.of(shards.get(0).key, "shards/missing.tar")));
             assertEquals("shards/missing.tar", e.key());
             assertTrue(e.getMessage().contains("'shards/missing.tar'"), e.getMessage());
@@ -421,15 +435,22 @@ class WebDatasetTest {
         List<Shard> shards = writeShards(6);
         String a = shards.get(0).key;
         try (TieredCache cache = LoaderFixture.cache(leaks, root)) {
-            assertMessage(assertThrows(IllegalArgumentException.class, () -> WebDataset.of(null, List.of(a))),
+            assertMessage(
+                    assertThrows(IllegalArgumentException.class, () -> WebDataset.of(null, List.of(a))),
                     "cache: null (expected: a TieredCache)");
-            assertMessage(assertThrows(IllegalArgumentException.class, () -> WebDataset.of(cache, List.of())),
+            assertMessage(
+                    assertThrows(IllegalArgumentException.class, () -> WebDataset.of(cache, List.of())),
                     "keys: empty (expected: at least one object key)");
-            assertMessage(assertThrows(IllegalArgumentException.class, () -> WebDataset.of(cache, null)),
+            assertMessage(
+                    assertThrows(IllegalArgumentException.class, () -> WebDataset.of(cache, null)),
                     "keys: null (expected: at least one object key)");
-            assertMessage(assertThrows(IllegalArgumentException.class, () -> WebDataset.of(cache, List.of(a,
-                    shards.get(1).key, a))), "key 2: '" + a + "' appears twice (expected: each key once)");
-            assertMessage(assertThrows(IllegalArgumentException.class, () -> WebDataset.of(cache, List.of("../x"))),
+            assertMessage(
+                    assertThrows(
+                            IllegalArgumentException.class,
+                            () -> WebDataset.of(cache, List.of(a, shards.get(1).key, a))),
+                    "key 2: '" + a + "' appears twice (expected: each key once)");
+            assertMessage(
+                    assertThrows(IllegalArgumentException.class, () -> WebDataset.of(cache, List.of("../x"))),
                     "key 0: '../x' (expected: a relative object key without '..' segments)");
 
             // A shard with no member named key.ext holds no sample.
@@ -437,10 +458,12 @@ class WebDatasetTest {
             empty.directory("x/");
             empty.file("x/README", new byte[10]);
             Files.write(root.resolve(empty.key), empty.finish());
-            IllegalArgumentException none = assertThrows(IllegalArgumentException.class,
-                    () -> WebDataset.of(cache, List.of(empty.key)));
-            assertTrue(none.getMessage().contains("no samples in format 'webdataset' (expected: shards that hold"
-                    + " samples)"), none.getMessage());
+            IllegalArgumentException none =
+                    assertThrows(IllegalArgumentException.class, () -> WebDataset.of(cache, List.of(empty.key)));
+            assertTrue(
+                    none.getMessage()
+                            .contains("no samples in format 'webdataset' (expected: shards that hold" + " samples)"),
+                    none.getMessage());
             assertEquals(0, cache.stats().openLeases());
         }
     }
@@ -463,10 +486,15 @@ class WebDatasetTest {
         List<Shard> shards = writeShards(7);
         List<Written> written = samples(shards);
         Shard shard = shards.get(1);
-        MemoryTier memory = MemoryTier.builder().capacity(16L << 20).slabSize(1 << 20).build();
+        MemoryTier memory =
+                MemoryTier.builder().capacity(16L << 20).slabSize(1 << 20).build();
         leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
-        try (TieredCache cache = leaks.watch(TieredCache.builder(PosixOrigin.of(root)).tier(memory).pageSize(64 << 10)
-                .metadataTtl(Duration.ofSeconds(ttlSeconds)).leakDetection(LeakDetection.PARANOID).build())) {
+        try (TieredCache cache = leaks.watch(TieredCache.builder(PosixOrigin.of(root))
+                .tier(memory)
+                .pageSize(64 << 10)
+                .metadataTtl(Duration.ofSeconds(ttlSeconds))
+                .leakDetection(LeakDetection.PARANOID)
+                .build())) {
             WebDataset dataset = WebDataset.of(cache, keys(shards));
             int first = shards.get(0).samples.size();
             int count = shard.samples.size();
@@ -485,8 +513,7 @@ class WebDatasetTest {
             Path tmp = root.resolve("shards/rewrite.tmp");
             Files.write(tmp, rewritten.finish());
             Files.setLastModifiedTime(tmp, FileTime.fromMillis(old.toMillis() + 10_000));
-            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING,
-                    StandardCopyOption.ATOMIC_MOVE);
+            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             assertTrue(rewritten.bytes.length > shard.bytes.length, "every old extent lies inside the new shard");
 
             for (int i = first; i < first + count; i++) {
@@ -503,8 +530,11 @@ class WebDatasetTest {
             for (int i = first; i < first + count; i++) {
                 indices.add(i);
             }
-            try (DataLoader<Item> loader = DataLoader.builder(dataset, WebDatasetTest::copyFields).batchSize(1)
-                    .workers(1).build(); Epoch<Item> epoch = loader.epoch(0)) {
+            try (DataLoader<Item> loader = DataLoader.builder(dataset, WebDatasetTest::copyFields)
+                            .batchSize(1)
+                            .workers(1)
+                            .build();
+                    Epoch<Item> epoch = loader.epoch(0)) {
                 var it = epoch.iterator();
                 while (it.hasNext()) {
                     try {
@@ -568,8 +598,11 @@ class WebDatasetTest {
             WebDataset dataset = WebDataset.of(cache, List.of(key));
             assertEquals(expected.size(), dataset.size(), fixture);
             List<String> seen = new ArrayList<>();
-            try (DataLoader<Item> loader = DataLoader.builder(dataset, WebDatasetTest::copyFields).batchSize(2)
-                    .workers(2).build(); Epoch<Item> epoch = loader.epoch(0)) {
+            try (DataLoader<Item> loader = DataLoader.builder(dataset, WebDatasetTest::copyFields)
+                            .batchSize(2)
+                            .workers(2)
+                            .build();
+                    Epoch<Item> epoch = loader.epoch(0)) {
                 for (Batch<Item> batch : epoch) {
                     for (Item item : batch.items()) {
                         ShardSamples.Entry entry = expected.get(item.index());
@@ -577,7 +610,10 @@ class WebDatasetTest {
                         assertEquals(entry.key(), dataset.key(item.index()));
                         assertEquals(key, dataset.shard(item.index()));
                         assertEquals(entry.end() - entry.start(), dataset.byteSize(item.index()));
-                        assertEquals(entry.fields().stream().map(ShardSamples.Field::name).toList(),
+                        assertEquals(
+                                entry.fields().stream()
+                                        .map(ShardSamples.Field::name)
+                                        .toList(),
                                 dataset.fields(item.index()));
                         Map<String, byte[]> fields = new LinkedHashMap<>();
                         for (ShardSamples.Field f : entry.fields()) {

@@ -54,8 +54,8 @@ public final class DataLoaderMetrics implements MeterBinder {
             throw new IllegalArgumentException("loader: null (expected: the DataLoader to observe)");
         }
         if (name == null || name.isBlank()) {
-            throw new IllegalArgumentException("name: '" + name + "' (expected: a non-blank value for the loader"
-                    + " tag, such as \"train\")");
+            throw new IllegalArgumentException(
+                    "name: '" + name + "' (expected: a non-blank value for the loader" + " tag, such as \"train\")");
         }
         if (tags == null) {
             throw new IllegalArgumentException("tags: null (expected: Tags.empty() or more tags)");
@@ -70,43 +70,107 @@ public final class DataLoaderMetrics implements MeterBinder {
         if (l == null) {
             return;
         }
-        FunctionTimer.builder("granary.loader.data.wait", l, x -> takes(x.stats()),
-                        x -> x.stats().dataWaitNanos(), TimeUnit.NANOSECONDS)
-                .tags(tags).description("the trainer waiting for its next batch: batches asked for, time waited")
+        FunctionTimer.builder(
+                        "granary.loader.data.wait",
+                        l,
+                        x -> takes(x.stats()),
+                        x -> x.stats().dataWaitNanos(),
+                        TimeUnit.NANOSECONDS)
+                .tags(tags)
+                .description("the trainer waiting for its next batch: batches asked for, time waited")
                 .register(registry);
-        Gauge.builder("granary.loader.data.wait.ratio", l, DataLoader::dataWaitRatio).tags(tags)
+        Gauge.builder("granary.loader.data.wait.ratio", l, DataLoader::dataWaitRatio)
+                .tags(tags)
                 .description("share of the loader's starvation window the trainer spent waiting for batches")
                 .register(registry);
-        Gauge.builder("granary.loader.starved", l, x -> x.starved() ? 1 : 0).tags(tags)
+        Gauge.builder("granary.loader.starved", l, x -> x.starved() ? 1 : 0)
+                .tags(tags)
                 .description("1 while the starvation alarm is raised (data-wait over its threshold), else 0")
                 .register(registry);
-        counter(registry, l, "granary.loader.samples", tags, "samples handed to the trainer", null,
+        counter(
+                registry,
+                l,
+                "granary.loader.samples",
+                tags,
+                "samples handed to the trainer",
+                null,
                 LoaderStats::samples);
-        counter(registry, l, "granary.loader.batches", tags, "batches handed to the trainer", null,
+        counter(
+                registry,
+                l,
+                "granary.loader.batches",
+                tags,
+                "batches handed to the trainer",
+                null,
                 LoaderStats::batches);
-        counter(registry, l, "granary.loader.bytes", tags, "bytes of the samples read", BaseUnits.BYTES,
+        counter(
+                registry,
+                l,
+                "granary.loader.bytes",
+                tags,
+                "bytes of the samples read",
+                BaseUnits.BYTES,
                 LoaderStats::bytes);
-        counter(registry, l, "granary.loader.samples.skipped", tags, "samples that failed and were skipped", null,
+        counter(
+                registry,
+                l,
+                "granary.loader.samples.skipped",
+                tags,
+                "samples that failed and were skipped",
+                null,
                 LoaderStats::skipped);
-        counter(registry, l, "granary.loader.samples.failed", tags, "samples that failed their batch", null,
+        counter(
+                registry,
+                l,
+                "granary.loader.samples.failed",
+                tags,
+                "samples that failed their batch",
+                null,
                 LoaderStats::failed);
-        Gauge.builder("granary.loader.queue.depth", l, x -> x.stats().queueDepth()).tags(tags)
-                .description("batches decoded and waiting for the trainer (the prefetch queue)").register(registry);
-        Gauge.builder("granary.loader.epoch", l, x -> x.state().epoch()).tags(tags)
+        Gauge.builder("granary.loader.queue.depth", l, x -> x.stats().queueDepth())
+                .tags(tags)
+                .description("batches decoded and waiting for the trainer (the prefetch queue)")
+                .register(registry);
+        Gauge.builder("granary.loader.epoch", l, x -> x.state().epoch())
+                .tags(tags)
                 .description("the epoch the loader's position is in (the next one once an epoch is done)")
                 .register(registry);
         List<String> tiers = l.stats().tierNames();
         for (int i = 0; i < tiers.size(); i++) {
             int tier = i;
-            counter(registry, l, "granary.loader.hits", tags.and("tier", tiers.get(i)),
-                    "this loader's reads the tier served", null, s -> s.tierHits()[tier]);
+            counter(
+                    registry,
+                    l,
+                    "granary.loader.hits",
+                    tags.and("tier", tiers.get(i)),
+                    "this loader's reads the tier served",
+                    null,
+                    s -> s.tierHits()[tier]);
         }
-        counter(registry, l, "granary.loader.misses", tags, "this loader's reads no tier could serve", null,
+        counter(
+                registry,
+                l,
+                "granary.loader.misses",
+                tags,
+                "this loader's reads no tier could serve",
+                null,
                 LoaderStats::misses);
-        counter(registry, l, "granary.loader.origin.requests", tags, "origin data requests this loader's misses"
-                + " made", null, LoaderStats::originReads);
-        counter(registry, l, "granary.loader.origin.bytes", tags, "origin bytes this loader's misses fetched",
-                BaseUnits.BYTES, LoaderStats::originBytes);
+        counter(
+                registry,
+                l,
+                "granary.loader.origin.requests",
+                tags,
+                "origin data requests this loader's misses" + " made",
+                null,
+                LoaderStats::originReads);
+        counter(
+                registry,
+                l,
+                "granary.loader.origin.bytes",
+                tags,
+                "origin bytes this loader's misses fetched",
+                BaseUnits.BYTES,
+                LoaderStats::originBytes);
     }
 
     /** Batches the trainer asked for, delivered or failed: one per data-wait. */
@@ -118,10 +182,19 @@ public final class DataLoaderMetrics implements MeterBinder {
         return n;
     }
 
-    private static void counter(MeterRegistry registry, DataLoader<?> l, String name, Tags tags, String description,
-            String unit, ToLongFunction<LoaderStats> figure) {
-        FunctionCounter.builder(name, l, x -> figure.applyAsLong(x.stats())).tags(tags).description(description)
-                .baseUnit(unit).register(registry);
+    private static void counter(
+            MeterRegistry registry,
+            DataLoader<?> l,
+            String name,
+            Tags tags,
+            String description,
+            String unit,
+            ToLongFunction<LoaderStats> figure) {
+        FunctionCounter.builder(name, l, x -> figure.applyAsLong(x.stats()))
+                .tags(tags)
+                .description(description)
+                .baseUnit(unit)
+                .register(registry);
     }
 
     @Override

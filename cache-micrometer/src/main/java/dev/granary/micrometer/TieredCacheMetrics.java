@@ -53,8 +53,8 @@ public final class TieredCacheMetrics implements MeterBinder {
             throw new IllegalArgumentException("cache: null (expected: the TieredCache to observe)");
         }
         if (name == null || name.isBlank()) {
-            throw new IllegalArgumentException("name: '" + name + "' (expected: a non-blank value for the cache tag,"
-                    + " such as \"train\")");
+            throw new IllegalArgumentException(
+                    "name: '" + name + "' (expected: a non-blank value for the cache tag," + " such as \"train\")");
         }
         if (tags == null) {
             throw new IllegalArgumentException("tags: null (expected: Tags.empty() or more tags)");
@@ -73,54 +73,180 @@ public final class TieredCacheMetrics implements MeterBinder {
         for (int i = 0; i < tiers.size(); i++) {
             int tier = i;
             Tags t = tags.and("tier", tiers.get(i).name());
-            counter(registry, c, "granary.cache.hits", t, "page lookups this tier served", null,
+            counter(
+                    registry,
+                    c,
+                    "granary.cache.hits",
+                    t,
+                    "page lookups this tier served",
+                    null,
                     s -> s.tiers().get(tier).hits());
-            counter(registry, c, "granary.cache.misses", t, "page lookups this tier could not serve", null,
+            counter(
+                    registry,
+                    c,
+                    "granary.cache.misses",
+                    t,
+                    "page lookups this tier could not serve",
+                    null,
                     s -> s.tiers().get(tier).misses());
-            counter(registry, c, "granary.cache.hit.bytes", t, "bytes of the pages this tier served", BaseUnits.BYTES,
+            counter(
+                    registry,
+                    c,
+                    "granary.cache.hit.bytes",
+                    t,
+                    "bytes of the pages this tier served",
+                    BaseUnits.BYTES,
                     s -> s.tiers().get(tier).hitBytes());
-            counter(registry, c, "granary.cache.evictions", t, "pages this tier's policy evicted", null,
+            counter(
+                    registry,
+                    c,
+                    "granary.cache.evictions",
+                    t,
+                    "pages this tier's policy evicted",
+                    null,
                     s -> s.tiers().get(tier).evictions());
-            counter(registry, c, "granary.cache.rejections", t, "pages this tier refused to hold", null,
+            counter(
+                    registry,
+                    c,
+                    "granary.cache.rejections",
+                    t,
+                    "pages this tier refused to hold",
+                    null,
                     s -> s.tiers().get(tier).rejections());
-            counter(registry, c, "granary.cache.failures", t, "errors of this tier's medium (served as misses)", null,
+            counter(
+                    registry,
+                    c,
+                    "granary.cache.failures",
+                    t,
+                    "errors of this tier's medium (served as misses)",
+                    null,
                     s -> s.tiers().get(tier).failures());
-            counter(registry, c, "granary.cache.corruptions", t, "damaged pages found and dropped (served as misses)",
-                    null, s -> s.tiers().get(tier).corruptions());
-            gauge(registry, c, "granary.cache.used", t, "bytes of this tier's capacity in use", BaseUnits.BYTES,
+            counter(
+                    registry,
+                    c,
+                    "granary.cache.corruptions",
+                    t,
+                    "damaged pages found and dropped (served as misses)",
+                    null,
+                    s -> s.tiers().get(tier).corruptions());
+            gauge(
+                    registry,
+                    c,
+                    "granary.cache.used",
+                    t,
+                    "bytes of this tier's capacity in use",
+                    BaseUnits.BYTES,
                     s -> s.tiers().get(tier).usedBytes());
-            gauge(registry, c, "granary.cache.capacity", t, "this tier's capacity", BaseUnits.BYTES,
+            gauge(
+                    registry,
+                    c,
+                    "granary.cache.capacity",
+                    t,
+                    "this tier's capacity",
+                    BaseUnits.BYTES,
                     s -> s.tiers().get(tier).capacityBytes());
         }
-        counter(registry, c, "granary.origin.requests", tags, "data requests (ranged reads) sent to the origin", null,
+        counter(
+                registry,
+                c,
+                "granary.origin.requests",
+                tags,
+                "data requests (ranged reads) sent to the origin",
+                null,
                 s -> s.origin().reads());
-        counter(registry, c, "granary.origin.bytes", tags, "data bytes fetched from the origin", BaseUnits.BYTES,
+        counter(
+                registry,
+                c,
+                "granary.origin.bytes",
+                tags,
+                "data bytes fetched from the origin",
+                BaseUnits.BYTES,
                 s -> s.origin().bytes());
-        counter(registry, c, "granary.origin.metadata.requests", tags, "stat and list requests sent to the origin",
-                null, s -> s.origin().metadataRequests());
-        counter(registry, c, "granary.origin.errors", tags, "origin requests that failed after the origin's retries",
-                null, s -> s.origin().errors());
-        counter(registry, c, "granary.origin.retries", tags, "requests the origin retried on its own", null,
+        counter(
+                registry,
+                c,
+                "granary.origin.metadata.requests",
+                tags,
+                "stat and list requests sent to the origin",
+                null,
+                s -> s.origin().metadataRequests());
+        counter(
+                registry,
+                c,
+                "granary.origin.errors",
+                tags,
+                "origin requests that failed after the origin's retries",
+                null,
+                s -> s.origin().errors());
+        counter(
+                registry,
+                c,
+                "granary.origin.retries",
+                tags,
+                "requests the origin retried on its own",
+                null,
                 s -> s.origin().retries());
-        gauge(registry, c, "granary.origin.inflight", tags, "data reads in progress at the origin", null,
+        gauge(
+                registry,
+                c,
+                "granary.origin.inflight",
+                tags,
+                "data reads in progress at the origin",
+                null,
                 s -> s.origin().inFlight());
-        gauge(registry, c, "granary.cache.leases.open", tags, "leases handed out and not yet closed", null,
+        gauge(
+                registry,
+                c,
+                "granary.cache.leases.open",
+                tags,
+                "leases handed out and not yet closed",
+                null,
                 CacheStats::openLeases);
-        counter(registry, c, "granary.cache.leases.leaked", tags, "leases garbage collected without being closed",
-                null, CacheStats::leakedLeases);
-        counter(registry, c, "granary.cache.stale.serves", tags, "reads served from the last known version while the"
-                + " origin could not be reached (stale-if-error)", null, CacheStats::staleServes);
+        counter(
+                registry,
+                c,
+                "granary.cache.leases.leaked",
+                tags,
+                "leases garbage collected without being closed",
+                null,
+                CacheStats::leakedLeases);
+        counter(
+                registry,
+                c,
+                "granary.cache.stale.serves",
+                tags,
+                "reads served from the last known version while the" + " origin could not be reached (stale-if-error)",
+                null,
+                CacheStats::staleServes);
     }
 
-    private static void counter(MeterRegistry registry, TieredCache c, String name, Tags tags, String description,
-            String unit, ToLongFunction<CacheStats> figure) {
-        FunctionCounter.builder(name, c, read(figure)).tags(tags).description(description).baseUnit(unit)
+    private static void counter(
+            MeterRegistry registry,
+            TieredCache c,
+            String name,
+            Tags tags,
+            String description,
+            String unit,
+            ToLongFunction<CacheStats> figure) {
+        FunctionCounter.builder(name, c, read(figure))
+                .tags(tags)
+                .description(description)
+                .baseUnit(unit)
                 .register(registry);
     }
 
-    private static void gauge(MeterRegistry registry, TieredCache c, String name, Tags tags, String description,
-            String unit, ToLongFunction<CacheStats> figure) {
-        Gauge.builder(name, c, read(figure)).tags(tags).description(description).baseUnit(unit)
+    private static void gauge(
+            MeterRegistry registry,
+            TieredCache c,
+            String name,
+            Tags tags,
+            String description,
+            String unit,
+            ToLongFunction<CacheStats> figure) {
+        Gauge.builder(name, c, read(figure))
+                .tags(tags)
+                .description(description)
+                .baseUnit(unit)
                 .register(registry);
     }
 

@@ -92,9 +92,18 @@ class PrometheusScrapeTest {
     @Test
     void scrapeShowsTheCacheAndTheLoaderWhileAnEpochRunsAndAfter() throws Exception {
         try (TieredCache cache = TieredCache.builder(PosixOrigin.of(dir.resolve("train")))
-                .tier(MemoryTier.builder().name("memory").capacity(MEMORY).slabSize(1 << 20).build()).build();
-             DataLoader<Integer> loader = DataLoader.<Integer>builder(Dataset.ofObjects(cache, ""),
-                     s -> s.bytes().get(0) & 0xff).batchSize(BATCH).workers(2).prefetch(2).build()) {
+                        .tier(MemoryTier.builder()
+                                .name("memory")
+                                .capacity(MEMORY)
+                                .slabSize(1 << 20)
+                                .build())
+                        .build();
+                DataLoader<Integer> loader = DataLoader.<Integer>builder(
+                                Dataset.ofObjects(cache, ""), s -> s.bytes().get(0) & 0xff)
+                        .batchSize(BATCH)
+                        .workers(2)
+                        .prefetch(2)
+                        .build()) {
             new TieredCacheMetrics(cache, "train", Tags.of("job", "test")).bindTo(registry);
             new DataLoaderMetrics(loader, "train", Tags.of("job", "test")).bindTo(registry);
 
@@ -105,9 +114,12 @@ class PrometheusScrapeTest {
                     batches.next();
                 }
                 Map<String, Double> mid = scrape();
-                assertEquals(OBJECTS / 2.0, mid.get("granary_loader_samples_total{job=\"test\",loader=\"train\"}"),
+                assertEquals(
+                        OBJECTS / 2.0,
+                        mid.get("granary_loader_samples_total{job=\"test\",loader=\"train\"}"),
                         "samples handed out so far");
-                assertEquals(OBJECTS / BATCH / 2.0,
+                assertEquals(
+                        OBJECTS / BATCH / 2.0,
                         mid.get("granary_loader_data_wait_seconds_count{job=\"test\",loader=\"train\"}"),
                         "one data-wait per batch taken");
                 assertEquals(0.0, mid.get("granary_loader_epoch{job=\"test\",loader=\"train\"}"));
@@ -165,9 +177,10 @@ class PrometheusScrapeTest {
     @Test
     void badArgumentsAreRefusedWithTheirValue() throws Exception {
         try (TieredCache cache = TieredCache.builder(PosixOrigin.of(dir))
-                .tier(MemoryTier.builder().capacity(1 << 20).build()).build()) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> new TieredCacheMetrics(cache, " ", Tags.empty()));
+                .tier(MemoryTier.builder().capacity(1 << 20).build())
+                .build()) {
+            IllegalArgumentException e = assertThrows(
+                    IllegalArgumentException.class, () -> new TieredCacheMetrics(cache, " ", Tags.empty()));
             assertTrue(e.getMessage().startsWith("name: ' '"), e.getMessage());
             assertThrows(IllegalArgumentException.class, () -> new TieredCacheMetrics(null, "x", Tags.empty()));
             assertThrows(IllegalArgumentException.class, () -> new DataLoaderMetrics(null, "x", Tags.empty()));
@@ -176,8 +189,11 @@ class PrometheusScrapeTest {
 
     /** GETs the scrape page over HTTP and parses its samples: the series (name and labels) to its value. */
     private Map<String, Double> scrape() throws IOException, InterruptedException {
-        HttpResponse<String> response = client.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
-                + server.getAddress().getPort() + "/metrics")).build(), HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> response = client.send(
+                HttpRequest.newBuilder(URI.create(
+                                "http://127.0.0.1:" + server.getAddress().getPort() + "/metrics"))
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
         assertEquals(200, response.statusCode());
         assertTrue(response.headers().firstValue("Content-Type").orElse("").startsWith("text/plain"));
         Map<String, Double> samples = new HashMap<>();

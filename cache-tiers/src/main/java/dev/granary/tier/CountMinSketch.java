@@ -18,8 +18,9 @@ final class CountMinSketch implements SlotPolicy.Frequencies {
     private static final int SHIFT = 15;
     private static final int CHUNK = 1 << SHIFT;
     private static final long RESET_MASK = 0x7777_7777_7777_7777L;
-    private static final long[] SEEDS = {0xC3A5C85C97CB3127L, 0xB492B66FBE98F273L, 0x9AE16A3B2F90404FL,
-            0xCBF29CE484222325L};
+    private static final long[] SEEDS = {
+        0xC3A5C85C97CB3127L, 0xB492B66FBE98F273L, 0x9AE16A3B2F90404FL, 0xCBF29CE484222325L
+    };
 
     private long[][] table;
     private int mask;

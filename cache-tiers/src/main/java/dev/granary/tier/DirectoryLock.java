@@ -89,11 +89,15 @@ final class DirectoryLock implements AutoCloseable {
             return shared && held > 0 ? held + 1 : held;
         });
         if (was[0] != 0 && !(shared && was[0] > 0)) {
-            String holder = "another DiskTier in this process (" + (was[0] > 0 ? was[0] + " shared"
-                    : "unshared: " + holder(file, null)) + ")";
-            throw new DirectoryInUseException(directory, holder, "disk tier directory " + directory + " is in use by "
-                    + holder + " (expected: one unshared tier per directory, or only shared tiers; close the other"
-                    + " first)");
+            String holder = "another DiskTier in this process ("
+                    + (was[0] > 0 ? was[0] + " shared" : "unshared: " + holder(file, null)) + ")";
+            throw new DirectoryInUseException(
+                    directory,
+                    holder,
+                    "disk tier directory " + directory + " is in use by "
+                            + holder
+                            + " (expected: one unshared tier per directory, or only shared tiers; close the other"
+                            + " first)");
         }
         int fd = -1;
         FileChannel channel = null;
@@ -101,12 +105,14 @@ final class DirectoryLock implements AutoCloseable {
             fd = NativeFiles.openDirectory(directory);
             boolean locked;
             FileLock fallback = null;
-            channel = FileChannel.open(file, EnumSet.of(StandardOpenOption.CREATE, StandardOpenOption.READ,
-                    StandardOpenOption.WRITE), DiskDirectory.FILE_PERMISSIONS);
+            channel = FileChannel.open(
+                    file,
+                    EnumSet.of(StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE),
+                    DiskDirectory.FILE_PERMISSIONS);
             access.apply(file, false);
             if (fd >= 0) {
-                locked = NativeFiles.flock(fd, (shared ? NativeFiles.LOCK_SH : NativeFiles.LOCK_EX)
-                        | NativeFiles.LOCK_NB);
+                locked = NativeFiles.flock(
+                        fd, (shared ? NativeFiles.LOCK_SH : NativeFiles.LOCK_EX) | NativeFiles.LOCK_NB);
             } else if (shared) {
                 throw new IllegalStateException("disk tier directory " + directory + ": a shared directory needs"
                         + " flock(2), which cannot be called here (expected: Linux; or open it unshared)");
@@ -117,15 +123,23 @@ final class DirectoryLock implements AutoCloseable {
             if (!locked) {
                 if (shared) {
                     String holder = holder(file, directory);
-                    throw new DirectoryInUseException(directory, holder, "disk tier directory " + directory + " is in"
-                            + " use by a process that holds it unshared: " + holder + " (expected: a directory that"
-                            + " every process opens with shared(true), or one no other process holds)");
+                    throw new DirectoryInUseException(
+                            directory,
+                            holder,
+                            "disk tier directory " + directory + " is in"
+                                    + " use by a process that holds it unshared: " + holder
+                                    + " (expected: a directory that"
+                                    + " every process opens with shared(true), or one no other process holds)");
                 }
                 List<Long> sharers = flockHolders(directory);
                 String holder = sharers.size() > 1 ? "shared by pids " + sharers : holder(file, directory);
-                throw new DirectoryInUseException(directory, holder, "disk tier directory " + directory + " is in use"
-                        + " by another process: " + holder + " (expected: a directory no other process holds; give"
-                        + " each process its own directory, or open it with shared(true) in every process)");
+                throw new DirectoryInUseException(
+                        directory,
+                        holder,
+                        "disk tier directory " + directory + " is in use"
+                                + " by another process: " + holder
+                                + " (expected: a directory no other process holds; give"
+                                + " each process its own directory, or open it with shared(true) in every process)");
             }
             if (!shared) {
                 String text = "pid " + ProcessHandle.current().pid() + " on " + hostName() + ", boot " + bootId()
@@ -166,7 +180,8 @@ final class DirectoryLock implements AutoCloseable {
             return text;
         }
         List<Long> pids = lockedDirectory == null ? List.of() : flockHolders(lockedDirectory);
-        return !pids.isEmpty() ? "pid " + pids.getFirst() + " (from /proc/locks; " + problem + ")"
+        return !pids.isEmpty()
+                ? "pid " + pids.getFirst() + " (from /proc/locks; " + problem + ")"
                 : "holder unknown (" + problem + ")";
     }
 

@@ -35,10 +35,12 @@ final class DiskDirectory {
             PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"));
     /** A directory private to its owner: {@code 0700}. */
     static final Set<PosixFilePermission> DIRECTORY_PERMISSIONS = PosixFilePermissions.fromString("rwx------");
+
     private static final String FORMAT_TITLE = "granary-disk-tier";
     /** The only names Granary puts in a tier's directory (FORMAT.tmp: a FORMAT being written when a process died). */
-    private static final java.util.Set<String> OWN = java.util.Set.of(FORMAT_FILE,
-            FORMAT_FILE + ".tmp", DirectoryLock.FILE, SEGMENTS, SharedDirectory.FILE);
+    private static final java.util.Set<String> OWN =
+            java.util.Set.of(FORMAT_FILE, FORMAT_FILE + ".tmp", DirectoryLock.FILE, SEGMENTS, SharedDirectory.FILE);
+
     private static final System.Logger LOG = System.getLogger(DiskTier.class.getName());
 
     private DiskDirectory() {}
@@ -65,10 +67,10 @@ final class DiskDirectory {
             if (group == null) {
                 return;
             }
-            GroupPrincipal principal = path.getFileSystem().getUserPrincipalLookupService()
-                    .lookupPrincipalByGroupName(group);
-            PosixFileAttributeView view = Files.getFileAttributeView(path,
-                    PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS);
+            GroupPrincipal principal =
+                    path.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByGroupName(group);
+            PosixFileAttributeView view =
+                    Files.getFileAttributeView(path, PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS);
             // Changed only where it differs: a member of the group who does not own the file may not change it.
             if (!view.readAttributes().group().equals(principal)) {
                 view.setGroup(principal);
@@ -109,8 +111,7 @@ final class DiskDirectory {
             throw new IllegalArgumentException("disk tier directory " + directory + " is not a directory (expected:"
                     + " a directory, or a path where one can be created)");
         }
-        boolean ours = Files.exists(directory.resolve(FORMAT_FILE))
-                || Files.exists(directory.resolve(SEGMENTS));
+        boolean ours = Files.exists(directory.resolve(FORMAT_FILE)) || Files.exists(directory.resolve(SEGMENTS));
         try (DirectoryStream<Path> entries = Files.newDirectoryStream(directory)) {
             for (Path entry : entries) {
                 String name = entry.getFileName().toString();
@@ -125,8 +126,9 @@ final class DiskDirectory {
                             + " or one a DiskTier wrote; Granary does not share a directory with other data)");
                 }
                 throw new IllegalArgumentException("disk tier directory " + directory + " holds a file that is not"
-                        + " Granary's: " + name + " (expected: only " + String.join(", ", OWN.stream().sorted()
-                        .toList()) + "; Granary does not share a directory with other data: move the file away)");
+                        + " Granary's: " + name + " (expected: only "
+                        + String.join(", ", OWN.stream().sorted().toList())
+                        + "; Granary does not share a directory with other data: move the file away)");
             }
         }
         if (access.group() != null) {
@@ -174,12 +176,17 @@ final class DiskDirectory {
                 return;
             }
             if (found >= SegmentFormat.OLDEST_READABLE) {
-                LOG.log(System.Logger.Level.INFO, "disk tier '" + tierName + "': " + directory + " holds format "
-                        + found + "; upgrading it to format " + SegmentFormat.FORMAT + " in place (its segments are"
-                        + " kept and read as they are)");
+                LOG.log(
+                        System.Logger.Level.INFO,
+                        "disk tier '" + tierName + "': " + directory + " holds format "
+                                + found + "; upgrading it to format " + SegmentFormat.FORMAT
+                                + " in place (its segments are"
+                                + " kept and read as they are)");
             } else {
-                LOG.log(System.Logger.Level.INFO, "disk tier '" + tierName + "': " + directory + " holds format "
-                        + found + "; discarding its segments and starting over in format " + SegmentFormat.FORMAT);
+                LOG.log(
+                        System.Logger.Level.INFO,
+                        "disk tier '" + tierName + "': " + directory + " holds format " + found
+                                + "; discarding its segments and starting over in format " + SegmentFormat.FORMAT);
                 deleteSegments(segmentsDirectory);
             }
         }
@@ -195,7 +202,10 @@ final class DiskDirectory {
                 + (capacity > 0 ? CAPACITY_LINE + capacity + "\n" : "");
         Files.write(Files.createFile(temporary, FILE_PERMISSIONS), text.getBytes(StandardCharsets.UTF_8));
         access.apply(temporary, false);
-        Files.move(temporary, directory.resolve(FORMAT_FILE), StandardCopyOption.ATOMIC_MOVE,
+        Files.move(
+                temporary,
+                directory.resolve(FORMAT_FILE),
+                StandardCopyOption.ATOMIC_MOVE,
                 StandardCopyOption.REPLACE_EXISTING);
     }
 
@@ -209,7 +219,8 @@ final class DiskDirectory {
         try {
             List<String> lines = Files.readAllLines(formatFile, StandardCharsets.UTF_8);
             if (lines.size() >= 3 && lines.get(2).startsWith(CAPACITY_LINE)) {
-                return Long.parseLong(lines.get(2).substring(CAPACITY_LINE.length()).strip());
+                return Long.parseLong(
+                        lines.get(2).substring(CAPACITY_LINE.length()).strip());
             }
         } catch (IOException | NumberFormatException e) {
             // unknown
@@ -219,8 +230,7 @@ final class DiskDirectory {
 
     private static void makeSegmentsDirectory(Path segmentsDirectory, Access access) throws IOException {
         if (!Files.isDirectory(segmentsDirectory)) {
-            Files.createDirectories(segmentsDirectory,
-                    PosixFilePermissions.asFileAttribute(DIRECTORY_PERMISSIONS));
+            Files.createDirectories(segmentsDirectory, PosixFilePermissions.asFileAttribute(DIRECTORY_PERMISSIONS));
             access.apply(segmentsDirectory, true);
         } else if (access.group() != null) {
             access.apply(segmentsDirectory, true);
@@ -229,9 +239,12 @@ final class DiskDirectory {
 
     private static int parseFormat(Path directory, Path formatFile) throws IOException {
         List<String> lines = Files.readAllLines(formatFile, StandardCharsets.UTF_8);
-        if (lines.size() >= 2 && lines.get(0).equals(FORMAT_TITLE) && lines.get(1).startsWith("format ")) {
+        if (lines.size() >= 2
+                && lines.get(0).equals(FORMAT_TITLE)
+                && lines.get(1).startsWith("format ")) {
             try {
-                return Integer.parseInt(lines.get(1).substring("format ".length()).strip());
+                return Integer.parseInt(
+                        lines.get(1).substring("format ".length()).strip());
             } catch (NumberFormatException e) {
                 // reported below
             }

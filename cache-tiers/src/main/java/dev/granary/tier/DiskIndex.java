@@ -59,7 +59,11 @@ final class DiskIndex {
     private int freeSlotCount;
 
     /** What {@link #add} did. */
-    enum Added { STORED, PRESENT, REFUSED }
+    enum Added {
+        STORED,
+        PRESENT,
+        REFUSED
+    }
 
     // ------------------------------------------------------------------------------------------------ hashing
 
@@ -320,8 +324,8 @@ final class DiskIndex {
      * @return {@link Added#STORED} if indexed now, {@link Added#PRESENT} if an equal page already is,
      *     {@link Added#REFUSED} if the segment is dead or {@code closed} says the tier is
      */
-    Added add(Segment segment, PageKey key, long payload, int crc, boolean verified, int stamp,
-            BooleanSupplier closed) {
+    Added add(
+            Segment segment, PageKey key, long payload, int crc, boolean verified, int stamp, BooleanSupplier closed) {
         long lockStamp = lock.writeLock();
         try {
             if (segment.deadLocked() || closed.getAsBoolean()) {
@@ -528,7 +532,8 @@ final class DiskIndex {
                     continue;
                 }
                 for (int r = 0; r < s.records; r++) {
-                    if (!s.removed(r) && names.keyIs(s.object(r), key)
+                    if (!s.removed(r)
+                            && names.keyIs(s.object(r), key)
                             && names.origin(s.object(r)).equals(origin)) {
                         removeLocked(s, r);
                         removedPages++;
@@ -565,8 +570,8 @@ final class DiskIndex {
         int object = segment.object(record);
         long h = hash(object, segment.offset(record), segment.length(record));
         if (!PageTable.delete(table, ref(segment.slot, record, h), h, TAG_BITS, this::hashOf)) {
-            throw new IllegalStateException("disk index: record " + record + " of " + segment
-                    + " is live but not in the table");
+            throw new IllegalStateException(
+                    "disk index: record " + record + " of " + segment + " is live but not in the table");
         }
         size--;
         segment.object(record, Segment.REMOVED);
@@ -579,8 +584,7 @@ final class DiskIndex {
     /** {@return the key of a live record}; under a lock */
     private PageKey keyOf(Segment s, int r) {
         int object = s.object(r);
-        return new PageKey(names.origin(object), names.key(object), names.version(object), s.offset(r),
-                s.length(r));
+        return new PageKey(names.origin(object), names.key(object), names.version(object), s.offset(r), s.length(r));
     }
 
     /** Receives a live page of a segment: its key and stamp. */
@@ -652,8 +656,8 @@ final class DiskIndex {
     boolean nameHeldAsBytes(PageKey key) {
         long stamp = lock.readLock();
         try {
-            int id = names.find(key.origin(), key.key(), key.version(),
-                    ObjectNames.hash(key.origin(), key.key(), key.version()));
+            int id = names.find(
+                    key.origin(), key.key(), key.version(), ObjectNames.hash(key.origin(), key.key(), key.version()));
             return id >= 0 && names.heldAsBytes(id);
         } finally {
             lock.unlockRead(stamp);

@@ -15,6 +15,7 @@ final class DiskPage extends Page {
     final Segment segment;
     /** The page's record number in its segment's rows. */
     final int record;
+
     final long payloadOffset;
     final int crc;
 

@@ -9,43 +9,14 @@ import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import dev.granary.spi.RegionPolicy;
 import dev.granary.spi.Tier;
-import dev.granary.spi.TierSimulation;
 import dev.granary.spi.Workload;
-import java.io.EOFException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.VarHandle;
-import java.nio.channels.ClosedByInterruptException;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.attribute.FileAttribute;
-import java.nio.file.attribute.FileTime;
-import java.nio.file.attribute.PosixFilePermission;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
-import java.util.Optional;
-import java.util.Set;
-import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.LongAdder;
-import java.util.concurrent.locks.LockSupport;
-import java.util.concurrent.locks.ReentrantLock;
-import java.util.concurrent.locks.ReentrantReadWriteLock;
-import java.util.function.Consumer;
 
 /**
  * The local-disk tier (L3): pages appended into memory-mapped segment files, kept across restarts and crashes, each
@@ -119,6 +90,7 @@ public final class DiskTier implements Tier {
     private final DirectoryLock lock;
     /** The pages on disk, in primitive arrays ({@link DiskIndex}); page objects exist only while leased. */
     private final DiskIndex index = new DiskIndex();
+
     private final TierCounters counters = new TierCounters();
     /** The other processes sharing the directory ({@link Builder#shared}), or {@link Peers#NONE}. */
     private final Peers peers;
@@ -126,9 +98,11 @@ public final class DiskTier implements Tier {
     private final SegmentAppender appender;
     /** What a leased page passes before it is served. */
     private final PageChecks checks;
+
     private final Recovery recovery;
     /** Scratch mode ({@link Builder#deleteOnClose}); and whether this tier made the directory (then it may remove it). */
     private final boolean deleteOnClose;
+
     private final boolean createdDirectory;
 
     private DiskTier(Builder b, long segmentSize) throws IOException {
@@ -146,9 +120,23 @@ public final class DiskTier implements Tier {
             throw e;
         }
         Path segments = directory.resolve(DiskDirectory.SEGMENTS);
-        this.appender = new SegmentAppender(this, name, segments, access, new SegmentAppender.Settings(b.capacity,
-                segmentSize, b.policy, b.files, b.retryAfter.toNanos(), b.randomAccess,
-                b.directWrites ? b.directMin : 0, b.writebackEvery), index, counters, peers);
+        this.appender = new SegmentAppender(
+                this,
+                name,
+                segments,
+                access,
+                new SegmentAppender.Settings(
+                        b.capacity,
+                        segmentSize,
+                        b.policy,
+                        b.files,
+                        b.retryAfter.toNanos(),
+                        b.randomAccess,
+                        b.directWrites ? b.directMin : 0,
+                        b.writebackEvery),
+                index,
+                counters,
+                peers);
         peers.attach(appender);
         this.checks = new PageChecks(name, index, appender, peers, counters, b.lengthCheck.toNanos());
         try {
@@ -159,8 +147,14 @@ public final class DiskTier implements Tier {
             } finally {
                 peers.unlock();
             }
-            FlightEvents.diskRecovered(name, directory, recovery.segments(), recovery.pages(),
-                    recovery.damagedSegments(), recovery.damagedTails(), recovery.took());
+            FlightEvents.diskRecovered(
+                    name,
+                    directory,
+                    recovery.segments(),
+                    recovery.pages(),
+                    recovery.damagedSegments(),
+                    recovery.damagedTails(),
+                    recovery.took());
         } catch (IOException | RuntimeException | Error e) {
             appender.closeAfterFailedOpen();
             peers.close();
@@ -178,16 +172,28 @@ public final class DiskTier implements Tier {
     private Recovery recover(Path segmentsDirectory) throws IOException {
         long start = System.nanoTime();
         long[] pages = {0};
-        SegmentRecovery.Result found = new SegmentRecovery(segmentsDirectory, name, appender::freed, appender::mapped,
-                appender::advise, counters::corrupted, peers::appendedByAnother).scan(recovered -> {
+        SegmentRecovery.Result found = new SegmentRecovery(
+                        segmentsDirectory,
+                        name,
+                        appender::freed,
+                        appender::mapped,
+                        appender::advise,
+                        counters::corrupted,
+                        peers::appendedByAnother)
+                .scan(recovered -> {
                     Segment s = recovered.segment();
                     appender.add(s); // at once: if the scan fails further on, closing after the failed open releases it
                     s.resize(recovered.records().size);
                     pages[0] += index.addRecovered(s, recovered.records(), recovered.expectedMore());
                 });
         appender.opened(found.nextId());
-        return new Recovery(found.files(), pages[0], found.damagedSegments(), found.damagedTails(),
-                Duration.ofNanos(System.nanoTime() - start), found.dropped());
+        return new Recovery(
+                found.files(),
+                pages[0],
+                found.damagedSegments(),
+                found.damagedTails(),
+                Duration.ofNanos(System.nanoTime() - start),
+                found.dropped());
     }
 
     // ------------------------------------------------------------------------------------------------ reads
@@ -302,8 +308,8 @@ public final class DiskTier implements Tier {
     @Override
     public boolean put(Page page) {
         if (!page.isSealed()) {
-            throw new IllegalArgumentException("page " + page.key() + " is not sealed (expected: a filled, sealed"
-                    + " page)");
+            throw new IllegalArgumentException(
+                    "page " + page.key() + " is not sealed (expected: a filled, sealed" + " page)");
         }
         if (appender.closed()) {
             return false;
@@ -405,11 +411,15 @@ public final class DiskTier implements Tier {
         Segment s = found.segment();
         long payload = s.payload(found.record());
         long[] header = {-1};
-        SegmentFormat.scan(s.map, s.id, r -> {
-            if (r.payloadOffset() == payload) {
-                header[0] = r.headerOffset();
-            }
-        }, position -> {});
+        SegmentFormat.scan(
+                s.map,
+                s.id,
+                r -> {
+                    if (r.payloadOffset() == payload) {
+                        header[0] = r.headerOffset();
+                    }
+                },
+                position -> {});
         return new Location(s.file, header[0], payload, key.length());
     }
 
@@ -431,7 +441,8 @@ public final class DiskTier implements Tier {
     public void close() {
         appender.close(() -> {
             // Scratch mode: Granary's files go while the directory is still locked, the directory itself after.
-            boolean emptied = deleteOnClose && ScratchDirectory.deleteContents(directory, name).isEmpty();
+            boolean emptied = deleteOnClose
+                    && ScratchDirectory.deleteContents(directory, name).isEmpty();
             lock.close();
             if (emptied && createdDirectory) {
                 ScratchDirectory.deleteDirectory(directory, name);
@@ -457,8 +468,8 @@ public final class DiskTier implements Tier {
      * @param dropped         what damage made the scan drop: each segment file deleted for a damaged header, and each
      *                        segment whose scan ended on a record that is not valid
      */
-    public record Recovery(int segments, long pages, int damagedSegments, int damagedTails, Duration took,
-            List<Dropped> dropped) {
+    public record Recovery(
+            int segments, long pages, int damagedSegments, int damagedTails, Duration took, List<Dropped> dropped) {
 
         /** Copies the list. */
         public Recovery {
@@ -504,6 +515,7 @@ public final class DiskTier implements Tier {
         private long capacity = -1;
         /** -1 until set: then chosen from the capacity at {@link #build}. */
         private long segmentSize = -1;
+
         private RegionPolicy policy = new SegmentLruPolicy();
         private String name = "disk";
         private Duration retryAfter = Duration.ofSeconds(30);
@@ -514,6 +526,7 @@ public final class DiskTier implements Tier {
         private SegmentFiles files = NativeFiles::allocateSparse;
         /** How often a segment's file length is re-checked on the hit path (see {@code ready}). */
         static final Duration LENGTH_CHECK = Duration.ofMillis(10);
+
         private Duration lengthCheck = LENGTH_CHECK;
         private boolean deleteOnClose;
         private boolean shared;
@@ -607,8 +620,8 @@ public final class DiskTier implements Tier {
          */
         public Builder directory(Path directory) {
             if (directory == null) {
-                throw new IllegalArgumentException("disk tier directory: null (expected: a path such as"
-                        + " Path.of(\"/nvme/granary\"))");
+                throw new IllegalArgumentException(
+                        "disk tier directory: null (expected: a path such as" + " Path.of(\"/nvme/granary\"))");
             }
             this.directory = directory;
             return this;
@@ -657,8 +670,8 @@ public final class DiskTier implements Tier {
          */
         public Builder policy(RegionPolicy policy) {
             if (policy == null) {
-                throw new IllegalArgumentException("region policy: null (expected: a policy such as new"
-                        + " SegmentLruPolicy())");
+                throw new IllegalArgumentException(
+                        "region policy: null (expected: a policy such as new" + " SegmentLruPolicy())");
             }
             this.policy = policy;
             return this;
@@ -673,8 +686,8 @@ public final class DiskTier implements Tier {
          */
         public Builder name(String name) {
             if (name == null || name.isBlank()) {
-                throw new IllegalArgumentException("tier name: " + (name == null ? "null" : "'" + name + "'")
-                        + " (expected: a non-blank name)");
+                throw new IllegalArgumentException(
+                        "tier name: " + (name == null ? "null" : "'" + name + "'") + " (expected: a non-blank name)");
             }
             this.name = name;
             return this;
@@ -765,6 +778,7 @@ public final class DiskTier implements Tier {
 
         /** The default of {@link #writebackEvery}. */
         static final long WRITEBACK_EVERY = 8L << 20;
+
         private static final long MIN_WRITEBACK = 64 << 10;
 
         /** For tests: the smallest page written direct (default {@link #DIRECT_MIN}), so small pages can take it. */
@@ -826,12 +840,12 @@ public final class DiskTier implements Tier {
          */
         public DiskTier build() {
             if (directory == null) {
-                throw new IllegalStateException("disk tier directory not set (expected: directory(path) before"
-                        + " build())");
+                throw new IllegalStateException(
+                        "disk tier directory not set (expected: directory(path) before" + " build())");
             }
             if (capacity < 0) {
-                throw new IllegalStateException("disk tier capacity not set (expected: capacity(bytes) before"
-                        + " build())");
+                throw new IllegalStateException(
+                        "disk tier capacity not set (expected: capacity(bytes) before" + " build())");
             }
             if (shared && deleteOnClose) {
                 throw new IllegalStateException("disk tier " + directory + ": shared(true) with deleteOnClose(true)"

@@ -65,9 +65,22 @@ public final class DiskTierInspection {
      *                        does not record it (written by an older Granary)
      * @param inUseBy         the processes that hold the directory now (a running cache), or empty
      */
-    public record Summary(Path directory, int format, int segments, long segmentBytes, long pages, long pageBytes,
-            long objects, long versions, List<String> origins, long freeBytes, int damagedSegments, int damagedTails,
-            Duration scan, long capacity, Optional<String> inUseBy) {
+    public record Summary(
+            Path directory,
+            int format,
+            int segments,
+            long segmentBytes,
+            long pages,
+            long pageBytes,
+            long objects,
+            long versions,
+            List<String> origins,
+            long freeBytes,
+            int damagedSegments,
+            int damagedTails,
+            Duration scan,
+            long capacity,
+            Optional<String> inUseBy) {
 
         /** Copies the origin list. */
         public Summary {
@@ -152,8 +165,7 @@ public final class DiskTierInspection {
                     damagedSegments++;
                     continue;
                 }
-                MemorySegment map = channel.map(MapMode.READ_ONLY, 0,
-                        size, arena);
+                MemorySegment map = channel.map(MapMode.READ_ONLY, 0, size, arena);
                 if (SegmentFormat.checkSegmentHeader(map, id, size) != null) {
                     damagedSegments++;
                     continue;
@@ -174,13 +186,25 @@ public final class DiskTierInspection {
             }
         }
         List<Long> holders = DirectoryLock.flockHolders(directory);
-        return new Summary(directory, format, segments, segmentBytes, pages, pageBytes, objects.size(),
-                versions.size(), new ArrayList<>(origins), Files.getFileStore(directory).getUsableSpace(),
-                damagedSegments, damagedTails, Duration.ofNanos(System.nanoTime() - start),
+        return new Summary(
+                directory,
+                format,
+                segments,
+                segmentBytes,
+                pages,
+                pageBytes,
+                objects.size(),
+                versions.size(),
+                new ArrayList<>(origins),
+                Files.getFileStore(directory).getUsableSpace(),
+                damagedSegments,
+                damagedTails,
+                Duration.ofNanos(System.nanoTime() - start),
                 DiskDirectory.recordedCapacity(directory.resolve(DiskDirectory.FORMAT_FILE)),
-                holders.isEmpty() ? java.util.Optional.empty() : java.util.Optional.of((holders.size() == 1
-                        ? "pid " : "pids ") + holders.stream().map(String::valueOf)
-                        .collect(Collectors.joining(", "))));
+                holders.isEmpty()
+                        ? java.util.Optional.empty()
+                        : java.util.Optional.of((holders.size() == 1 ? "pid " : "pids ")
+                                + holders.stream().map(String::valueOf).collect(Collectors.joining(", "))));
     }
 
     /**
@@ -228,7 +252,9 @@ public final class DiskTierInspection {
      */
     public static long clear(Path directory) throws IOException {
         checkOwned(directory);
-        long bytes = segmentFiles(directory).stream().mapToLong(DiskTierInspection::size).sum();
+        long bytes = segmentFiles(directory).stream()
+                .mapToLong(DiskTierInspection::size)
+                .sum();
         // Any format, older or newer: clearing is how a directory a newer Granary wrote is started over. The lock
         // keeps a running cache's directory from being deleted under it.
         List<String> left;
@@ -256,7 +282,8 @@ public final class DiskTierInspection {
         int found = -1;
         if (lines.size() >= 2 && lines.get(1).startsWith("format ")) {
             try {
-                found = Integer.parseInt(lines.get(1).substring("format ".length()).strip());
+                found = Integer.parseInt(
+                        lines.get(1).substring("format ".length()).strip());
             } catch (NumberFormatException e) {
                 // reported below
             }
@@ -268,8 +295,10 @@ public final class DiskTierInspection {
         if (found < SegmentFormat.OLDEST_READABLE || found > SegmentFormat.FORMAT) {
             throw new IllegalStateException("disk tier directory " + directory + " holds format " + found
                     + " (expected: format " + SegmentFormat.OLDEST_READABLE + " to " + SegmentFormat.FORMAT
-                    + ", which this Granary reads; " + (found < SegmentFormat.OLDEST_READABLE
-                    ? "opening it with any cache would discard its segments)" : "use a newer Granary)"));
+                    + ", which this Granary reads; "
+                    + (found < SegmentFormat.OLDEST_READABLE
+                            ? "opening it with any cache would discard its segments)"
+                            : "use a newer Granary)"));
         }
         return found;
     }
@@ -295,7 +324,11 @@ public final class DiskTierInspection {
     }
 
     private static DiskTier open(Path directory) throws IOException {
-        return DiskTier.builder().directory(directory).capacity(capacityFor(directory)).inspecting().build();
+        return DiskTier.builder()
+                .directory(directory)
+                .capacity(capacityFor(directory))
+                .inspecting()
+                .build();
     }
 
     /** A capacity that holds every segment on disk and two more of the largest size: opening evicts nothing. */

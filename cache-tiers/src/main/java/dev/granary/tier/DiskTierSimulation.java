@@ -98,7 +98,12 @@ final class DiskTierSimulation implements TierSimulation {
     private Workload workload;
     private List<Seg> sparse = List.of();
 
-    DiskTierSimulation(long capacity, long segmentSize, RegionPolicy policy, boolean admitting, long bytesOnDisk,
+    DiskTierSimulation(
+            long capacity,
+            long segmentSize,
+            RegionPolicy policy,
+            boolean admitting,
+            long bytesOnDisk,
             Workload workload) {
         this.capacity = capacity;
         this.segmentSize = segmentSize;

@@ -30,8 +30,9 @@ final class InternalAccess implements TierInternals.Access {
     @Override
     public TierInternals.PageLocation locate(DiskTier tier, PageKey key) {
         DiskTier.Location where = tier.locate(key);
-        return where == null ? null : new TierInternals.PageLocation(where.file(), where.payloadOffset(),
-                where.length());
+        return where == null
+                ? null
+                : new TierInternals.PageLocation(where.file(), where.payloadOffset(), where.length());
     }
 
     @Override

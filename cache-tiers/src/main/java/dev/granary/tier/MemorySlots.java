@@ -48,6 +48,7 @@ final class MemorySlots implements SlotPolicy.Slots {
     static final int ROW = 3;
     /** No lease: what {@link #lease} answers on a miss (never a valid answer: a slot id is below 2^31 - 1). */
     static final long NONE = -1;
+
     private static final long SEQ = 1L << 32;
     private static final long COUNT = 0xFFFF_FFFFL;
     private static final VarHandle WORDS = MethodHandles.arrayElementVarHandle(long[].class);
@@ -58,6 +59,7 @@ final class MemorySlots implements SlotPolicy.Slots {
     private final ObjectNames names = new ObjectNames();
     /** Outer arrays replaced under the write lock when a chunk is added; read without it. */
     private volatile long[][] rows = new long[0][];
+
     private volatile long[][] words = new long[0][];
     private ChunkedLongs table = new ChunkedLongs(1024);
     private int size;
@@ -69,6 +71,7 @@ final class MemorySlots implements SlotPolicy.Slots {
     private final SlotPolicy policy;
     /** Sampled hits, slot + 1, written racily and drained into the policy under the write lock. */
     private final int[] reads;
+
     private int readCursor;
     /** Where the policy's evictions of the current locked operation go. */
     private Removed evicting;
@@ -157,8 +160,8 @@ final class MemorySlots implements SlotPolicy.Slots {
 
     private PageKey keyOf(int slot) {
         int object = objectOf(slot);
-        return new PageKey(names.origin(object), names.key(object), names.version(object), offsetOf(slot),
-                lengthOf(slot));
+        return new PageKey(
+                names.origin(object), names.key(object), names.version(object), offsetOf(slot), lengthOf(slot));
     }
 
     // ------------------------------------------------------------------------------------------------ leases
@@ -341,8 +344,8 @@ final class MemorySlots implements SlotPolicy.Slots {
     private void deleteFromTable(int slot) {
         long h = hash(objectOf(slot), offsetOf(slot), lengthOf(slot));
         if (!PageTable.delete(table, entry(slot, h), h, TAG_BITS, this::hashOf)) {
-            throw new IllegalStateException("memory tier index: slot " + slot + " is published but not in the"
-                    + " table");
+            throw new IllegalStateException(
+                    "memory tier index: slot " + slot + " is published but not in the" + " table");
         }
     }
 
@@ -364,8 +367,8 @@ final class MemorySlots implements SlotPolicy.Slots {
                 slot = free[--freeCount];
             } else {
                 if (highWater == Integer.MAX_VALUE - 1) {
-                    throw new IllegalStateException("memory tier: more than " + highWater + " pages (expected:"
-                            + " fewer; use larger pages)");
+                    throw new IllegalStateException(
+                            "memory tier: more than " + highWater + " pages (expected:" + " fewer; use larger pages)");
                 }
                 slot = highWater++;
                 if (slot >>> SHIFT >= rows.length) {
@@ -402,7 +405,11 @@ final class MemorySlots implements SlotPolicy.Slots {
     }
 
     /** What {@link #publish} did. */
-    enum Published { STORED, PRESENT, REFUSED }
+    enum Published {
+        STORED,
+        PRESENT,
+        REFUSED
+    }
 
     /**
      * Puts a filled slot into the index, with a reference of the index's own; the default policy may evict pages
@@ -462,8 +469,8 @@ final class MemorySlots implements SlotPolicy.Slots {
     boolean contains(PageKey key) {
         long stamp = lock.readLock();
         try {
-            int object = names.find(key.origin(), key.key(), key.version(),
-                    ObjectNames.hash(key.origin(), key.key(), key.version()));
+            int object = names.find(
+                    key.origin(), key.key(), key.version(), ObjectNames.hash(key.origin(), key.key(), key.version()));
             return object >= 0 && probe(object, key.offset(), key.length()) >= 0;
         } finally {
             lock.unlockRead(stamp);
@@ -474,8 +481,8 @@ final class MemorySlots implements SlotPolicy.Slots {
     boolean remove(PageKey key, Removed out) {
         long stamp = lock.writeLock();
         try {
-            int object = names.find(key.origin(), key.key(), key.version(),
-                    ObjectNames.hash(key.origin(), key.key(), key.version()));
+            int object = names.find(
+                    key.origin(), key.key(), key.version(), ObjectNames.hash(key.origin(), key.key(), key.version()));
             int slot = object < 0 ? -1 : probe(object, key.offset(), key.length());
             if (slot < 0) {
                 return false;
@@ -583,8 +590,8 @@ final class MemorySlots implements SlotPolicy.Slots {
             for (int slot = 0; slot < highWater; slot++) {
                 long word = word(slot);
                 if ((word & SEQ) != 0) {
-                    out.add(new Entry(slot, (int) (word >>> 32), keyOf(slot), blockAndLength(slot) >>> 32,
-                            stampOf(slot)));
+                    out.add(new Entry(
+                            slot, (int) (word >>> 32), keyOf(slot), blockAndLength(slot) >>> 32, stampOf(slot)));
                 }
             }
             return out;

@@ -96,6 +96,7 @@ public final class MemoryTier implements Tier {
     private final EvictionPolicy policy;
     /** The default policy records one hit in {@code sampleMask + 1}. */
     private final int sampleMask;
+
     private final MemorySlots slots;
     private final AtomicLong lockedBytes = new AtomicLong();
     private final AtomicBoolean oversizeLogged = new AtomicBoolean();
@@ -106,6 +107,7 @@ public final class MemoryTier implements Tier {
     private volatile int clock;
     /** While driven: the pages found dead at the latest workload change, replaced first-come. */
     private volatile Dead dead = new Dead(new long[0]);
+
     private volatile boolean closed;
 
     private MemoryTier(Builder b) {
@@ -174,7 +176,8 @@ public final class MemoryTier implements Tier {
     @Override
     public Object hint(Page page) {
         return page instanceof SlotPage p && p.tier == this && (p.sequence & 1) != 0 && p.sequence != EVICTED
-                ? new Hint(this, p.slot, p.sequence, p.key()) : null;
+                ? new Hint(this, p.slot, p.sequence, p.key())
+                : null;
     }
 
     @Override
@@ -205,9 +208,12 @@ public final class MemoryTier implements Tier {
         if (length > allocator.maxAllocation()) {
             counters.rejected();
             if (oversizeLogged.compareAndSet(false, true)) {
-                LOG.log(System.Logger.Level.WARNING, "memory tier '" + name + "': a page of " + length
-                        + " bytes is larger than a slab (" + allocator.maxAllocation() + " bytes) and is not cached"
-                        + " here; set MemoryTier.builder().slabSize(...) to at least the cache's page size");
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        "memory tier '" + name + "': a page of " + length
+                                + " bytes is larger than a slab (" + allocator.maxAllocation()
+                                + " bytes) and is not cached"
+                                + " here; set MemoryTier.builder().slabSize(...) to at least the cache's page size");
             }
             return null;
         }
@@ -259,8 +265,8 @@ public final class MemoryTier implements Tier {
     @Override
     public boolean put(Page page) {
         if (!page.isSealed()) {
-            throw new IllegalArgumentException("page " + page.key() + " is not sealed (expected: a filled, sealed"
-                    + " page)");
+            throw new IllegalArgumentException(
+                    "page " + page.key() + " is not sealed (expected: a filled, sealed" + " page)");
         }
         if (closed) {
             return false;
@@ -292,8 +298,10 @@ public final class MemoryTier implements Tier {
             if (page instanceof DiskPage disk) {
                 disk.tier.faulted(disk, e);
             }
-            throw new UncheckedIOException(new IOException("cannot copy " + page + " into memory: the cache"
-                    + " file under it was damaged (truncated or failing); the page is dropped", e));
+            throw new UncheckedIOException(new IOException(
+                    "cannot copy " + page + " into memory: the cache"
+                            + " file under it was damaged (truncated or failing); the page is dropped",
+                    e));
         }
         slot.seal();
         boolean stored = publish(slot);
@@ -331,8 +339,10 @@ public final class MemoryTier implements Tier {
                 try {
                     listener.accept(page);
                 } catch (RuntimeException e) {
-                    LOG.log(System.Logger.Level.WARNING, "memory tier '" + name + "': eviction listener failed on "
-                            + key, e);
+                    LOG.log(
+                            System.Logger.Level.WARNING,
+                            "memory tier '" + name + "': eviction listener failed on " + key,
+                            e);
                 } finally {
                     page.release();
                 }
@@ -457,8 +467,8 @@ public final class MemoryTier implements Tier {
      * {@return how much of the tier's memory is page-locked, and why not all of it if it is not}
      */
     public Pinning pinning() {
-        return new Pinning(pinnedRequested, lockedBytes.get(), allocator.reserved(),
-                Optional.ofNullable(pinningFailure));
+        return new Pinning(
+                pinnedRequested, lockedBytes.get(), allocator.reserved(), Optional.ofNullable(pinningFailure));
     }
 
     /** {@return the number of pages in the index; for tests} */
@@ -506,8 +516,10 @@ public final class MemoryTier implements Tier {
         } else {
             counters.failed();
             if (pinningFailure == null) {
-                LOG.log(System.Logger.Level.WARNING, "memory tier '" + name + "': pinned(true) but " + outcome.message()
-                        + "; the tier works unpinned (pages may be swapped out); see MemoryTier.pinning()");
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        "memory tier '" + name + "': pinned(true) but " + outcome.message()
+                                + "; the tier works unpinned (pages may be swapped out); see MemoryTier.pinning()");
             }
             pinningFailure = outcome.message();
         }
@@ -641,8 +653,8 @@ public final class MemoryTier implements Tier {
          */
         public Builder slabSize(long bytes) {
             if (bytes < (64 << 10) || bytes > (1L << 30)) {
-                throw new IllegalArgumentException("slab size: " + bytes + " bytes (expected: "
-                        + ByteSizes.range(64 << 10, 1 << 30) + ")");
+                throw new IllegalArgumentException(
+                        "slab size: " + bytes + " bytes (expected: " + ByteSizes.range(64 << 10, 1 << 30) + ")");
             }
             this.slabSize = bytes;
             return this;
@@ -661,8 +673,8 @@ public final class MemoryTier implements Tier {
          */
         public Builder policy(EvictionPolicy.Factory factory) {
             if (factory == null) {
-                throw new IllegalArgumentException("eviction policy: null (expected: a factory such as"
-                        + " WindowTinyLfuPolicy::new)");
+                throw new IllegalArgumentException(
+                        "eviction policy: null (expected: a factory such as" + " WindowTinyLfuPolicy::new)");
             }
             this.policy = factory;
             return this;
@@ -677,8 +689,8 @@ public final class MemoryTier implements Tier {
          */
         public Builder name(String name) {
             if (name == null || name.isBlank()) {
-                throw new IllegalArgumentException("tier name: " + (name == null ? "null" : "'" + name + "'")
-                        + " (expected: a non-blank name)");
+                throw new IllegalArgumentException(
+                        "tier name: " + (name == null ? "null" : "'" + name + "'") + " (expected: a non-blank name)");
             }
             this.name = name;
             return this;
@@ -692,8 +704,8 @@ public final class MemoryTier implements Tier {
          */
         public MemoryTier build() {
             if (capacity < 0) {
-                throw new IllegalStateException("memory tier capacity not set (expected: capacity(bytes) before"
-                        + " build())");
+                throw new IllegalStateException(
+                        "memory tier capacity not set (expected: capacity(bytes) before" + " build())");
             }
             return new MemoryTier(this);
         }

@@ -43,6 +43,7 @@ final class NativeFiles {
     private static final int O_RDWR = 2;
     /** The two flags whose values differ between Linux's architectures: x86_64 (the generic values), aarch64. */
     private static final boolean ARM64 = "aarch64".equals(System.getProperty("os.arch"));
+
     private static final int O_DIRECTORY = ARM64 ? 0x4000 : 0x10000;
     private static final int O_DIRECT = ARM64 ? 0x10000 : 0x4000;
     private static final int EINVAL = 22;
@@ -57,6 +58,7 @@ final class NativeFiles {
     private static final int MADV_WILLNEED = 3;
     /** Linux 5.14+: fault a range in and map it, in one call. Older kernels answer EINVAL, which is ignored. */
     private static final int MADV_POPULATE_READ = 22;
+
     private static final int MADV_POPULATE_WRITE = 23;
     private static final MethodHandle OPEN;
     private static final MethodHandle CLOSE;
@@ -66,19 +68,22 @@ final class NativeFiles {
     private static final MethodHandle PWRITE;
     /** {@code pwrite} without capturing errno: the common case, with no arena to allocate per call. */
     private static final MethodHandle PWRITE_FAST;
+
     private static final MethodHandle LSEEK;
     private static final MethodHandle FLOCK;
     /** {@code fcntl(fd, cmd, struct flock *)}: open-file-description locks ({@link #ofdTryLock}). */
     private static final MethodHandle FCNTL;
+
     private static final MethodHandle FCHMOD;
     private static final MethodHandle FADVISE;
     /** {@code sync_file_range(2)} (Linux): starts writeback of a range without waiting for it. */
     private static final MethodHandle SYNC_FILE_RANGE;
+
     private static final int SYNC_FILE_RANGE_WRITE = 2;
     /** Captures errno of {@link #PREAD} and {@link #FLOCK}. */
     private static final StructLayout CAPTURED = Linker.Option.captureStateLayout();
-    private static final VarHandle ERRNO = CAPTURED.varHandle(
-            PathElement.groupElement("errno"));
+
+    private static final VarHandle ERRNO = CAPTURED.varHandle(PathElement.groupElement("errno"));
 
     static {
         MethodHandle open = null;
@@ -97,41 +102,119 @@ final class NativeFiles {
         try {
             Linker linker = Linker.nativeLinker();
             SymbolLookup libc = linker.defaultLookup();
-            open = libc.find("open").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                    ValueLayout.ADDRESS, ValueLayout.JAVA_INT), Linker.Option.firstVariadicArg(2))).orElse(null);
-            close = libc.find("close").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                    ValueLayout.JAVA_INT))).orElse(null);
-            fallocate = libc.find("posix_fallocate").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(
-                    ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG)))
+            open = libc.find("open")
+                    .map(s -> linker.downcallHandle(
+                            s,
+                            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT),
+                            Linker.Option.firstVariadicArg(2)))
                     .orElse(null);
-            madvise = libc.find("madvise").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(
-                    ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT)))
+            close = libc.find("close")
+                    .map(s ->
+                            linker.downcallHandle(s, FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT)))
+                    .orElse(null);
+            fallocate = libc.find("posix_fallocate")
+                    .map(s -> linker.downcallHandle(
+                            s,
+                            FunctionDescriptor.of(
+                                    ValueLayout.JAVA_INT,
+                                    ValueLayout.JAVA_INT,
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_LONG)))
+                    .orElse(null);
+            madvise = libc.find("madvise")
+                    .map(s -> linker.downcallHandle(
+                            s,
+                            FunctionDescriptor.of(
+                                    ValueLayout.JAVA_INT,
+                                    ValueLayout.ADDRESS,
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_INT)))
                     .orElse(null);
             Linker.Option errno = Linker.Option.captureCallState("errno");
-            pread = libc.find("pread").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(ValueLayout.JAVA_LONG,
-                    ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG), errno))
+            pread = libc.find("pread")
+                    .map(s -> linker.downcallHandle(
+                            s,
+                            FunctionDescriptor.of(
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_INT,
+                                    ValueLayout.ADDRESS,
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_LONG),
+                            errno))
                     .orElse(null);
-            pwrite = libc.find("pwrite").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(
-                    ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
-                    ValueLayout.JAVA_LONG), errno)).orElse(null);
-            pwriteFast = libc.find("pwrite").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(
-                    ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
-                    ValueLayout.JAVA_LONG))).orElse(null);
-            lseek = libc.find("lseek").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(ValueLayout.JAVA_LONG,
-                    ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT))).orElse(null);
-            flock = libc.find("flock").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                    ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), errno)).orElse(null);
-            fcntl = libc.find("fcntl").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                    ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS), errno,
-                    Linker.Option.firstVariadicArg(2))).orElse(null);
-            fchmod = libc.find("fchmod").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                    ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), errno)).orElse(null);
-            fadvise = libc.find("posix_fadvise").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(
-                    ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
-                    ValueLayout.JAVA_INT))).orElse(null);
-            syncFileRange = libc.find("sync_file_range").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(
-                    ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
-                    ValueLayout.JAVA_INT))).orElse(null);
+            pwrite = libc.find("pwrite")
+                    .map(s -> linker.downcallHandle(
+                            s,
+                            FunctionDescriptor.of(
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_INT,
+                                    ValueLayout.ADDRESS,
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_LONG),
+                            errno))
+                    .orElse(null);
+            pwriteFast = libc.find("pwrite")
+                    .map(s -> linker.downcallHandle(
+                            s,
+                            FunctionDescriptor.of(
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_INT,
+                                    ValueLayout.ADDRESS,
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_LONG)))
+                    .orElse(null);
+            lseek = libc.find("lseek")
+                    .map(s -> linker.downcallHandle(
+                            s,
+                            FunctionDescriptor.of(
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_INT,
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_INT)))
+                    .orElse(null);
+            flock = libc.find("flock")
+                    .map(s -> linker.downcallHandle(
+                            s,
+                            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
+                            errno))
+                    .orElse(null);
+            fcntl = libc.find("fcntl")
+                    .map(s -> linker.downcallHandle(
+                            s,
+                            FunctionDescriptor.of(
+                                    ValueLayout.JAVA_INT,
+                                    ValueLayout.JAVA_INT,
+                                    ValueLayout.JAVA_INT,
+                                    ValueLayout.ADDRESS),
+                            errno,
+                            Linker.Option.firstVariadicArg(2)))
+                    .orElse(null);
+            fchmod = libc.find("fchmod")
+                    .map(s -> linker.downcallHandle(
+                            s,
+                            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
+                            errno))
+                    .orElse(null);
+            fadvise = libc.find("posix_fadvise")
+                    .map(s -> linker.downcallHandle(
+                            s,
+                            FunctionDescriptor.of(
+                                    ValueLayout.JAVA_INT,
+                                    ValueLayout.JAVA_INT,
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_INT)))
+                    .orElse(null);
+            syncFileRange = libc.find("sync_file_range")
+                    .map(s -> linker.downcallHandle(
+                            s,
+                            FunctionDescriptor.of(
+                                    ValueLayout.JAVA_INT,
+                                    ValueLayout.JAVA_INT,
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_INT)))
+                    .orElse(null);
         } catch (RuntimeException | LinkageError e) {
             // not on a platform with these calls: the fallbacks below apply
         }
@@ -374,12 +457,12 @@ final class NativeFiles {
                     if (errno == EINTR) {
                         continue;
                     }
-                    throw new IOException("pwrite of " + (total - done) + " bytes at " + (position + done)
-                            + " failed: " + describe(errno));
+                    throw new IOException("pwrite of " + (total - done) + " bytes at " + (position + done) + " failed: "
+                            + describe(errno));
                 }
                 if (n == 0) {
-                    throw new IOException("pwrite of " + (total - done) + " bytes at " + (position + done)
-                            + " wrote nothing");
+                    throw new IOException(
+                            "pwrite of " + (total - done) + " bytes at " + (position + done) + " wrote nothing");
                 }
                 done += n;
             }
@@ -535,8 +618,8 @@ final class NativeFiles {
             MemorySegment state = arena.allocate(CAPTURED);
             long done = 0;
             while (done < into.byteSize()) {
-                long n = (long) PREAD.invokeExact(state, fd, into.asSlice(done), into.byteSize() - done,
-                        position + done);
+                long n = (long)
+                        PREAD.invokeExact(state, fd, into.asSlice(done), into.byteSize() - done, position + done);
                 if (n == 0) {
                     break;
                 }
@@ -609,9 +692,12 @@ final class NativeFiles {
     private static final short F_UNLCK = 2;
     /** {@code struct flock} on Linux x86_64 and aarch64: type, whence, start, len, pid. */
     private static final StructLayout FLOCK_STRUCT = MemoryLayout.structLayout(
-            ValueLayout.JAVA_SHORT.withName("type"), ValueLayout.JAVA_SHORT.withName("whence"),
-            MemoryLayout.paddingLayout(4), ValueLayout.JAVA_LONG.withName("start"),
-            ValueLayout.JAVA_LONG.withName("len"), ValueLayout.JAVA_INT.withName("pid"),
+            ValueLayout.JAVA_SHORT.withName("type"),
+            ValueLayout.JAVA_SHORT.withName("whence"),
+            MemoryLayout.paddingLayout(4),
+            ValueLayout.JAVA_LONG.withName("start"),
+            ValueLayout.JAVA_LONG.withName("len"),
+            ValueLayout.JAVA_INT.withName("pid"),
             MemoryLayout.paddingLayout(4));
 
     /** {@return whether open-file-description locks can be called here} */
@@ -666,8 +752,8 @@ final class NativeFiles {
                     return CONFLICT;
                 }
                 if (errno != EINTR) {
-                    throw new IOException("fcntl lock of bytes [" + start + ", " + (start + length) + ") failed: "
-                            + describe(errno));
+                    throw new IOException(
+                            "fcntl lock of bytes [" + start + ", " + (start + length) + ") failed: " + describe(errno));
                 }
             }
         } catch (IOException | RuntimeException | Error e) {

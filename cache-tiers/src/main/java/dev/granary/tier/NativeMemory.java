@@ -37,13 +37,32 @@ final class NativeMemory {
             if (System.getProperty("os.name", "").startsWith("Linux")) {
                 Linker linker = Linker.nativeLinker();
                 SymbolLookup libc = linker.defaultLookup();
-                mmap = libc.find("mmap").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(
-                        ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT,
-                        ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG))).orElse(null);
-                munmap = libc.find("munmap").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(
-                        ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG))).orElse(null);
-                madvise = libc.find("madvise").map(s -> linker.downcallHandle(s, FunctionDescriptor.of(
-                        ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT)))
+                mmap = libc.find("mmap")
+                        .map(s -> linker.downcallHandle(
+                                s,
+                                FunctionDescriptor.of(
+                                        ValueLayout.ADDRESS,
+                                        ValueLayout.ADDRESS,
+                                        ValueLayout.JAVA_LONG,
+                                        ValueLayout.JAVA_INT,
+                                        ValueLayout.JAVA_INT,
+                                        ValueLayout.JAVA_INT,
+                                        ValueLayout.JAVA_LONG)))
+                        .orElse(null);
+                munmap = libc.find("munmap")
+                        .map(s -> linker.downcallHandle(
+                                s,
+                                FunctionDescriptor.of(
+                                        ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG)))
+                        .orElse(null);
+                madvise = libc.find("madvise")
+                        .map(s -> linker.downcallHandle(
+                                s,
+                                FunctionDescriptor.of(
+                                        ValueLayout.JAVA_INT,
+                                        ValueLayout.ADDRESS,
+                                        ValueLayout.JAVA_LONG,
+                                        ValueLayout.JAVA_INT)))
                         .orElse(null);
             }
         } catch (RuntimeException | LinkageError e) {
@@ -66,8 +85,8 @@ final class NativeMemory {
             return null;
         }
         try {
-            MemorySegment address = (MemorySegment) MMAP.invokeExact(MemorySegment.NULL, size, PROT_READ_WRITE,
-                    MAP_PRIVATE_ANONYMOUS, -1, 0L);
+            MemorySegment address = (MemorySegment)
+                    MMAP.invokeExact(MemorySegment.NULL, size, PROT_READ_WRITE, MAP_PRIVATE_ANONYMOUS, -1, 0L);
             if (address.address() == -1L || address.address() == 0L) {
                 return null; // MAP_FAILED: out of address space or memory
             }

@@ -47,9 +47,11 @@ final class ObjectNames {
      * ({@link ChunkedLongs}): a plain array of a megabyte or more would take whole G1 regions.
      */
     private ChunkedLongs table = new ChunkedLongs(128);
+
     private int size;
     /** Ids below this have been handed out at least once. */
     private int highWater;
+
     private int[] freeIds = new int[16];
     private int freeCount;
     /**
@@ -66,6 +68,7 @@ final class ObjectNames {
     private int arenaEnd = ARENA_CHUNK;
     /** Bytes in the arena held by live names, and taken in all (live, released, and chunk ends left unused). */
     private long arenaLive;
+
     private long arenaTaken;
     /** Size of a chunk of {@link #arena}: below half a G1 region, so chunks are ordinary objects. */
     static final int ARENA_CHUNK = 256 << 10;
@@ -205,8 +208,8 @@ final class ObjectNames {
             }
             String ki = keys[id];
             if (ki != null) {
-                if (asciiEquals(ki, bytes, keyAt, keyLength) && asciiEquals(versions[id], bytes, versionAt,
-                        versionLength)) {
+                if (asciiEquals(ki, bytes, keyAt, keyLength)
+                        && asciiEquals(versions[id], bytes, versionAt, versionLength)) {
                     return id;
                 }
             } else if (lengths[id] == (keyLength << 16 | versionLength)) {
@@ -214,8 +217,13 @@ final class ObjectNames {
                 byte[] chunk = arena[(int) (where >>> 32)];
                 int from = (int) where;
                 if (Arrays.equals(chunk, from, from + keyLength, bytes, keyAt, keyAt + keyLength)
-                        && Arrays.equals(chunk, from + keyLength, from + keyLength + versionLength, bytes,
-                                versionAt, versionAt + versionLength)) {
+                        && Arrays.equals(
+                                chunk,
+                                from + keyLength,
+                                from + keyLength + versionLength,
+                                bytes,
+                                versionAt,
+                                versionAt + versionLength)) {
                     return id;
                 }
             }
@@ -242,12 +250,12 @@ final class ObjectNames {
      *
      * @throws IllegalArgumentException if key or version is 64 KiB or longer (a record header cannot hold them)
      */
-    int acquireBytes(int id, String origin, byte[] bytes, int keyAt, int keyLength, int versionAt,
-            int versionLength, int hash) {
+    int acquireBytes(
+            int id, String origin, byte[] bytes, int keyAt, int keyLength, int versionAt, int versionLength, int hash) {
         if (id < 0) {
             if (keyLength > 0xFFFF || versionLength > 0xFFFF) {
-                throw new IllegalArgumentException("object name of " + keyLength + " + " + versionLength
-                        + " bytes (expected: each below 64 KiB)");
+                throw new IllegalArgumentException(
+                        "object name of " + keyLength + " + " + versionLength + " bytes (expected: each below 64 KiB)");
             }
             if (at == null) {
                 at = new long[keys.length];
@@ -303,8 +311,7 @@ final class ObjectNames {
             int l = lengths[id];
             int total = (l >>> 16) + (l & 0xFFFF);
             long fresh = take(total);
-            System.arraycopy(old[(int) (where >>> 32)], (int) where, arena[(int) (fresh >>> 32)], (int) fresh,
-                    total);
+            System.arraycopy(old[(int) (where >>> 32)], (int) where, arena[(int) (fresh >>> 32)], (int) fresh, total);
             at[id] = fresh;
         }
     }
@@ -363,8 +370,7 @@ final class ObjectNames {
             return k;
         }
         long where = at[id];
-        return new String(arena[(int) (where >>> 32)], (int) where, lengths[id] >>> 16,
-                StandardCharsets.US_ASCII);
+        return new String(arena[(int) (where >>> 32)], (int) where, lengths[id] >>> 16, StandardCharsets.US_ASCII);
     }
 
     /** {@return the version of a name}: decoded from its bytes (a new string) if held as bytes */
@@ -375,8 +381,7 @@ final class ObjectNames {
         }
         long where = at[id];
         int l = lengths[id];
-        return new String(arena[(int) (where >>> 32)], (int) where + (l >>> 16), l & 0xFFFF,
-                StandardCharsets.US_ASCII);
+        return new String(arena[(int) (where >>> 32)], (int) where + (l >>> 16), l & 0xFFFF, StandardCharsets.US_ASCII);
     }
 
     /** {@return whether the name {@code id}'s key is {@code key}}, without decoding a key held as bytes */
@@ -402,8 +407,8 @@ final class ObjectNames {
         }
         long where = at[id];
         int l = lengths[id];
-        return hash(origins[id], arena[(int) (where >>> 32)], (int) where, l >>> 16, (int) where + (l >>> 16),
-                l & 0xFFFF);
+        return hash(
+                origins[id], arena[(int) (where >>> 32)], (int) where, l >>> 16, (int) where + (l >>> 16), l & 0xFFFF);
     }
 
     /** {@return the number of names held} */

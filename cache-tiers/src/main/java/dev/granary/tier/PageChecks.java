@@ -23,6 +23,7 @@ final class PageChecks {
     private static final System.Logger LOG = System.getLogger(DiskTier.class.getName());
     /** Touching a page's first byte takes longer than this only if the kernel had to read it from the device. */
     private static final long COLD_NANOS = 20_000;
+
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
 
     private final String tierName;
@@ -33,7 +34,12 @@ final class PageChecks {
     private final long lengthCheckNanos;
     private final AtomicBoolean corruptionLogged = new AtomicBoolean();
 
-    PageChecks(String tierName, DiskIndex index, SegmentAppender appender, Peers peers, TierCounters counters,
+    PageChecks(
+            String tierName,
+            DiskIndex index,
+            SegmentAppender appender,
+            Peers peers,
+            TierCounters counters,
             long lengthCheckNanos) {
         this.tierName = tierName;
         this.index = index;
@@ -61,8 +67,9 @@ final class PageChecks {
             }
             long now = System.nanoTime();
             if (!page.segment.intact(now, lengthCheckNanos)) {
-                discard(page.segment, "its file is shorter than the " + page.segment.size + " bytes mapped (it was"
-                        + " truncated)");
+                discard(
+                        page.segment,
+                        "its file is shorter than the " + page.segment.size + " bytes mapped (it was" + " truncated)");
                 return false;
             }
             if (page.length() > 4096) {
@@ -81,8 +88,9 @@ final class PageChecks {
      */
     void faulted(DiskPage page, Throwable e) {
         if (!page.segment.intactNow()) {
-            discard(page.segment, "its file is shorter than the " + page.segment.size + " bytes mapped (it was"
-                    + " truncated)");
+            discard(
+                    page.segment,
+                    "its file is shorter than the " + page.segment.size + " bytes mapped (it was" + " truncated)");
             return;
         }
         appender.failed("cannot read page " + page.key() + " from " + page.segment.file, e);
@@ -146,9 +154,12 @@ final class PageChecks {
         }
         counters.corrupted();
         if (corruptionLogged.compareAndSet(false, true)) {
-            LOG.log(System.Logger.Level.WARNING, "disk tier '" + tierName + "': page " + page.key() + " in "
-                    + page.segment.file + " does not match its checksum; dropped and read again from below (further"
-                    + " damage is counted in stats().corruptions() without a log line)");
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "disk tier '" + tierName + "': page " + page.key() + " in "
+                            + page.segment.file
+                            + " does not match its checksum; dropped and read again from below (further"
+                            + " damage is counted in stats().corruptions() without a log line)");
         }
         drop(page);
         return false;
@@ -161,8 +172,10 @@ final class PageChecks {
     private void discard(Segment segment, String why) {
         if (appender.drop(segment, true)) {
             counters.corrupted();
-            LOG.log(System.Logger.Level.WARNING, "disk tier '" + tierName + "': dropping segment " + segment.file
-                    + ": " + why + "; its pages are read again from below");
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "disk tier '" + tierName + "': dropping segment " + segment.file + ": " + why
+                            + "; its pages are read again from below");
             peers.dropped();
         }
     }

@@ -38,8 +38,14 @@ interface Peers {
      * @param shared        shared mode ({@link DiskTier.Builder#shared})
      * @param fillWaitNanos how long a fill waits for another process's page ({@link DiskTier.Builder#fillWait})
      */
-    static Peers open(boolean shared, Path directory, DiskDirectory.Access access, DiskIndex index,
-            TierCounters counters, long fillWaitNanos) throws IOException {
+    static Peers open(
+            boolean shared,
+            Path directory,
+            DiskDirectory.Access access,
+            DiskIndex index,
+            TierCounters counters,
+            long fillWaitNanos)
+            throws IOException {
         return shared ? SharedPeers.open(directory, access, index, counters, fillWaitNanos) : NONE;
     }
 

@@ -26,8 +26,8 @@ import java.util.Set;
 final class ScratchDirectory {
 
     private static final System.Logger LOG = System.getLogger(DiskTier.class.getName());
-    private static final Set<String> TOP = Set.of(DiskDirectory.FORMAT_FILE, DiskDirectory.FORMAT_FILE + ".tmp",
-            DirectoryLock.FILE, SharedDirectory.FILE);
+    private static final Set<String> TOP = Set.of(
+            DiskDirectory.FORMAT_FILE, DiskDirectory.FORMAT_FILE + ".tmp", DirectoryLock.FILE, SharedDirectory.FILE);
 
     private ScratchDirectory() {}
 
@@ -67,14 +67,18 @@ final class ScratchDirectory {
                 }
             }
         } catch (IOException e) {
-            LOG.log(System.Logger.Level.WARNING, "disk tier '" + tierName + "' (deleteOnClose): cannot delete the"
-                    + " files of " + directory + ": " + e + "; delete the directory by hand");
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "disk tier '" + tierName + "' (deleteOnClose): cannot delete the" + " files of " + directory + ": "
+                            + e + "; delete the directory by hand");
             foreign.add("(unreadable: " + e.getMessage() + ")");
             return foreign;
         }
         if (!foreign.isEmpty()) {
-            LOG.log(System.Logger.Level.WARNING, "disk tier '" + tierName + "' (deleteOnClose): " + directory
-                    + " holds files that are not Granary's, kept with the directory: " + foreign);
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "disk tier '" + tierName + "' (deleteOnClose): " + directory
+                            + " holds files that are not Granary's, kept with the directory: " + foreign);
         }
         return foreign;
     }
@@ -84,11 +88,14 @@ final class ScratchDirectory {
         try {
             Files.deleteIfExists(directory);
         } catch (DirectoryNotEmptyException e) {
-            LOG.log(System.Logger.Level.WARNING, "disk tier '" + tierName + "' (deleteOnClose): " + directory
-                    + " is not empty after its files were deleted; kept");
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "disk tier '" + tierName + "' (deleteOnClose): " + directory
+                            + " is not empty after its files were deleted; kept");
         } catch (IOException e) {
-            LOG.log(System.Logger.Level.WARNING, "disk tier '" + tierName + "' (deleteOnClose): cannot delete "
-                    + directory + ": " + e);
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "disk tier '" + tierName + "' (deleteOnClose): cannot delete " + directory + ": " + e);
         }
     }
 }

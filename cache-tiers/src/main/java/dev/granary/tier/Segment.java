@@ -66,6 +66,7 @@ final class Segment implements RegionPolicy.Region {
     private final Path openedAs;
     /** When the file's length was last checked ({@link #intact}); racy by design: a lost update costs one check. */
     private volatile long lengthCheckedAt;
+
     private volatile boolean truncated;
     private final Arena arena;
     private final AtomicInteger refs = new AtomicInteger(1);
@@ -74,6 +75,7 @@ final class Segment implements RegionPolicy.Region {
     private long headerEnd;
     /** Guarded by the tier's allocation lock. */
     private long payloadStart;
+
     private volatile long lastAccess;
     /** The workload clock when a page of the segment was last written or read; 0 for a recovered segment. */
     private volatile long stamp;
@@ -83,6 +85,7 @@ final class Segment implements RegionPolicy.Region {
      * lock handed it out.
      */
     private int generation;
+
     private volatile boolean deleteWhenFree;
     /**
      * Whether the mapping is advised {@code MADV_RANDOM} ({@link #adviseRandom}): then a store faults in one page of
@@ -112,7 +115,14 @@ final class Segment implements RegionPolicy.Region {
      */
     private final AtomicLong writebackMark = new AtomicLong();
 
-    private Segment(long id, Path file, Path openedAs, long size, Arena arena, MemorySegment map, int fd,
+    private Segment(
+            long id,
+            Path file,
+            Path openedAs,
+            long size,
+            Arena arena,
+            MemorySegment map,
+            int fd,
             Consumer<Segment> onFree) {
         this.id = id;
         this.openedAs = openedAs;
@@ -240,8 +250,11 @@ final class Segment implements RegionPolicy.Region {
      */
     boolean write(MemorySegment from, long position) throws IOException {
         long length = from.byteSize();
-        if (directFd >= 0 && length >= directMin && from.isNative()
-                && ((from.address() | length | position) & (DIRECT_ALIGNMENT - 1)) == 0 && directWorks) {
+        if (directFd >= 0
+                && length >= directMin
+                && from.isNative()
+                && ((from.address() | length | position) & (DIRECT_ALIGNMENT - 1)) == 0
+                && directWorks) {
             if (NativeFiles.pwriteDirect(directFd, from, position)) {
                 return true;
             }
@@ -612,9 +625,11 @@ final class Segment implements RegionPolicy.Region {
 
     /** The index this segment is registered with, and its slot there (0 when not registered). */
     DiskIndex index;
+
     int slot;
     /** Records added so far, and how many of them are in the index. */
     int records;
+
     int live;
     /**
      * The records, {@link #ROW} longs each. The last long (stamp, verified flag) is written without the lock: a lost
@@ -726,6 +741,7 @@ final class Segment implements RegionPolicy.Region {
 
     /** Shared mode: the end of the record headers written so far, all of them, in order (see {@link #awaitTurn}). */
     private long headersDone = SegmentFormat.SEGMENT_HEADER;
+
     private final ReentrantLock turns = new ReentrantLock();
     private final Condition turn = turns.newCondition();
 
@@ -795,8 +811,8 @@ final class Segment implements RegionPolicy.Region {
             try {
                 Files.deleteIfExists(file);
             } catch (IOException e) {
-                System.getLogger(DiskTier.class.getName()).log(System.Logger.Level.WARNING,
-                        "cannot delete evicted segment " + file + ": " + e);
+                System.getLogger(DiskTier.class.getName())
+                        .log(System.Logger.Level.WARNING, "cannot delete evicted segment " + file + ": " + e);
             }
         }
     }

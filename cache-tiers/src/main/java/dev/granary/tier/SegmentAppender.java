@@ -71,11 +71,19 @@ final class SegmentAppender {
      * @param writebackEvery payloads written are handed to writeback every this many bytes of a segment (decision
      *                       0016); 0: never
      */
-    record Settings(long capacity, long segmentSize, RegionPolicy policy, DiskTier.SegmentFiles files,
-            long retryNanos, boolean randomAccess, int directMin, long writebackEvery) {}
+    record Settings(
+            long capacity,
+            long segmentSize,
+            RegionPolicy policy,
+            DiskTier.SegmentFiles files,
+            long retryNanos,
+            boolean randomAccess,
+            int directMin,
+            long writebackEvery) {}
 
     /** The tier, named by the pages handed to its eviction listener. */
     private final DiskTier tier;
+
     private final String tierName;
     private final Path segmentsDirectory;
     private final DiskDirectory.Access access;
@@ -95,11 +103,13 @@ final class SegmentAppender {
     private final LongAdder directWrites = new LongAdder();
     /** Ranges handed to writeback so far. */
     private final LongAdder writebacks = new LongAdder();
+
     private final ReentrantLock allocation = new ReentrantLock();
     /** Writers copying into segments hold it shared; close takes it exclusively before it unlocks the directory. */
     private final ReentrantReadWriteLock writers = new ReentrantReadWriteLock();
     /** Live segments, oldest first, including the active one; guarded by {@link #allocation}. */
     private final List<Segment> segments = new ArrayList<>();
+
     private final List<Segment> segmentsView = Collections.unmodifiableList(segments);
     /** The segment appends go to; guarded by {@link #allocation}. */
     private Segment active;
@@ -110,14 +120,17 @@ final class SegmentAppender {
     private Segment filled;
     /** Guarded by {@link #allocation}. */
     private long nextId;
+
     private final AtomicLong bytesOnDisk = new AtomicLong();
     private final AtomicInteger mapped = new AtomicInteger();
     private final AtomicBoolean oversizeLogged = new AtomicBoolean();
     /** The coarse clock of {@link RegionPolicy.Region#lastAccess()}: advances with every new segment. */
     private volatile long clock = 1;
+
     private volatile Workload workload = Workload.UNDRIVEN;
     /** While driven: segments found mostly dead at the latest workload change, dropped when no wholly dead one is. */
     private volatile List<Segment> sparse = List.of();
+
     private volatile Consumer<Page> evictionListener;
     private volatile String failure;
     private volatile long failedAt;
@@ -128,8 +141,15 @@ final class SegmentAppender {
     @SuppressWarnings("UnnecessaryLambda")
     private final BooleanSupplier isClosed = () -> closed;
 
-    SegmentAppender(DiskTier tier, String tierName, Path segmentsDirectory, DiskDirectory.Access access,
-            Settings settings, DiskIndex index, TierCounters counters, Peers peers) {
+    SegmentAppender(
+            DiskTier tier,
+            String tierName,
+            Path segmentsDirectory,
+            DiskDirectory.Access access,
+            Settings settings,
+            DiskIndex index,
+            TierCounters counters,
+            Peers peers) {
         this.tier = tier;
         this.tierName = tierName;
         this.segmentsDirectory = segmentsDirectory;
@@ -166,10 +186,13 @@ final class SegmentAppender {
         if (headerLength > SegmentFormat.MAX_RECORD_HEADER || !Segment.fits(segmentSize, headerLength, length)) {
             counters.rejected();
             if (oversizeLogged.compareAndSet(false, true)) {
-                LOG.log(System.Logger.Level.WARNING, "disk tier '" + tierName + "': a page of " + length + " bytes ("
-                        + headerLength + " bytes of header) does not fit a segment of " + segmentSize + " bytes and"
-                        + " is not cached here; set DiskTier.builder().segmentSize(...) to a multiple of the page"
-                        + " size");
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        "disk tier '" + tierName + "': a page of " + length + " bytes ("
+                                + headerLength + " bytes of header) does not fit a segment of " + segmentSize
+                                + " bytes and"
+                                + " is not cached here; set DiskTier.builder().segmentSize(...) to a multiple of the page"
+                                + " size");
             }
             return false;
         }
@@ -234,8 +257,8 @@ final class SegmentAppender {
      * Writes a page into its reserved place with positional writes from the page's own memory (no mapping touched),
      * header last, and publishes it.
      */
-    private boolean write(Page page, PageKey key, SegmentFormat.Names names, Segment segment, long payload,
-            long header) {
+    private boolean write(
+            Page page, PageKey key, SegmentFormat.Names names, Segment segment, long payload, long header) {
         boolean written = false;
         boolean turn = false;
         boolean buffered = false;
@@ -249,8 +272,8 @@ final class SegmentAppender {
                 buffered = true;
             }
             int crc = SegmentFormat.crc(bytes);
-            byte[] record = SegmentFormat.recordHeader(names, segment.id, segment.generation(), payload, key, crc,
-                    SegmentFormat.FLAG_PAGE);
+            byte[] record = SegmentFormat.recordHeader(
+                    names, segment.id, segment.generation(), payload, key, crc, SegmentFormat.FLAG_PAGE);
             peers.awaitTurn(segment, header);
             turn = true;
             segment.writeHeader(record, header);
@@ -297,8 +320,8 @@ final class SegmentAppender {
     /** Marks a reserved record that will not be written, so a scan passes over it. Best effort. */
     private static void skip(Segment segment, SegmentFormat.Names names, long payload, long header, PageKey key) {
         try {
-            byte[] record = SegmentFormat.recordHeader(names, segment.id, segment.generation(), payload, key, 0,
-                    SegmentFormat.FLAG_SKIP);
+            byte[] record = SegmentFormat.recordHeader(
+                    names, segment.id, segment.generation(), payload, key, 0, SegmentFormat.FLAG_SKIP);
             segment.writeHeader(record, header);
         } catch (IOException | RuntimeException | InternalError e) {
             // the scan stops at this hole: later records of the segment are lost, never misread
@@ -460,8 +483,10 @@ final class SegmentAppender {
             try {
                 listener.accept(page);
             } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "disk tier '" + tierName + "': eviction listener failed on "
-                        + key, e);
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        "disk tier '" + tierName + "': eviction listener failed on " + key,
+                        e);
             }
             page.release();
         }
@@ -486,8 +511,10 @@ final class SegmentAppender {
             advise(segment); // before the first touch: without it, a fault reads a whole read-ahead window
             segment.enableDirectWrites(directMin);
             segment.enableWriteback(writebackEvery);
-            segment.write(MemorySegment.ofArray(SegmentFormat.segmentHeader(id, segmentSize,
-                    System.currentTimeMillis(), peers.owner())), 0);
+            segment.write(
+                    MemorySegment.ofArray(
+                            SegmentFormat.segmentHeader(id, segmentSize, System.currentTimeMillis(), peers.owner())),
+                    0);
             segment.populateHeaders();
             access.apply(temporary, false);
             Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE);
@@ -678,9 +705,12 @@ final class SegmentAppender {
         failedAt = System.nanoTime();
         String why = cause.getMessage() == null ? cause.toString() : cause.getMessage();
         if (failure == null) {
-            LOG.log(System.Logger.Level.WARNING, "disk tier '" + tierName + "': " + what + ": " + why
-                    + "; the tier stops admitting pages for " + Duration.ofNanos(retryNanos) + " and keeps serving"
-                    + " the pages it holds (see DiskTier.failure())");
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "disk tier '" + tierName + "': " + what + ": " + why
+                            + "; the tier stops admitting pages for " + Duration.ofNanos(retryNanos)
+                            + " and keeps serving"
+                            + " the pages it holds (see DiskTier.failure())");
         }
         failure = what + ": " + why;
     }
@@ -698,11 +728,17 @@ final class SegmentAppender {
         Map<Segment, DiskTierSimulation.Seg> copies = new java.util.LinkedHashMap<>();
         allocation.lock();
         try {
-            sim = new DiskTierSimulation(capacity, segmentSize, policy, admitting() && !closed, bytesOnDisk.get(),
-                    workload);
+            sim = new DiskTierSimulation(
+                    capacity, segmentSize, policy, admitting() && !closed, bytesOnDisk.get(), workload);
             for (Segment segment : segments) {
-                copies.put(segment, sim.addSegment(segment.size, segment.headerEnd(), segment.payloadStart(),
-                        segment.stamp(), segment == active));
+                copies.put(
+                        segment,
+                        sim.addSegment(
+                                segment.size,
+                                segment.headerEnd(),
+                                segment.payloadStart(),
+                                segment.stamp(),
+                                segment == active));
             }
         } finally {
             allocation.unlock();

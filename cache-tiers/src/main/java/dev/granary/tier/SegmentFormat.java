@@ -44,6 +44,7 @@ final class SegmentFormat {
     static final int FORMAT = 2;
     /** The oldest format whose segments this code reads as they are. */
     static final int OLDEST_READABLE = 1;
+
     static final int SEGMENT_HEADER = 64;
     static final long SEGMENT_MAGIC = 0x31474553594E5247L; // "GRNYSEG1" little-endian
     static final int RECORD_MAGIC = 0x52594E47; // "GNYR" little-endian
@@ -51,6 +52,7 @@ final class SegmentFormat {
     static final int FLAG_SKIP = 1;
     /** Fixed part of a record header, before the strings; a 4-byte CRC follows the strings. */
     static final int RECORD_FIXED = 64;
+
     static final int MAX_RECORD_HEADER = 64 << 10;
 
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -67,7 +69,11 @@ final class SegmentFormat {
 
     static byte[] segmentHeader(long id, long size, long createdMillis, long owner) {
         ByteBuffer b = ByteBuffer.allocate(SEGMENT_HEADER).order(ByteOrder.LITTLE_ENDIAN);
-        b.putLong(0, SEGMENT_MAGIC).putInt(8, FORMAT).putLong(16, id).putLong(24, size).putLong(32, createdMillis)
+        b.putLong(0, SEGMENT_MAGIC)
+                .putInt(8, FORMAT)
+                .putLong(16, id)
+                .putLong(24, size)
+                .putLong(32, createdMillis)
                 .putLong(40, owner);
         b.putInt(60, crc(b.array(), 0, 60));
         return b.array();
@@ -118,7 +124,9 @@ final class SegmentFormat {
     record Names(byte[] origin, byte[] key, byte[] version) {
 
         static Names of(PageKey key) {
-            return new Names(key.origin().getBytes(StandardCharsets.UTF_8), key.key().getBytes(StandardCharsets.UTF_8),
+            return new Names(
+                    key.origin().getBytes(StandardCharsets.UTF_8),
+                    key.key().getBytes(StandardCharsets.UTF_8),
                     key.version().getBytes(StandardCharsets.UTF_8));
         }
 
@@ -128,8 +136,8 @@ final class SegmentFormat {
     }
 
     /** Encodes a record header; {@code flags} is {@link #FLAG_PAGE} or {@link #FLAG_SKIP}. */
-    static byte[] recordHeader(Names names, long segmentId, int generation, long payloadOffset, PageKey key,
-            int payloadCrc, int flags) {
+    static byte[] recordHeader(
+            Names names, long segmentId, int generation, long payloadOffset, PageKey key, int payloadCrc, int flags) {
         // Stores through array views, not a ByteBuffer: one allocation per put fewer, and no buffer bounds checks
         // (a 4 KiB page's put is short enough for that to show, decision 0013).
         int length = names.headerLength();
@@ -185,30 +193,55 @@ final class SegmentFormat {
      * Goes on with a scan where an earlier one ended ({@code from}, {@code floor} and {@code generation} as its
      * {@link ScanEnd} said): how a process sees the records another process appended since (shared directories).
      */
-    static ScanEnd scan(MemorySegment map, long segmentId, long from, long floor, int fromGeneration,
-            Consumer<ScannedRecord> sink, LongConsumer readingAt) {
+    static ScanEnd scan(
+            MemorySegment map,
+            long segmentId,
+            long from,
+            long floor,
+            int fromGeneration,
+            Consumer<ScannedRecord> sink,
+            LongConsumer readingAt) {
         // Consecutive records are mostly pages of one object: reuse the previous record's strings when the bytes
         // are the same, rather than decoding them again (recovery's cost is per record).
         String[] names = new String[3];
-        return scan(map, segmentId, from, floor, fromGeneration, (h, originLen, keyLen, versionLen, same,
-                headerOffset, pageOffset, length, payloadOffset, payloadCrc) -> {
-            int keyAt = RECORD_FIXED + originLen;
-            if ((same & SAME_ORIGIN) == 0) {
-                names[0] = new String(h, RECORD_FIXED, originLen, StandardCharsets.UTF_8);
-            }
-            if ((same & SAME_KEY) == 0) {
-                names[1] = new String(h, keyAt, keyLen, StandardCharsets.UTF_8);
-            }
-            if ((same & SAME_VERSION) == 0) {
-                names[2] = new String(h, keyAt + keyLen, versionLen, StandardCharsets.UTF_8);
-            }
-            sink.accept(new ScannedRecord(new PageKey(names[0], names[1], names[2], pageOffset, length), headerOffset,
-                    payloadOffset, payloadCrc));
-        }, readingAt);
+        return scan(
+                map,
+                segmentId,
+                from,
+                floor,
+                fromGeneration,
+                (h,
+                        originLen,
+                        keyLen,
+                        versionLen,
+                        same,
+                        headerOffset,
+                        pageOffset,
+                        length,
+                        payloadOffset,
+                        payloadCrc) -> {
+                    int keyAt = RECORD_FIXED + originLen;
+                    if ((same & SAME_ORIGIN) == 0) {
+                        names[0] = new String(h, RECORD_FIXED, originLen, StandardCharsets.UTF_8);
+                    }
+                    if ((same & SAME_KEY) == 0) {
+                        names[1] = new String(h, keyAt, keyLen, StandardCharsets.UTF_8);
+                    }
+                    if ((same & SAME_VERSION) == 0) {
+                        names[2] = new String(h, keyAt + keyLen, versionLen, StandardCharsets.UTF_8);
+                    }
+                    sink.accept(new ScannedRecord(
+                            new PageKey(names[0], names[1], names[2], pageOffset, length),
+                            headerOffset,
+                            payloadOffset,
+                            payloadCrc));
+                },
+                readingAt);
     }
 
     /** Flags of {@link RawSink#record}: which names are byte for byte those of the previous page record. */
     static final int SAME_ORIGIN = 1;
+
     static final int SAME_KEY = 2;
     static final int SAME_VERSION = 4;
     static final int SAME_ALL = SAME_ORIGIN | SAME_KEY | SAME_VERSION;
@@ -223,15 +256,30 @@ final class SegmentFormat {
          * @param same   which names equal the previous page record's ({@link #SAME_ORIGIN} and so on); 0 for the
          *               first record of a scan
          */
-        void record(byte[] header, int originLength, int keyLength, int versionLength, int same, long headerOffset,
-                long pageOffset, int length, long payloadOffset, int payloadCrc);
+        void record(
+                byte[] header,
+                int originLength,
+                int keyLength,
+                int versionLength,
+                int same,
+                long headerOffset,
+                long pageOffset,
+                int length,
+                long payloadOffset,
+                int payloadCrc);
     }
 
     /**
      * The scan itself, handing each valid page record to {@code sink} with its names as bytes; the other
      * {@code scan} methods decode them.
      */
-    static ScanEnd scan(MemorySegment map, long segmentId, long from, long floor, int fromGeneration, RawSink sink,
+    static ScanEnd scan(
+            MemorySegment map,
+            long segmentId,
+            long from,
+            long floor,
+            int fromGeneration,
+            RawSink sink,
             LongConsumer readingAt) {
         long position = from;
         long payloadFloor = floor; // every payload lies in [headers end, payloadFloor)
@@ -256,8 +304,10 @@ final class SegmentFormat {
             int headerLength = map.get(INT, position + 4);
             if (magic != RECORD_MAGIC) {
                 damage = "no record magic";
-            } else if (headerLength < RECORD_FIXED + 4 || headerLength > MAX_RECORD_HEADER
-                    || (headerLength & 7) != 0 || position + headerLength > payloadFloor) {
+            } else if (headerLength < RECORD_FIXED + 4
+                    || headerLength > MAX_RECORD_HEADER
+                    || (headerLength & 7) != 0
+                    || position + headerLength > payloadFloor) {
                 damage = "record header length " + headerLength + " out of bounds";
             }
             if (damage != null) {
@@ -281,13 +331,16 @@ final class SegmentFormat {
             int versionLen = b.getInt(52);
             long strings = (long) originLen + keyLen + versionLen;
             if (originLen < 0 || keyLen < 0 || versionLen < 0 || RECORD_FIXED + strings + 4 > headerLength) {
-                return new ScanEnd(position, payloadFloor, generation, "record string lengths out of bounds at offset "
-                        + position);
+                return new ScanEnd(
+                        position,
+                        payloadFloor,
+                        generation,
+                        "record string lengths out of bounds at offset " + position);
             }
             int crcAt = (int) (RECORD_FIXED + strings);
             if (b.getInt(crcAt) != crc(h, 0, crcAt)) {
-                return new ScanEnd(position, payloadFloor, generation, "record header checksum mismatch at offset "
-                        + position);
+                return new ScanEnd(
+                        position, payloadFloor, generation, "record header checksum mismatch at offset " + position);
             }
             long recordSegment = b.getLong(8);
             long payloadOffset = b.getLong(16);
@@ -296,8 +349,11 @@ final class SegmentFormat {
             int flags = b.getInt(40);
             long headerEnd = position + headerLength;
             if (recordSegment != segmentId) {
-                return new ScanEnd(position, payloadFloor, generation, "record of segment " + recordSegment
-                        + " at offset " + position);
+                return new ScanEnd(
+                        position,
+                        payloadFloor,
+                        generation,
+                        "record of segment " + recordSegment + " at offset " + position);
             }
             int recordGeneration = b.getInt(56);
             if (recordGeneration < generation) {
@@ -305,11 +361,14 @@ final class SegmentFormat {
                 // log ended before it. A clean end, not damage.
                 return new ScanEnd(position, payloadFloor, generation, null);
             }
-            if (length < 0 || pageOffset < 0 || pageOffset > Long.MAX_VALUE - length || payloadOffset < headerEnd
+            if (length < 0
+                    || pageOffset < 0
+                    || pageOffset > Long.MAX_VALUE - length
+                    || payloadOffset < headerEnd
                     || payloadOffset > payloadFloor - length
                     || (flags != FLAG_PAGE && flags != FLAG_SKIP)) {
-                return new ScanEnd(position, payloadFloor, generation, "record extent out of bounds at offset "
-                        + position);
+                return new ScanEnd(
+                        position, payloadFloor, generation, "record extent out of bounds at offset " + position);
             }
             generation = recordGeneration;
             if (flags == FLAG_PAGE) {
@@ -325,7 +384,12 @@ final class SegmentFormat {
                     if (Arrays.equals(h, keyAt, versionAt, previous, previousKeyAt, previousVersionAt)) {
                         same |= SAME_KEY;
                     }
-                    if (Arrays.equals(h, versionAt, versionAt + versionLen, previous, previousVersionAt,
+                    if (Arrays.equals(
+                            h,
+                            versionAt,
+                            versionAt + versionLen,
+                            previous,
+                            previousVersionAt,
                             previousVersionAt + previousVersion)) {
                         same |= SAME_VERSION;
                     }
@@ -334,7 +398,16 @@ final class SegmentFormat {
                 previousOrigin = originLen;
                 previousKey = keyLen;
                 previousVersion = versionLen;
-                sink.record(h, originLen, keyLen, versionLen, same, position, pageOffset, length, payloadOffset,
+                sink.record(
+                        h,
+                        originLen,
+                        keyLen,
+                        versionLen,
+                        same,
+                        position,
+                        pageOffset,
+                        length,
+                        payloadOffset,
                         b.getInt(36));
             }
             payloadFloor = payloadOffset;
@@ -362,17 +435,29 @@ final class SegmentFormat {
      */
     static Beyond countBeyond(MemorySegment map, long segmentId, ScanEnd end) {
         // The damaged record itself, if it started as one: its page is dropped too (its length is not known).
-        long pages = end.headerEnd() >= SEGMENT_HEADER && end.headerEnd() + 4 <= map.byteSize()
-                && map.get(INT, end.headerEnd()) == RECORD_MAGIC ? 1 : 0;
+        long pages = end.headerEnd() >= SEGMENT_HEADER
+                        && end.headerEnd() + 4 <= map.byteSize()
+                        && map.get(INT, end.headerEnd()) == RECORD_MAGIC
+                ? 1
+                : 0;
         long bytes = 0;
         long floor = end.payloadStart();
         int generation = end.generation();
         long[] counted = new long[2];
-        RawSink counter = (h, originLen, keyLen, versionLen, same, headerOffset, pageOffset, length, payloadOffset,
-                payloadCrc) -> {
-            counted[0]++;
-            counted[1] += length;
-        };
+        RawSink counter =
+                (h,
+                        originLen,
+                        keyLen,
+                        versionLen,
+                        same,
+                        headerOffset,
+                        pageOffset,
+                        length,
+                        payloadOffset,
+                        payloadCrc) -> {
+                    counted[0]++;
+                    counted[1] += length;
+                };
         for (long at = end.headerEnd() + 8; at + RECORD_FIXED + 4 <= floor; at += 8) {
             if (map.get(INT, at) != RECORD_MAGIC) {
                 continue;
@@ -412,12 +497,14 @@ final class SegmentFormat {
         int names;
         /** Per name: origin (decoded: few), key and version bytes in {@link #bytes}, and the name's hash. */
         String[] origin = new String[256];
+
         int[] keyAt = new int[256];
         int[] keyLength = new int[256];
         int[] versionLength = new int[256];
         int[] hash = new int[256];
         /** Per name: its key and version decoded, if they are not ASCII; else null (kept as bytes). */
         String[] keyString = new String[256];
+
         String[] versionString = new String[256];
         byte[] bytes = new byte[16 << 10];
         int bytesUsed;
@@ -432,8 +519,17 @@ final class SegmentFormat {
         }
 
         @Override
-        public void record(byte[] h, int originLen, int keyLen, int versionLen, int same, long headerOffset,
-                long pageOffset, int length, long payloadOffset, int payloadCrc) {
+        public void record(
+                byte[] h,
+                int originLen,
+                int keyLen,
+                int versionLen,
+                int same,
+                long headerOffset,
+                long pageOffset,
+                int length,
+                long payloadOffset,
+                int payloadCrc) {
             if (size == this.pageOffset.length) {
                 int n = size + (size >> 1);
                 this.pageOffset = Arrays.copyOf(this.pageOffset, n);
@@ -488,9 +584,11 @@ final class SegmentFormat {
         /** {@return the key of record {@code r}}; for tests and messages */
         PageKey key(int r) {
             int n = name[r];
-            String k = keyString[n] != null ? keyString[n]
+            String k = keyString[n] != null
+                    ? keyString[n]
                     : new String(bytes, keyAt[n], keyLength[n], StandardCharsets.US_ASCII);
-            String v = versionString[n] != null ? versionString[n]
+            String v = versionString[n] != null
+                    ? versionString[n]
                     : new String(bytes, keyAt[n] + keyLength[n], versionLength[n], StandardCharsets.US_ASCII);
             return new PageKey(origin[n], k, v, pageOffset[r], length[r]);
         }

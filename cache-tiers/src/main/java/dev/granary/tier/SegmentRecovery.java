@@ -38,8 +38,8 @@ final class SegmentRecovery {
      * @param damagedSegments segment files deleted because their header was damaged
      * @param dropped         what damage made the scan drop, per segment
      */
-    record Result(List<Recovered> segments, int files, long nextId, int damagedSegments,
-            List<DiskTier.Dropped> dropped) {
+    record Result(
+            List<Recovered> segments, int files, long nextId, int damagedSegments, List<DiskTier.Dropped> dropped) {
 
         /** {@return the segments whose scan ended on a record that is not valid} */
         int damagedTails() {
@@ -66,8 +66,13 @@ final class SegmentRecovery {
      * @param advise    applies the tier's access advice to a mapping, before the scan touches it
      * @param corrupted counts one damaged segment or tail
      */
-    SegmentRecovery(Path segmentsDirectory, String tierName, Consumer<Segment> onFree, Mapped onMapped,
-            Consumer<Segment> advise, Runnable corrupted) {
+    SegmentRecovery(
+            Path segmentsDirectory,
+            String tierName,
+            Consumer<Segment> onFree,
+            Mapped onMapped,
+            Consumer<Segment> advise,
+            Runnable corrupted) {
         this(segmentsDirectory, tierName, onFree, onMapped, advise, corrupted, segment -> false);
     }
 
@@ -75,8 +80,14 @@ final class SegmentRecovery {
      * @param appending whether another live process may still be appending to a segment (shared directories): a scan
      *                  of it that ends on a record not yet complete is not damage
      */
-    SegmentRecovery(Path segmentsDirectory, String tierName, Consumer<Segment> onFree, Mapped onMapped,
-            Consumer<Segment> advise, Runnable corrupted, Predicate<Segment> appending) {
+    SegmentRecovery(
+            Path segmentsDirectory,
+            String tierName,
+            Consumer<Segment> onFree,
+            Mapped onMapped,
+            Consumer<Segment> advise,
+            Runnable corrupted,
+            Predicate<Segment> appending) {
         this.appending = appending;
         this.segmentsDirectory = segmentsDirectory;
         this.tierName = tierName;
@@ -131,12 +142,15 @@ final class SegmentRecovery {
             if (damage != null) {
                 damagedSegments++;
                 corrupted.run();
-                LOG.log(System.Logger.Level.WARNING, "disk tier '" + tierName + "': deleting damaged segment " + file
-                        + ": " + damage);
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        "disk tier '" + tierName + "': deleting damaged segment " + file + ": " + damage);
                 if (segment != null) {
                     // Its records, counted before the file goes: what a verify reports as not vouched for.
-                    SegmentFormat.Beyond lost = SegmentFormat.countBeyond(segment.map, id, new SegmentFormat.ScanEnd(
-                            SegmentFormat.SEGMENT_HEADER - 8, size, 0, damage));
+                    SegmentFormat.Beyond lost = SegmentFormat.countBeyond(
+                            segment.map,
+                            id,
+                            new SegmentFormat.ScanEnd(SegmentFormat.SEGMENT_HEADER - 8, size, 0, damage));
                     dropped.add(new DiskTier.Dropped(file, damage, true, lost.pages(), lost.bytes()));
                     segment.kill(true);
                     segment.release();
@@ -148,22 +162,32 @@ final class SegmentRecovery {
             }
             Segment s = segment;
             records.clear();
-            SegmentFormat.ScanEnd end = SegmentFormat.scan(s.map, id, SegmentFormat.SEGMENT_HEADER, s.map.byteSize(),
-                    0, records, position -> readAhead(s, position));
+            SegmentFormat.ScanEnd end = SegmentFormat.scan(
+                    s.map,
+                    id,
+                    SegmentFormat.SEGMENT_HEADER,
+                    s.map.byteSize(),
+                    0,
+                    records,
+                    position -> readAhead(s, position));
             if (end.damage() != null && !appending.test(s)) { // else a record being written by a live process
                 SegmentFormat.Beyond beyond = SegmentFormat.countBeyond(s.map, id, end);
                 dropped.add(new DiskTier.Dropped(file, end.damage(), false, beyond.pages(), beyond.bytes()));
                 corrupted.run();
-                LOG.log(System.Logger.Level.WARNING, "disk tier '" + tierName + "': segment " + file + " ends in a"
-                        + " record that is not valid (" + end.damage() + ")" + (beyond.pages() == 0
-                        ? ", a torn write with nothing after it" : "; " + beyond.pages() + " pages after it are"
-                        + " dropped and will be read again from the origin"));
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        "disk tier '" + tierName + "': segment " + file + " ends in a"
+                                + " record that is not valid (" + end.damage() + ")"
+                                + (beyond.pages() == 0
+                                        ? ", a torn write with nothing after it"
+                                        : "; " + beyond.pages() + " pages after it are"
+                                                + " dropped and will be read again from the origin"));
             }
             // The generation is used only if appends resume here: above every generation in the file, including
             // records a crash may have left beyond the scan's end (which the scan cannot see): seconds since 2020
             // grow across restarts.
-            s.cursors(end.headerEnd(), end.payloadStart(), Math.max(end.generation() + 1,
-                    (int) Math.min(Integer.MAX_VALUE, (System.currentTimeMillis() - 1_577_836_800_000L) / 1000)));
+            s.cursors(end.headerEnd(), end.payloadStart(), Math.max(end.generation() + 1, (int)
+                    Math.min(Integer.MAX_VALUE, (System.currentTimeMillis() - 1_577_836_800_000L) / 1000)));
             recovered.add(new Recovered(s, null, 0));
             // Indexed now: one segment's records in memory at a time.
             indexer.accept(new Recovered(s, records, (long) records.size * left));

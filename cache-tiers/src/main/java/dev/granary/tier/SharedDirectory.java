@@ -64,6 +64,7 @@ final class SharedDirectory implements AutoCloseable {
     private final long owner;
     /** Claims this tier holds, by slot: how many of its fills hold each (keys that share a slot share the lock). */
     private final Map<Integer, Integer> claims = new HashMap<>();
+
     private boolean closed;
 
     private SharedDirectory(Path file, int fd, Arena arena, MemorySegment map, long owner) {

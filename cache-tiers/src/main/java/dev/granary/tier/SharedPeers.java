@@ -43,6 +43,7 @@ final class SharedPeers implements Peers {
     /** How often the owners of followed segments are checked, and how long a segment is followed after its owner
      *  moved on to a new one (writes reserved in it before may still be landing). */
     private static final long SWEEP_NANOS = 100_000_000L;
+
     private static final long GRACE_NANOS = 1_000_000_000L;
     /** How long a write waits for the headers reserved before its own ({@link Segment#awaitTurn}). */
     private static final long TURN_NANOS = 10_000_000_000L;
@@ -66,6 +67,7 @@ final class SharedPeers implements Peers {
     private final Set<Long> unreadable = ConcurrentHashMap.newKeySet();
     /** The claim slot each of this tier's fills in progress holds. */
     private final ConcurrentHashMap<PageKey, Integer> claims = new ConcurrentHashMap<>();
+
     private final LongAdder peerFills = new LongAdder();
     private final LongAdder peerWaitTimeouts = new LongAdder();
 
@@ -92,7 +94,11 @@ final class SharedPeers implements Peers {
         }
     }
 
-    private SharedPeers(SharedDirectory shared, Path segmentsDirectory, DiskIndex index, TierCounters counters,
+    private SharedPeers(
+            SharedDirectory shared,
+            Path segmentsDirectory,
+            DiskIndex index,
+            TierCounters counters,
             long fillWaitNanos) {
         this.shared = shared;
         this.segmentsDirectory = segmentsDirectory;
@@ -102,10 +108,15 @@ final class SharedPeers implements Peers {
     }
 
     /** Opens the directory's {@code granary.shared} and takes an owner slot ({@link SharedDirectory#open}). */
-    static SharedPeers open(Path directory, DiskDirectory.Access access, DiskIndex index, TierCounters counters,
-            long fillWaitNanos) throws IOException {
-        return new SharedPeers(SharedDirectory.open(directory, access.fileMode()),
-                directory.resolve(DiskDirectory.SEGMENTS), index, counters, fillWaitNanos);
+    static SharedPeers open(
+            Path directory, DiskDirectory.Access access, DiskIndex index, TierCounters counters, long fillWaitNanos)
+            throws IOException {
+        return new SharedPeers(
+                SharedDirectory.open(directory, access.fileMode()),
+                directory.resolve(DiskDirectory.SEGMENTS),
+                index,
+                counters,
+                fillWaitNanos);
     }
 
     @Override
@@ -437,9 +448,14 @@ final class SharedPeers implements Peers {
         Segment segment = watch.segment;
         SegmentFormat.ScanEnd end;
         try {
-            end = SegmentFormat.scan(segment.map, segment.id, segment.headerEnd(), segment.payloadStart(),
-                    segment.generation(), r -> index.add(segment, r.key(), r.payloadOffset(), r.payloadCrc(), false,
-                            0, appender.isClosed()), position -> {});
+            end = SegmentFormat.scan(
+                    segment.map,
+                    segment.id,
+                    segment.headerEnd(),
+                    segment.payloadStart(),
+                    segment.generation(),
+                    r -> index.add(segment, r.key(), r.payloadOffset(), r.payloadCrc(), false, 0, appender.isClosed()),
+                    position -> {});
         } catch (InternalError e) {
             discardLocked(segment);
             return;

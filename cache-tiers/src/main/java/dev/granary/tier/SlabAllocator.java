@@ -51,14 +51,17 @@ final class SlabAllocator {
     private final TreeMap<Long, Long> freeByStart = new TreeMap<>();
     /** Free runs: (length << 32 | start), for best fit. Guarded by lock. */
     private final TreeSet<Long> freeBySize = new TreeSet<>();
+
     private final SlabListener listener;
     /** A dry run's copy ({@link #phantomCopy(Runnable)}): the same bookkeeping, no memory reserved. */
     private final boolean phantom;
     /** Slabs reserved so far (for a phantom, which has no {@link #slabs}). Guarded by lock. */
     private int slabCount;
+
     private long reserved;
     /** Written under the lock only, read without it. */
     private volatile long used;
+
     private long liveAllocations;
     private boolean closed;
     private boolean arenaClosed;
@@ -187,7 +190,9 @@ final class SlabAllocator {
             long runStart = start;
             long runLength = n;
             Map.Entry<Long, Long> before = freeByStart.lowerEntry(start);
-            if (before != null && before.getKey() + before.getValue() == start && before.getKey() / blocksPerSlab == slab) {
+            if (before != null
+                    && before.getKey() + before.getValue() == start
+                    && before.getKey() / blocksPerSlab == slab) {
                 removeFree(before.getKey(), before.getValue());
                 runStart = before.getKey();
                 runLength += before.getValue();

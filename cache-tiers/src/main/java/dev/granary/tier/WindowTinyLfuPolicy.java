@@ -155,8 +155,8 @@ public final class WindowTinyLfuPolicy implements EvictionPolicy {
 
     private static void checkSampling(int oneIn) {
         if (oneIn < 1 || oneIn > 1024 || Integer.bitCount(oneIn) != 1) {
-            throw new IllegalArgumentException("access sampling: one in " + oneIn
-                    + " (expected: a power of two in [1, 1024])");
+            throw new IllegalArgumentException(
+                    "access sampling: one in " + oneIn + " (expected: a power of two in [1, 1024])");
         }
     }
 

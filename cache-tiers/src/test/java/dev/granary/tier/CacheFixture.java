@@ -30,16 +30,15 @@ final class CacheFixture {
         this.cache = cache;
     }
 
-    static CacheFixture create(Path dir, LeakCheck leaks, long memoryCapacity, int pageSize,
-            Consumer<TieredCache.Builder> customize) throws Exception {
+    static CacheFixture create(
+            Path dir, LeakCheck leaks, long memoryCapacity, int pageSize, Consumer<TieredCache.Builder> customize)
+            throws Exception {
         Path root = Files.createDirectories(dir.resolve("data"));
         Dataset data = new Dataset(root, 42);
         FaultyOrigin origin = new FaultyOrigin(PosixOrigin.of(root));
         MemoryTier memory = MemoryTier.builder().capacity(memoryCapacity).build();
-        TieredCache.Builder builder = TieredCache.builder(origin)
-                .tier(memory)
-                .pageSize(pageSize)
-                .leakDetection(LeakDetection.PARANOID);
+        TieredCache.Builder builder =
+                TieredCache.builder(origin).tier(memory).pageSize(pageSize).leakDetection(LeakDetection.PARANOID);
         customize.accept(builder);
         TieredCache cache = leaks.watch(builder.build());
         leaks.released("memory tier of " + cache, memory::isReleased);

@@ -48,8 +48,7 @@ final class ChildJvm {
     }
 
     /** Runs the child, with extra JVM options, to its end (at most a minute). */
-    static Result run(List<String> jvmOptions, Class<?> main, String... args) throws IOException,
-            InterruptedException {
+    static Result run(List<String> jvmOptions, Class<?> main, String... args) throws IOException, InterruptedException {
         Process process = start(jvmOptions, main, args);
         String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         if (!process.waitFor(60, TimeUnit.SECONDS)) {

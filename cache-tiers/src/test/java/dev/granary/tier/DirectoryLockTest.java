@@ -31,8 +31,8 @@ class DirectoryLockTest {
         Path dir = root.resolve("disk");
         Process holder = ChildJvm.start(HoldDirectoryMain.class, dir.toString());
         try {
-            BufferedReader out = new BufferedReader(new InputStreamReader(holder.getInputStream(),
-                    StandardCharsets.UTF_8));
+            BufferedReader out =
+                    new BufferedReader(new InputStreamReader(holder.getInputStream(), StandardCharsets.UTF_8));
             String line;
             while ((line = out.readLine()) != null && !line.startsWith("held by pid ")) {
                 // skip JVM warnings
@@ -40,7 +40,8 @@ class DirectoryLockTest {
             assertTrue(line != null, "the holder must open the directory");
             Files.delete(dir.resolve(DirectoryLock.FILE));
 
-            IllegalStateException e = assertThrows(IllegalStateException.class, () -> disk(dir).build());
+            IllegalStateException e =
+                    assertThrows(IllegalStateException.class, () -> disk(dir).build());
             assertTrue(e.getMessage().contains("in use by another process: pid " + holder.pid()), e.getMessage());
 
             ChildJvm.Result second = ChildJvm.run(OpenDirectoryMain.class, dir.toString());
@@ -59,9 +60,12 @@ class DirectoryLockTest {
         try (DiskTier tier = disk(dir).build()) {
             String text = Files.readString(dir.resolve(DirectoryLock.FILE)).strip();
             String host = Files.readString(Path.of("/proc/sys/kernel/hostname")).strip();
-            String boot = Files.readString(Path.of("/proc/sys/kernel/random/boot_id")).strip();
-            assertTrue(text.startsWith("pid " + ProcessHandle.current().pid() + " on " + host + ", boot " + boot
-                    + ", since "), text);
+            String boot =
+                    Files.readString(Path.of("/proc/sys/kernel/random/boot_id")).strip();
+            assertTrue(
+                    text.startsWith(
+                            "pid " + ProcessHandle.current().pid() + " on " + host + ", boot " + boot + ", since "),
+                    text);
         }
     }
 
@@ -69,7 +73,9 @@ class DirectoryLockTest {
     void openingADirectoryLoadsNoNameResolution() throws Exception {
         // A child that logs every class it loads: if opening (and being refused) touched InetAddress, the resolver
         // that once hung an open for five minutes would be on the path.
-        ChildJvm.Result child = ChildJvm.run(List.of("-Xlog:class+load=info"), OpenDirectoryMain.class,
+        ChildJvm.Result child = ChildJvm.run(
+                List.of("-Xlog:class+load=info"),
+                OpenDirectoryMain.class,
                 root.resolve("disk").toString());
         assertEquals(0, child.exitCode(), child.output());
         assertTrue(child.output().contains("dev.granary.tier.DirectoryLock "), "the log lists loaded classes");

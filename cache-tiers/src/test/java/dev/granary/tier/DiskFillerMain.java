@@ -33,12 +33,20 @@ public final class DiskFillerMain {
         }
         // Every page of 4 KiB or more in aligned memory written with O_DIRECT (decision 0015), so kills land in
         // direct writes as well as buffered ones (the last page of an object is short, and buffered).
-        DiskTier disk = DiskTier.builder().directory(dir).capacity(CAPACITY).segmentSize(SEGMENT)
-                .directWrites(true).directWriteMin(4096).build();
+        DiskTier disk = DiskTier.builder()
+                .directory(dir)
+                .capacity(CAPACITY)
+                .segmentSize(SEGMENT)
+                .directWrites(true)
+                .directWriteMin(4096)
+                .build();
         // A small memory tier above it: fills land in its native, page-aligned memory (a cache without one fills
         // heap pages, which are written buffered), and it evicts all the time, so the disk tier keeps being read.
         TieredCache cache = TieredCache.builder(PosixOrigin.of(data))
-                .tier(MemoryTier.builder().capacity(128 << 10).build()).tier(disk).pageSize(PAGE).build();
+                .tier(MemoryTier.builder().capacity(128 << 10).build())
+                .tier(disk)
+                .pageSize(PAGE)
+                .build();
         System.out.println("opened " + disk.recovery());
         System.out.flush();
         Thread[] threads = new Thread[4];

@@ -12,7 +12,6 @@ import dev.granary.spi.PageKey;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -66,16 +65,22 @@ class DiskIndexTest {
 
     private static void assertBytes(PageKey key, Page page) {
         byte[] expected = bytesOf(key);
-        assertEquals(-1, MemorySegment.mismatch(page.segment(), 0, page.length(), MemorySegment.ofArray(expected), 0,
-                expected.length), "bytes of " + key);
+        assertEquals(
+                -1,
+                MemorySegment.mismatch(
+                        page.segment(), 0, page.length(), MemorySegment.ofArray(expected), 0, expected.length),
+                "bytes of " + key);
     }
 
     @Test
     void agreesWithAModelUnderRandomOperations() {
         SplittableRandom random = new SplittableRandom(17);
         Set<PageKey> model = new HashSet<>(); // what the tier may hold: a superset of what it does hold
-        try (DiskTier tier = DiskTier.builder().directory(root.resolve("d")).capacity(8 * SEGMENT)
-                .segmentSize(SEGMENT).build()) {
+        try (DiskTier tier = DiskTier.builder()
+                .directory(root.resolve("d"))
+                .capacity(8 * SEGMENT)
+                .segmentSize(SEGMENT)
+                .build()) {
             for (int step = 0; step < 20_000; step++) {
                 PageKey key = key(random.nextInt(40), random.nextInt(3), random.nextInt(6));
                 int op = random.nextInt(10);
@@ -117,8 +122,11 @@ class DiskIndexTest {
             assertTrue(tier.stats().evictions() > 0, "the run evicted segments: " + tier.stats());
         }
         // And after a reopen: the same pages, every one checked against its CRC on first read.
-        try (DiskTier reopened = DiskTier.builder().directory(root.resolve("d")).capacity(8 * SEGMENT)
-                .segmentSize(SEGMENT).build()) {
+        try (DiskTier reopened = DiskTier.builder()
+                .directory(root.resolve("d"))
+                .capacity(8 * SEGMENT)
+                .segmentSize(SEGMENT)
+                .build()) {
             for (PageKey key : reopened.keys()) {
                 Page page = reopened.get(key);
                 assertNotNull(page, key.toString());
@@ -134,7 +142,10 @@ class DiskIndexTest {
         SplittableRandom random = new SplittableRandom(29);
         Set<PageKey> model = new HashSet<>();
         Path directory = root.resolve("r");
-        try (DiskTier tier = DiskTier.builder().directory(directory).capacity(64 * SEGMENT).segmentSize(SEGMENT)
+        try (DiskTier tier = DiskTier.builder()
+                .directory(directory)
+                .capacity(64 * SEGMENT)
+                .segmentSize(SEGMENT)
                 .build()) {
             for (int object = 0; object < 60; object++) {
                 // One set of strings per object, as the cache passes them; 1 to 8 pages each.
@@ -156,8 +167,11 @@ class DiskIndexTest {
         try (var files = java.nio.file.Files.list(directory.resolve(DiskDirectory.SEGMENTS))) {
             assertTrue(files.count() > 4, "several segments written");
         }
-        try (DiskTier reopened = DiskTier.builder().directory(directory).capacity(64 * SEGMENT)
-                .segmentSize(SEGMENT).build()) {
+        try (DiskTier reopened = DiskTier.builder()
+                .directory(directory)
+                .capacity(64 * SEGMENT)
+                .segmentSize(SEGMENT)
+                .build()) {
             assertEquals(model.size(), reopened.pageCount(), "each page once, whatever records it has");
             Set<String> objects = new HashSet<>();
             for (PageKey key : model) {
@@ -199,8 +213,10 @@ class DiskIndexTest {
             }
             for (Map.Entry<Integer, String> e : ids.entrySet()) {
                 if (random.nextInt(50) == 0) {
-                    assertEquals((int) e.getKey(), names.find("o", e.getValue(), "v",
-                            ObjectNames.hash("o", e.getValue(), "v")), e.getValue());
+                    assertEquals(
+                            (int) e.getKey(),
+                            names.find("o", e.getValue(), "v", ObjectNames.hash("o", e.getValue(), "v")),
+                            e.getValue());
                 }
             }
         }
@@ -210,11 +226,14 @@ class DiskIndexTest {
     /** Names a recovery scan adds as bytes are the same names as those added as strings, and survive compaction. */
     @Test
     void objectNamesHeldAsBytesAreTheNamesTheirStringsSay() {
-        for (String[] n : new String[][] {{"train/000123.jpg", "4096-1700000004551-1000123"}, {"", ""}, {"k", ""},
-                {"a/b c~!", "W/\"etag\""}}) {
+        for (String[] n : new String[][] {
+            {"train/000123.jpg", "4096-1700000004551-1000123"}, {"", ""}, {"k", ""}, {"a/b c~!", "W/\"etag\""}
+        }) {
             byte[] b = (n[0] + n[1]).getBytes(StandardCharsets.US_ASCII);
-            assertEquals(ObjectNames.hash("o", n[0], n[1]), ObjectNames.hash("o", b, 0, n[0].length(), n[0].length(),
-                    n[1].length()), "hash of " + n[0] + " " + n[1]);
+            assertEquals(
+                    ObjectNames.hash("o", n[0], n[1]),
+                    ObjectNames.hash("o", b, 0, n[0].length(), n[0].length(), n[1].length()),
+                    "hash of " + n[0] + " " + n[1]);
         }
         ObjectNames names = new ObjectNames();
         Map<Integer, String> ids = new HashMap<>(); // id -> key, for names whose version is "v" + key
@@ -233,8 +252,7 @@ class DiskIndexTest {
                     byte[] b = ("xx" + key + version).getBytes(StandardCharsets.US_ASCII);
                     int found = names.find("o", b, 2, key.length(), 2 + key.length(), version.length(), hash);
                     assertEquals(names.find("o", key, version, hash), found, key);
-                    id = names.acquireBytes(found, "o", b, 2, key.length(), 2 + key.length(), version.length(),
-                            hash);
+                    id = names.acquireBytes(found, "o", b, 2, key.length(), 2 + key.length(), version.length(), hash);
                     if (found < 0) {
                         assertTrue(names.heldAsBytes(id), key);
                         asBytes++;
@@ -283,18 +301,24 @@ class DiskIndexTest {
             String name = object % 4 == 0 ? "données/é" + object + ".jpg" : "train/" + object + ".jpg";
             String version = object % 8 == 1 ? "v\u00e9" + object : "v" + object;
             for (int p = 0; p < 1 + object % 3; p++) {
-                keys.add(new PageKey(object % 5 == 0 ? "s3://b/" : "file:///data/", name, version, (long) p * PAGE,
-                        PAGE));
+                keys.add(new PageKey(
+                        object % 5 == 0 ? "s3://b/" : "file:///data/", name, version, (long) p * PAGE, PAGE));
             }
         }
-        try (DiskTier tier = DiskTier.builder().directory(directory).capacity(64 * SEGMENT).segmentSize(SEGMENT)
+        try (DiskTier tier = DiskTier.builder()
+                .directory(directory)
+                .capacity(64 * SEGMENT)
+                .segmentSize(SEGMENT)
                 .build()) {
             for (PageKey key : keys) {
                 assertTrue(tier.put(heapPage(key)), key.toString());
             }
         }
-        try (DiskTier reopened = DiskTier.builder().directory(directory).capacity(64 * SEGMENT)
-                .segmentSize(SEGMENT).build()) {
+        try (DiskTier reopened = DiskTier.builder()
+                .directory(directory)
+                .capacity(64 * SEGMENT)
+                .segmentSize(SEGMENT)
+                .build()) {
             assertEquals(keys.size(), reopened.pageCount());
             assertEquals(new HashSet<>(keys), new HashSet<>(reopened.keys()), "listed under their own keys");
             for (PageKey key : keys) {
@@ -302,8 +326,8 @@ class DiskIndexTest {
                 assertNotNull(page, key.toString());
                 assertBytes(key, page);
                 page.release();
-                assertNull(reopened.get(new PageKey(key.origin(), key.key(), key.version() + "x", key.offset(),
-                        key.length())));
+                assertNull(reopened.get(
+                        new PageKey(key.origin(), key.key(), key.version() + "x", key.offset(), key.length())));
             }
             PageKey first = keys.get(0); // "données/é0.jpg": decoded strings
             PageKey ascii = keys.get(3); // "train/2.jpg", "v2": bytes
@@ -324,8 +348,11 @@ class DiskIndexTest {
 
     @Test
     void readersLeaseOnlyRightBytesWhileWritersChurn() throws InterruptedException {
-        try (DiskTier tier = DiskTier.builder().directory(root.resolve("c")).capacity(6 * SEGMENT)
-                .segmentSize(SEGMENT).build()) {
+        try (DiskTier tier = DiskTier.builder()
+                .directory(root.resolve("c"))
+                .capacity(6 * SEGMENT)
+                .segmentSize(SEGMENT)
+                .build()) {
             AtomicReference<Throwable> failure = new AtomicReference<>();
             AtomicLong hits = new AtomicLong();
             CountDownLatch done = new CountDownLatch(2);
@@ -385,8 +412,11 @@ class DiskIndexTest {
 
     @Test
     void leasedPagesKeepTheirSegmentMappedAfterEviction() {
-        try (DiskTier tier = DiskTier.builder().directory(root.resolve("l")).capacity(4 * SEGMENT)
-                .segmentSize(SEGMENT).build()) {
+        try (DiskTier tier = DiskTier.builder()
+                .directory(root.resolve("l"))
+                .capacity(4 * SEGMENT)
+                .segmentSize(SEGMENT)
+                .build()) {
             PageKey first = key(0, 0, 0);
             assertTrue(tier.put(heapPage(first)));
             Page held = tier.get(first);

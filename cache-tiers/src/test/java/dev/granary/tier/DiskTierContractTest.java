@@ -31,12 +31,16 @@ class DiskTierContractTest extends TierContractTest {
 
     @TempDir
     Path root;
+
     private final AtomicInteger directories = new AtomicInteger();
 
     @Override
     protected Tier createTier(long capacity) {
-        return DiskTier.builder().directory(root.resolve("d" + directories.incrementAndGet())).capacity(capacity)
-                .segmentSize(128 << 10).build();
+        return DiskTier.builder()
+                .directory(root.resolve("d" + directories.incrementAndGet()))
+                .capacity(capacity)
+                .segmentSize(128 << 10)
+                .build();
     }
 
     @Override
@@ -53,8 +57,11 @@ class DiskTierContractTest extends TierContractTest {
 
         @Override
         protected Tier createTier(long capacity) {
-            return DiskTier.builder().directory(root.resolve("d" + directories.incrementAndGet())).capacity(capacity)
-                    .segmentSize(72 << 10).build();
+            return DiskTier.builder()
+                    .directory(root.resolve("d" + directories.incrementAndGet()))
+                    .capacity(capacity)
+                    .segmentSize(72 << 10)
+                    .build();
         }
 
         @Override
@@ -76,8 +83,12 @@ class DiskTierContractTest extends TierContractTest {
 
         @Override
         protected Tier createTier(long capacity) {
-            return DiskTier.builder().directory(root.resolve("d" + directories.incrementAndGet())).capacity(capacity)
-                    .segmentSize(128 << 10).shared(true).build();
+            return DiskTier.builder()
+                    .directory(root.resolve("d" + directories.incrementAndGet()))
+                    .capacity(capacity)
+                    .segmentSize(128 << 10)
+                    .shared(true)
+                    .build();
         }
 
         @Override
@@ -106,8 +117,13 @@ class DiskTierContractTest extends TierContractTest {
 
         @Override
         protected Tier createTier(long capacity) {
-            return DiskTier.builder().directory(root.resolve("d" + directories.incrementAndGet())).capacity(capacity)
-                    .segmentSize(128 << 10).directWrites(true).directWriteMin(4096).build();
+            return DiskTier.builder()
+                    .directory(root.resolve("d" + directories.incrementAndGet()))
+                    .capacity(capacity)
+                    .segmentSize(128 << 10)
+                    .directWrites(true)
+                    .directWriteMin(4096)
+                    .build();
         }
 
         @Override
@@ -171,8 +187,12 @@ class DiskTierContractTest extends TierContractTest {
 
         @Override
         protected Tier createTier(long capacity) {
-            return DiskTier.builder().directory(root.resolve("d" + directories.incrementAndGet())).capacity(capacity)
-                    .segmentSize(128 << 10).writebackEvery(0).build();
+            return DiskTier.builder()
+                    .directory(root.resolve("d" + directories.incrementAndGet()))
+                    .capacity(capacity)
+                    .segmentSize(128 << 10)
+                    .writebackEvery(0)
+                    .build();
         }
 
         @Override

@@ -49,8 +49,8 @@ class DiskTierCrashTest {
             // Kill at once (during start-up, directory creation, recovery) one time in eight, else after a random
             // number of completed reads.
             int killAfter = random.nextInt(8) == 0 ? -1 : random.nextInt(400);
-            Process child = ChildJvm.start(DiskFillerMain.class, data.toString(), dir.toString(),
-                    Long.toString(iteration));
+            Process child =
+                    ChildJvm.start(DiskFillerMain.class, data.toString(), dir.toString(), Long.toString(iteration));
             StringBuilder output = new StringBuilder();
             if (killAfter >= 0) {
                 waitForFills(child, killAfter, output);
@@ -58,27 +58,42 @@ class DiskTierCrashTest {
             child.destroyForcibly(); // SIGKILL on Linux: no shutdown hooks, no finally blocks
             assertTrue(child.waitFor(30, TimeUnit.SECONDS), "the killed child must end");
 
-            try (DiskTier tier = DiskTier.builder().directory(dir).capacity(DiskFillerMain.CAPACITY)
-                    .segmentSize(DiskFillerMain.SEGMENT).build()) {
+            try (DiskTier tier = DiskTier.builder()
+                    .directory(dir)
+                    .capacity(DiskFillerMain.CAPACITY)
+                    .segmentSize(DiskFillerMain.SEGMENT)
+                    .build()) {
                 tornTails += tier.recovery().damagedTails();
                 recoveredPages += tier.recovery().pages();
-                assertTrue(tier.stats().usedBytes() <= DiskFillerMain.CAPACITY, tier.stats().toString());
+                assertTrue(
+                        tier.stats().usedBytes() <= DiskFillerMain.CAPACITY,
+                        tier.stats().toString());
                 for (PageKey key : tier.keys()) {
                     Page page = tier.get(key);
                     assertNotNull(page, "iteration " + iteration + ": recovered page " + key + " must be served");
                     try {
-                        Bytes.assertSame(dataset.range(key.key(), key.offset(), key.length()), page.buffer(),
+                        Bytes.assertSame(
+                                dataset.range(key.key(), key.offset(), key.length()),
+                                page.buffer(),
                                 "iteration " + iteration + ", page " + key);
                     } finally {
                         page.release();
                     }
                 }
-                assertEquals(0, tier.stats().corruptions(), "iteration " + iteration + ": a page whose header was"
-                        + " written has its whole payload (payload first, header second): " + tier.stats());
+                assertEquals(
+                        0,
+                        tier.stats().corruptions(),
+                        "iteration " + iteration + ": a page whose header was"
+                                + " written has its whole payload (payload first, header second): " + tier.stats());
             }
-            try (TieredCache cache = TieredCache.builder(PosixOrigin.of(data)).tier(DiskTier.builder().directory(dir)
-                    .capacity(DiskFillerMain.CAPACITY).segmentSize(DiskFillerMain.SEGMENT).build())
-                    .pageSize(DiskFillerMain.PAGE).build()) {
+            try (TieredCache cache = TieredCache.builder(PosixOrigin.of(data))
+                    .tier(DiskTier.builder()
+                            .directory(dir)
+                            .capacity(DiskFillerMain.CAPACITY)
+                            .segmentSize(DiskFillerMain.SEGMENT)
+                            .build())
+                    .pageSize(DiskFillerMain.PAGE)
+                    .build()) {
                 for (Map.Entry<String, byte[]> e : dataset.objects().entrySet()) {
                     try (Lease lease = cache.read(e.getKey())) {
                         Bytes.assertSame(e.getValue(), lease.bytes(), "iteration " + iteration + ": " + e.getKey());
@@ -96,8 +111,8 @@ class DiskTierCrashTest {
     private long directWrites;
 
     private void waitForFills(Process child, int fills, StringBuilder output) throws Exception {
-        BufferedReader reader = new BufferedReader(new InputStreamReader(child.getInputStream(),
-                StandardCharsets.UTF_8));
+        BufferedReader reader =
+                new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
         int seen = 0;
         String line;
         while (seen < fills && (line = reader.readLine()) != null) {

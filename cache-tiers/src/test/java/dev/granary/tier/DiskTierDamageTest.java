@@ -33,6 +33,7 @@ class DiskTierDamageTest {
 
     @TempDir
     Path root;
+
     private Path data;
     private Path dir;
 
@@ -54,42 +55,45 @@ class DiskTierDamageTest {
         assertEquals(0, child.exitCode(), "the child must end normally (134 is a SIGBUS): " + child.output());
         Matcher m = result(child);
         assertEquals(0, count(m, "wrong"), child.output());
-        assertEquals(0, count(m, "io"), "unverified pages are verified by reading the file: a miss, not an error: "
-                + child.output());
+        assertEquals(
+                0,
+                count(m, "io"),
+                "unverified pages are verified by reading the file: a miss, not an error: " + child.output());
         assertEquals(2 * count(m, "objects"), count(m, "ok"), child.output());
         assertEquals(2 * count(m, "objects"), count(m, "second-pass-ok"), child.output());
-        assertTrue(count(m, "corruptions") + count(m, "failures") > 0, "the truncation is counted: "
-                + child.output());
+        assertTrue(count(m, "corruptions") + count(m, "failures") > 0, "the truncation is counted: " + child.output());
     }
 
     @Test
     void aSegmentTruncatedAfterItsPagesWereVerifiedGivesIoErrorsNeverAnError() throws Exception {
-        ChildJvm.Result child = ChildJvm.run(TruncatedSegmentMain.class, data.toString(), dir.toString(),
-                "verified");
-        assertEquals(0, child.exitCode(), "the child must end normally (1: an Error escaped a read; 134: a SIGBUS): "
-                + child.output());
+        ChildJvm.Result child = ChildJvm.run(TruncatedSegmentMain.class, data.toString(), dir.toString(), "verified");
+        assertEquals(
+                0,
+                child.exitCode(),
+                "the child must end normally (1: an Error escaped a read; 134: a SIGBUS): " + child.output());
         Matcher m = result(child);
         assertEquals(0, count(m, "wrong"), child.output());
-        assertEquals(0, count(m, "io-unexplained"), "an I/O error says the cache file was damaged: "
-                + child.output());
+        assertEquals(0, count(m, "io-unexplained"), "an I/O error says the cache file was damaged: " + child.output());
         assertEquals(2 * count(m, "objects"), count(m, "ok") + count(m, "io"), child.output());
-        assertEquals(2 * count(m, "objects"), count(m, "second-pass-ok"), "damaged pages were dropped, so the second"
-                + " pass reads them from the origin: " + child.output());
+        assertEquals(
+                2 * count(m, "objects"),
+                count(m, "second-pass-ok"),
+                "damaged pages were dropped, so the second" + " pass reads them from the origin: " + child.output());
         // copied up into memory: the tier counts it; assembled by a copy (memory admission refused): an IOException
-        assertTrue(count(m, "corruptions") + count(m, "failures") + count(m, "io") > 0, "a read met the truncation: "
-                + child.output());
+        assertTrue(
+                count(m, "corruptions") + count(m, "failures") + count(m, "io") > 0,
+                "a read met the truncation: " + child.output());
     }
 
     @Test
     void copiesFromATruncatedMappingFailAsIoErrorsAndTheNextReadMisses() throws Exception {
-        ChildJvm.Result child = ChildJvm.run(TruncatedSegmentMain.class, data.toString(), dir.toString(),
-                "verified-disk-only");
+        ChildJvm.Result child =
+                ChildJvm.run(TruncatedSegmentMain.class, data.toString(), dir.toString(), "verified-disk-only");
         assertEquals(0, child.exitCode(), "1: an Error escaped a read; 134: a SIGBUS: " + child.output());
         Matcher m = result(child);
         assertEquals(0, count(m, "wrong"), child.output());
         assertTrue(count(m, "io") > 0, "a copy met the truncated mapping: " + child.output());
-        assertEquals(0, count(m, "io-unexplained"), "an I/O error says the cache file was damaged: "
-                + child.output());
+        assertEquals(0, count(m, "io-unexplained"), "an I/O error says the cache file was damaged: " + child.output());
         assertEquals(2 * count(m, "objects"), count(m, "ok") + count(m, "io"), child.output());
         assertEquals(2 * count(m, "objects"), count(m, "second-pass-ok"), child.output());
     }
@@ -120,7 +124,8 @@ class DiskTierDamageTest {
     @Test
     void randomDamageOnAFullFilesystemNeverServesWrongBytes() throws Exception {
         Path mount = Files.createDirectories(root.resolve("tiny-fs"));
-        Assumptions.assumeTrue(TinyFilesystem.mount(mount, 384 << 10),
+        Assumptions.assumeTrue(
+                TinyFilesystem.mount(mount, 384 << 10),
                 "needs root to mount a 384 KiB tmpfs; randomDamageBetweenRunsNeverServesWrongBytes covers the damage"
                         + " and DiskTierTest.aFullDiskStopsAdmissionAndReadsKeepWorking the full disk");
         try {
@@ -148,14 +153,21 @@ class DiskTierDamageTest {
         for (int trial = 0; trial < trials; trial++) {
             DiskTier tier;
             try {
-                tier = DiskTier.builder().directory(disk).capacity(capacity).segmentSize(64 << 10).build();
+                tier = DiskTier.builder()
+                        .directory(disk)
+                        .capacity(capacity)
+                        .segmentSize(64 << 10)
+                        .build();
             } catch (IllegalStateException e) {
                 assertTrue(e.getMessage().contains("FORMAT is unreadable"), "trial " + trial + ": " + e.getMessage());
                 damages.merge("refused, started over", 1, Integer::sum);
                 deleteTree(disk);
                 continue;
             }
-            try (TieredCache cache = TieredCache.builder(PosixOrigin.of(data)).tier(tier).pageSize(8 << 10).build()) {
+            try (TieredCache cache = TieredCache.builder(PosixOrigin.of(data))
+                    .tier(tier)
+                    .pageSize(8 << 10)
+                    .build()) {
                 // read everything back (pages that survived are served from disk), then some more at random
                 for (int pass = 0; pass < 2; pass++) {
                     for (String key : keys) {
@@ -163,8 +175,10 @@ class DiskTierDamageTest {
                         int offset = pass == 0 ? 0 : random.nextInt(expected.length);
                         int length = pass == 0 ? expected.length : 1 + random.nextInt(expected.length - offset);
                         try (Lease lease = cache.read(key, offset, length)) {
-                            Bytes.assertSame(Arrays.copyOfRange(expected, offset,
-                                    offset + length), lease.bytes(), "trial " + trial + ", " + key + " at " + offset);
+                            Bytes.assertSame(
+                                    Arrays.copyOfRange(expected, offset, offset + length),
+                                    lease.bytes(),
+                                    "trial " + trial + ", " + key + " at " + offset);
                         }
                         served += length;
                     }
@@ -247,7 +261,8 @@ class DiskTierDamageTest {
     }
 
     private static int count(Matcher m, String name) {
-        Matcher field = Pattern.compile("(?:^| )" + Pattern.quote(name) + "=(\\d+)").matcher(m.group(1));
+        Matcher field =
+                Pattern.compile("(?:^| )" + Pattern.quote(name) + "=(\\d+)").matcher(m.group(1));
         assertTrue(field.find(), name + " in " + m.group(1));
         return Integer.parseInt(field.group(1));
     }

@@ -72,10 +72,16 @@ class DiskTierDirectWriteTest {
         Map<PageKey, byte[]> written = new HashMap<>();
         List<PageKey> order = new ArrayList<>();
         Map<Kind, Integer> kinds = new EnumMap<>(Kind.class);
-        try (Arena arena = Arena.ofShared(); Arena mappings = Arena.ofShared()) {
+        try (Arena arena = Arena.ofShared();
+                Arena mappings = Arena.ofShared()) {
             Map<Path, MemorySegment> other = new HashMap<>(); // a second mapping of each segment file
-            try (DiskTier tier = DiskTier.builder().directory(tierDir).capacity(64 * SEGMENT).segmentSize(SEGMENT)
-                    .directWrites(true).directWriteMin(8192).build()) {
+            try (DiskTier tier = DiskTier.builder()
+                    .directory(tierDir)
+                    .capacity(64 * SEGMENT)
+                    .segmentSize(SEGMENT)
+                    .directWrites(true)
+                    .directWriteMin(8192)
+                    .build()) {
                 for (int i = 0; i < 400; i++) {
                     Kind kind = Kind.values()[random.nextInt(Kind.values().length)];
                     kinds.merge(kind, 1, Integer::sum);
@@ -105,15 +111,23 @@ class DiskTierDirectWriteTest {
                 }
                 long direct = tier.directWrites();
                 if (directHere) {
-                    assertEquals(kinds.getOrDefault(Kind.ALIGNED, 0).longValue(), direct,
+                    assertEquals(
+                            kinds.getOrDefault(Kind.ALIGNED, 0).longValue(),
+                            direct,
                             "every aligned page of 8 KiB or more goes direct, nothing else does; kinds " + kinds);
                 } else {
                     assertEquals(0, direct, "a file system without direct I/O: every write buffered");
                 }
             }
-            try (DiskTier reopened = DiskTier.builder().directory(tierDir).capacity(64 * SEGMENT)
-                    .segmentSize(SEGMENT).build()) {
-                assertEquals(order.size(), reopened.recovery().pages(), reopened.recovery().toString());
+            try (DiskTier reopened = DiskTier.builder()
+                    .directory(tierDir)
+                    .capacity(64 * SEGMENT)
+                    .segmentSize(SEGMENT)
+                    .build()) {
+                assertEquals(
+                        order.size(),
+                        reopened.recovery().pages(),
+                        reopened.recovery().toString());
                 for (PageKey key : order) { // recovered pages are checked against their CRC when first read
                     assertPage(reopened, key, written.get(key), other, mappings, "after reopen");
                 }
@@ -125,8 +139,11 @@ class DiskTierDirectWriteTest {
     @Test
     void byDefaultEveryPageGoesThroughThePageCache() throws Exception {
         try (Arena arena = Arena.ofShared();
-                DiskTier tier = DiskTier.builder().directory(dir.resolve("disk")).capacity(8 * SEGMENT)
-                        .segmentSize(SEGMENT).build()) {
+                DiskTier tier = DiskTier.builder()
+                        .directory(dir.resolve("disk"))
+                        .capacity(8 * SEGMENT)
+                        .segmentSize(SEGMENT)
+                        .build()) {
             byte[] bytes = new byte[128 << 10];
             new SplittableRandom(3).nextBytes(bytes);
             PageKey key = new PageKey("file:///data", "obj", "v1", 0, bytes.length);
@@ -141,11 +158,14 @@ class DiskTierDirectWriteTest {
         Path file = Files.createFile(dir.resolve("f"));
         Files.write(file, new byte[64 << 10]);
         int fd = NativeFiles.openDirect(file);
-        Assumptions.assumeTrue(fd >= 0, "this file system refuses O_DIRECT at open: "
-                + dir + "; the tier then never tries a direct write");
+        Assumptions.assumeTrue(
+                fd >= 0,
+                "this file system refuses O_DIRECT at open: " + dir + "; the tier then never tries a direct write");
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment aligned = arena.allocate(16 << 10, 4096).fill((byte) 7);
-            MemorySegment misaligned = arena.allocate((16 << 10) + 4096, 4096).asSlice(64, 16 << 10).fill((byte) 9);
+            MemorySegment misaligned = arena.allocate((16 << 10) + 4096, 4096)
+                    .asSlice(64, 16 << 10)
+                    .fill((byte) 9);
             if (!Files.getFileStore(dir).type().equals("tmpfs")) { // tmpfs takes any alignment: it copies
                 assertFalse(NativeFiles.pwriteDirect(fd, misaligned, 0), "a misaligned buffer is refused (EINVAL)");
                 assertFalse(NativeFiles.pwriteDirect(fd, aligned.asSlice(0, 1000), 0), "so is an odd length");
@@ -164,15 +184,21 @@ class DiskTierDirectWriteTest {
     @Test
     void aRealExt4FileSystemThatFillsUnderDirectWritesRefusesPagesAndKeepsEveryPageItAccepted() throws Exception {
         Path mount = Files.createDirectories(dir.resolve("tiny-ext4"));
-        Assumptions.assumeTrue(TinyFilesystem.mountExt4(mount, dir.resolve("ext4.img"),
-                16 << 20), "needs root, mkfs.ext4 and a loop device to mount a 16 MiB ext4");
+        Assumptions.assumeTrue(
+                TinyFilesystem.mountExt4(mount, dir.resolve("ext4.img"), 16 << 20),
+                "needs root, mkfs.ext4 and a loop device to mount a 16 MiB ext4");
         try {
             Path tierDir = mount.resolve("disk");
             Map<PageKey, byte[]> written = new HashMap<>();
             SplittableRandom random = new SplittableRandom(28);
             try (Arena arena = Arena.ofShared();
-                    DiskTier tier = DiskTier.builder().directory(tierDir).capacity(64 * SEGMENT).segmentSize(SEGMENT)
-                            .directWrites(true).retryAfter(Duration.ofHours(1)).build()) {
+                    DiskTier tier = DiskTier.builder()
+                            .directory(tierDir)
+                            .capacity(64 * SEGMENT)
+                            .segmentSize(SEGMENT)
+                            .directWrites(true)
+                            .retryAfter(Duration.ofHours(1))
+                            .build()) {
                 int i = 0;
                 for (; i < 4; i++) { // the first segment's first pages, while the disk has room
                     put(tier, random, arena, i, written);
@@ -185,21 +211,30 @@ class DiskTierDirectWriteTest {
                         refused++;
                     }
                 }
-                assertTrue(tier.directWrites() >= 4, "the pages before the disk filled went direct: "
-                        + tier.directWrites());
+                assertTrue(
+                        tier.directWrites() >= 4,
+                        "the pages before the disk filled went direct: " + tier.directWrites());
                 assertTrue(refused > 0, "a full disk refuses pages: " + tier.stats());
-                assertTrue(tier.failure().orElseThrow().contains("No space left on device"),
+                assertTrue(
+                        tier.failure().orElseThrow().contains("No space left on device"),
                         tier.failure().toString());
-                assertTrue(tier.failure().orElseThrow().contains("O_DIRECT"), "the direct write itself met the full"
-                        + " disk: " + tier.failure());
+                assertTrue(
+                        tier.failure().orElseThrow().contains("O_DIRECT"),
+                        "the direct write itself met the full" + " disk: " + tier.failure());
                 for (Map.Entry<PageKey, byte[]> e : written.entrySet()) {
                     assertPage(tier, e.getKey(), e.getValue(), new HashMap<>(), arena, "while full");
                 }
             }
-            try (DiskTier reopened = DiskTier.builder().directory(tierDir).capacity(64 * SEGMENT)
-                    .segmentSize(SEGMENT).build();
+            try (DiskTier reopened = DiskTier.builder()
+                            .directory(tierDir)
+                            .capacity(64 * SEGMENT)
+                            .segmentSize(SEGMENT)
+                            .build();
                     Arena arena = Arena.ofShared()) {
-                assertEquals(written.size(), reopened.recovery().pages(), reopened.recovery().toString());
+                assertEquals(
+                        written.size(),
+                        reopened.recovery().pages(),
+                        reopened.recovery().toString());
                 for (Map.Entry<PageKey, byte[]> e : written.entrySet()) {
                     assertPage(reopened, e.getKey(), e.getValue(), new HashMap<>(), arena, "after reopen");
                 }
@@ -210,8 +245,8 @@ class DiskTierDirectWriteTest {
         }
     }
 
-    private static boolean put(DiskTier tier, SplittableRandom random, Arena arena, int i,
-            Map<PageKey, byte[]> written) {
+    private static boolean put(
+            DiskTier tier, SplittableRandom random, Arena arena, int i, Map<PageKey, byte[]> written) {
         byte[] bytes = new byte[128 << 10];
         random.nextBytes(bytes);
         PageKey key = new PageKey("file:///data", "obj-" + i, "v1", 0, bytes.length);
@@ -267,18 +302,22 @@ class DiskTierDirectWriteTest {
     }
 
     /** Checks a page's bytes through the tier and through the second mapping of its segment file. */
-    private static void assertPage(DiskTier tier, PageKey key, byte[] expected, Map<Path, MemorySegment> other,
-            Arena mappings, String when) {
+    private static void assertPage(
+            DiskTier tier, PageKey key, byte[] expected, Map<Path, MemorySegment> other, Arena mappings, String when) {
         Page found = tier.get(key);
         assertNotNull(found, key.key() + " " + when);
         try {
-            assertArrayEquals(expected, found.segment().toArray(ValueLayout.JAVA_BYTE), key.key() + " " + when
-                    + ", through the tier");
+            assertArrayEquals(
+                    expected,
+                    found.segment().toArray(ValueLayout.JAVA_BYTE),
+                    key.key() + " " + when + ", through the tier");
             DiskPage disk = (DiskPage) found;
             if (Files.exists(disk.segment.file)) {
                 MemorySegment mapping = other.computeIfAbsent(disk.segment.file, f -> map(f, mappings));
-                assertArrayEquals(expected, mapping.asSlice(disk.payloadOffset, expected.length)
-                        .toArray(ValueLayout.JAVA_BYTE), key.key() + " " + when + ", through another mapping");
+                assertArrayEquals(
+                        expected,
+                        mapping.asSlice(disk.payloadOffset, expected.length).toArray(ValueLayout.JAVA_BYTE),
+                        key.key() + " " + when + ", through another mapping");
             }
         } finally {
             found.release();
@@ -291,8 +330,9 @@ class DiskTierDirectWriteTest {
             return null;
         }
         try (Stream<Path> list = Files.list(segments)) {
-            return list.filter(p -> p.getFileName().toString().endsWith(".dat")).max(Comparator
-                    .comparingLong(p -> Long.parseLong(p.getFileName().toString().replaceAll("\\D", ""))))
+            return list.filter(p -> p.getFileName().toString().endsWith(".dat"))
+                    .max(Comparator.comparingLong(
+                            p -> Long.parseLong(p.getFileName().toString().replaceAll("\\D", ""))))
                     .orElse(null);
         }
     }

@@ -7,8 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.granary.Lease;
 import dev.granary.LeakDetection;
+import dev.granary.Lease;
 import dev.granary.TieredCache;
 import dev.granary.origin.posix.PosixOrigin;
 import dev.granary.testkit.Bytes;
@@ -41,6 +41,7 @@ class DiskTierScratchTest {
 
     @TempDir
     Path root;
+
     private Path data;
     private Dataset dataset;
 
@@ -55,8 +56,11 @@ class DiskTierScratchTest {
 
     /** Reads every object through a cache over {@code disk}, so segments are written, then closes the cache. */
     private void useAndClose(DiskTier disk) throws IOException {
-        TieredCache cache = leaks.watch(TieredCache.builder(PosixOrigin.of(data)).tier(disk).pageSize(PAGE)
-                .leakDetection(LeakDetection.PARANOID).build());
+        TieredCache cache = leaks.watch(TieredCache.builder(PosixOrigin.of(data))
+                .tier(disk)
+                .pageSize(PAGE)
+                .leakDetection(LeakDetection.PARANOID)
+                .build());
         leaks.released("disk tier", disk::isReleased);
         try (cache) {
             for (Map.Entry<String, byte[]> e : dataset.objects().entrySet()) {
@@ -125,7 +129,8 @@ class DiskTierScratchTest {
     void aForeignDirectoryIsStillRefusedAndUntouched() throws Exception {
         Path dir = Files.createDirectories(root.resolve("home"));
         Path file = Files.writeString(dir.resolve("thesis.tex"), "\\documentclass{article}");
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
                 () -> disk(dir).deleteOnClose(true).build());
         assertTrue(e.getMessage().contains("is not a Granary disk tier"), e.getMessage());
         assertEquals("\\documentclass{article}", Files.readString(file));

@@ -42,10 +42,11 @@ class DiskTierSegmentCreationTest {
 
     private static final int PAGE = 4096;
     private static final long SEGMENT = 16L << 20;
-    private static final MethodHandle MINCORE = Linker.nativeLinker().downcallHandle(
-            Linker.nativeLinker().defaultLookup().findOrThrow("mincore"),
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
-                    ValueLayout.ADDRESS));
+    private static final MethodHandle MINCORE = Linker.nativeLinker()
+            .downcallHandle(
+                    Linker.nativeLinker().defaultLookup().findOrThrow("mincore"),
+                    FunctionDescriptor.of(
+                            ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
 
     @TempDir
     Path dir;
@@ -53,7 +54,11 @@ class DiskTierSegmentCreationTest {
     @Test
     void aFreshSegmentHoldsInThePageCacheOnlyWhatWasWritten() throws Throwable {
         try (Arena arena = Arena.ofConfined();
-                DiskTier tier = DiskTier.builder().directory(dir).capacity(4 * SEGMENT).segmentSize(SEGMENT).build()) {
+                DiskTier tier = DiskTier.builder()
+                        .directory(dir)
+                        .capacity(4 * SEGMENT)
+                        .segmentSize(SEGMENT)
+                        .build()) {
             assertTrue(tier.put(page(arena, 0)), "the page is cached");
             List<Path> files = segmentFiles();
             assertEquals(1, files.size(), "one segment: " + files);
@@ -62,8 +67,10 @@ class DiskTierSegmentCreationTest {
             // faults) and the payload's page: a few pages, not a read-ahead window (2 048 pages where read_ahead_kb
             // is 8 MiB, 32 where it is the kernel's default 128 KiB).
             long expected = NativeFiles.HEADER_CHUNK / PAGE + 2;
-            assertTrue(resident <= expected, "pages of a fresh 16 MiB segment in the page cache after one 4 KiB put: "
-                    + resident + " (expected: at most " + expected + ")");
+            assertTrue(
+                    resident <= expected,
+                    "pages of a fresh 16 MiB segment in the page cache after one 4 KiB put: " + resident
+                            + " (expected: at most " + expected + ")");
         }
     }
 
@@ -71,17 +78,27 @@ class DiskTierSegmentCreationTest {
     void withoutTheRandomAccessAdviceHeadersAreWrittenAndEveryPageIsRecovered() throws Exception {
         int count = 600; // more than one 4 KiB page of record headers
         try (Arena arena = Arena.ofConfined()) {
-            try (DiskTier tier = DiskTier.builder().directory(dir).capacity(4 * SEGMENT).segmentSize(SEGMENT)
-                    .randomAccess(false).build()) {
+            try (DiskTier tier = DiskTier.builder()
+                    .directory(dir)
+                    .capacity(4 * SEGMENT)
+                    .segmentSize(SEGMENT)
+                    .randomAccess(false)
+                    .build()) {
                 for (int i = 0; i < count; i++) {
                     assertTrue(tier.put(page(arena, i)), "page " + i + " is cached");
                 }
             }
             for (boolean random : new boolean[] {false, true}) {
-                try (DiskTier reopened = DiskTier.builder().directory(dir).capacity(4 * SEGMENT).segmentSize(SEGMENT)
-                        .randomAccess(random).build()) {
-                    assertEquals(count, reopened.recovery().pages(), "recovered (randomAccess " + random + "): "
-                            + reopened.recovery());
+                try (DiskTier reopened = DiskTier.builder()
+                        .directory(dir)
+                        .capacity(4 * SEGMENT)
+                        .segmentSize(SEGMENT)
+                        .randomAccess(random)
+                        .build()) {
+                    assertEquals(
+                            count,
+                            reopened.recovery().pages(),
+                            "recovered (randomAccess " + random + "): " + reopened.recovery());
                     for (int i = 0; i < count; i++) {
                         Page found = reopened.get(key(i));
                         assertNotNull(found, "page " + i + " after reopen (randomAccess " + random + ")");
@@ -112,8 +129,7 @@ class DiskTierSegmentCreationTest {
 
     private void fillsUp(int nameLength, int before, String failedAt) throws Exception {
         Path mount = Files.createDirectories(dir.resolve("tiny-fs"));
-        Assumptions.assumeTrue(TinyFilesystem.mount(mount, 1280 << 10),
-                "needs root to mount a 1.25 MiB tmpfs");
+        Assumptions.assumeTrue(TinyFilesystem.mount(mount, 1280 << 10), "needs root to mount a 1.25 MiB tmpfs");
         try {
             Path tierDir = mount.resolve("disk");
             long segment = 1 << 20;
@@ -121,8 +137,12 @@ class DiskTierSegmentCreationTest {
             String longName = "x".repeat(nameLength);
             List<PageKey> written = new ArrayList<>();
             try (Arena arena = Arena.ofConfined();
-                    DiskTier tier = DiskTier.builder().directory(tierDir).capacity(4 * segment).segmentSize(segment)
-                            .retryAfter(Duration.ofHours(1)).build()) {
+                    DiskTier tier = DiskTier.builder()
+                            .directory(tierDir)
+                            .capacity(4 * segment)
+                            .segmentSize(segment)
+                            .retryAfter(Duration.ofHours(1))
+                            .build()) {
                 int i = 0;
                 for (; i < before; i++) { // within the first header chunk and the first payload block
                     assertTrue(tier.put(smallPage(arena, longName, i, small)), "page " + i + " before the disk fills");
@@ -130,8 +150,8 @@ class DiskTierSegmentCreationTest {
                 }
                 // Another process takes every free byte: the segment file is sparse, so its next blocks are gone.
                 Path hog = mount.resolve("hog");
-                try (FileChannel channel = FileChannel.open(hog, StandardOpenOption.CREATE_NEW,
-                        StandardOpenOption.WRITE)) {
+                try (FileChannel channel =
+                        FileChannel.open(hog, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
                     ByteBuffer block = ByteBuffer.allocate(4096);
                     try {
                         while (true) {
@@ -151,19 +171,26 @@ class DiskTierSegmentCreationTest {
                 }
                 assertTrue(refused > 0, "a full disk refuses pages: " + tier.stats());
                 assertTrue(tier.stats().failures() > 0, tier.stats().toString());
-                assertTrue(tier.failure().orElseThrow().contains("No space left on device"),
+                assertTrue(
+                        tier.failure().orElseThrow().contains("No space left on device"),
                         tier.failure().toString());
-                assertTrue(tier.failure().orElseThrow().contains(failedAt), "failed at " + failedAt + ": "
-                        + tier.failure());
+                assertTrue(
+                        tier.failure().orElseThrow().contains(failedAt),
+                        "failed at " + failedAt + ": " + tier.failure());
                 assertTrue(written.size() >= before, "pages accepted: " + written.size());
                 for (PageKey key : written) {
                     assertSmallPage(tier, key, "while full");
                 }
             }
-            try (DiskTier reopened = DiskTier.builder().directory(tierDir).capacity(4 * segment).segmentSize(segment)
+            try (DiskTier reopened = DiskTier.builder()
+                    .directory(tierDir)
+                    .capacity(4 * segment)
+                    .segmentSize(segment)
                     .build()) {
-                assertEquals(written.size(), reopened.recovery().pages(), "every accepted page recovered: "
-                        + reopened.recovery());
+                assertEquals(
+                        written.size(),
+                        reopened.recovery().pages(),
+                        "every accepted page recovered: " + reopened.recovery());
                 for (PageKey key : written) {
                     assertSmallPage(reopened, key, "after reopen");
                 }
@@ -223,7 +250,8 @@ class DiskTierSegmentCreationTest {
 
     private List<Path> segmentFiles() throws IOException {
         try (Stream<Path> list = Files.list(dir.resolve(DiskDirectory.SEGMENTS))) {
-            return list.filter(p -> !p.getFileName().toString().endsWith(".tmp")).toList();
+            return list.filter(p -> !p.getFileName().toString().endsWith(".tmp"))
+                    .toList();
         }
     }
 

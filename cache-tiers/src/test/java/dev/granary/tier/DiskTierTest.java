@@ -56,6 +56,7 @@ class DiskTierTest {
 
     @TempDir
     Path root;
+
     private Path data;
     private Path dir;
     private Dataset dataset;
@@ -77,8 +78,11 @@ class DiskTierTest {
 
     /** A cache with only the disk tier, so every hit is a disk hit. */
     private TieredCache cache(DiskTier disk) {
-        TieredCache cache = TieredCache.builder(new FaultyOrigin(PosixOrigin.of(data))).tier(disk).pageSize(PAGE)
-                .leakDetection(LeakDetection.PARANOID).build();
+        TieredCache cache = TieredCache.builder(new FaultyOrigin(PosixOrigin.of(data)))
+                .tier(disk)
+                .pageSize(PAGE)
+                .leakDetection(LeakDetection.PARANOID)
+                .build();
         leaks.released("disk tier " + disk, disk::isReleased);
         return leaks.watch(cache);
     }
@@ -92,7 +96,9 @@ class DiskTierTest {
     }
 
     private static long pages(Map<String, byte[]> objects) {
-        return objects.values().stream().mapToLong(b -> (b.length + PAGE - 1) / PAGE).sum();
+        return objects.values().stream()
+                .mapToLong(b -> (b.length + PAGE - 1) / PAGE)
+                .sum();
     }
 
     @Test
@@ -103,8 +109,8 @@ class DiskTierTest {
         first.close();
 
         DiskTier reopened = disk().build();
-        assertEquals(pages(dataset.objects()), reopened.recovery().pages(), "every page recovered: "
-                + reopened.recovery());
+        assertEquals(
+                pages(dataset.objects()), reopened.recovery().pages(), "every page recovered: " + reopened.recovery());
         assertEquals(0, reopened.recovery().damagedTails() + reopened.recovery().damagedSegments());
         TieredCache second = cache(reopened);
         readAllAndCheck(second);
@@ -129,7 +135,9 @@ class DiskTierTest {
         try (Lease lease = second.read("train/5.bin")) {
             Bytes.assertSame(changed, lease.bytes(), "the new version");
         }
-        assertEquals((changed.length + PAGE - 1) / PAGE, second.stats().origin().reads(),
+        assertEquals(
+                (changed.length + PAGE - 1) / PAGE,
+                second.stats().origin().reads(),
                 "the new version is read from the origin, every page of it");
         readAllAndCheck(second);
     }
@@ -142,7 +150,9 @@ class DiskTierTest {
         // Damage one payload byte of three known pages, then random bytes anywhere in every segment file.
         List<DiskTier.Location> targets = new ArrayList<>();
         for (String key : List.of("train/1.bin", "train/2.bin", "train/3.bin")) {
-            PageKey page = tier.keys().stream().filter(k -> k.key().equals(key) && k.offset() == 0).findFirst()
+            PageKey page = tier.keys().stream()
+                    .filter(k -> k.key().equals(key) && k.offset() == 0)
+                    .findFirst()
                     .orElseThrow();
             targets.add(tier.locate(page));
         }
@@ -161,8 +171,9 @@ class DiskTierTest {
         readAllAndCheck(second);
         readAllAndCheck(second); // and again, now from what was re-cached
         TierStats stats = second.stats().tiers().getFirst();
-        assertTrue(stats.corruptions() >= targets.size(), "every damaged page read is counted: " + stats + ", "
-                + reopened.recovery());
+        assertTrue(
+                stats.corruptions() >= targets.size(),
+                "every damaged page read is counted: " + stats + ", " + reopened.recovery());
         assertTrue(second.stats().origin().reads() >= targets.size(), "damaged pages are read again from the origin");
     }
 
@@ -238,7 +249,10 @@ class DiskTierTest {
         DiskTier tier = disk().build();
         TieredCache first = cache(tier);
         readAllAndCheck(first);
-        PageKey victim = tier.keys().stream().filter(k -> k.key().equals("train/7.bin")).findFirst().orElseThrow();
+        PageKey victim = tier.keys().stream()
+                .filter(k -> k.key().equals("train/7.bin"))
+                .findFirst()
+                .orElseThrow();
         DiskTier.Location location = tier.locate(victim);
         long pagesBefore = tier.pageCount();
         first.close();
@@ -247,9 +261,11 @@ class DiskTierTest {
         flip(location.file(), location.headerOffset() + SegmentFormat.RECORD_FIXED + originLength + 2);
         DiskTier reopened = disk().build();
         assertEquals(1, reopened.recovery().damagedTails(), reopened.recovery().toString());
-        assertTrue(reopened.recovery().pages() < pagesBefore, "the damaged record and those after it in its segment"
-                + " are dropped: " + reopened.recovery());
-        assertTrue(reopened.keys().stream().allMatch(k -> dataset.objects().containsKey(k.key())),
+        assertTrue(
+                reopened.recovery().pages() < pagesBefore,
+                "the damaged record and those after it in its segment" + " are dropped: " + reopened.recovery());
+        assertTrue(
+                reopened.keys().stream().allMatch(k -> dataset.objects().containsKey(k.key())),
                 "no page is recovered under a damaged name");
         TieredCache second = cache(reopened);
         readAllAndCheck(second);
@@ -264,7 +280,8 @@ class DiskTierTest {
         Path victim = segmentFiles().getFirst();
         flip(victim, 3); // in the segment magic
         DiskTier reopened = disk().build();
-        assertEquals(1, reopened.recovery().damagedSegments(), reopened.recovery().toString());
+        assertEquals(
+                1, reopened.recovery().damagedSegments(), reopened.recovery().toString());
         assertFalse(Files.exists(victim), "a segment with a damaged header is deleted");
         TieredCache second = cache(reopened);
         readAllAndCheck(second);
@@ -276,8 +293,11 @@ class DiskTierTest {
         DiskTier holder = disk().build();
         try {
             IllegalStateException e = assertThrows(IllegalStateException.class, () -> disk().build());
-            assertTrue(e.getMessage().contains("in use by another DiskTier in this process")
-                    && e.getMessage().contains("pid " + ProcessHandle.current().pid()), e.getMessage());
+            assertTrue(
+                    e.getMessage().contains("in use by another DiskTier in this process")
+                            && e.getMessage()
+                                    .contains("pid " + ProcessHandle.current().pid()),
+                    e.getMessage());
         } finally {
             holder.close();
         }
@@ -290,7 +310,10 @@ class DiskTierTest {
         try {
             ChildJvm.Result child = ChildJvm.run(OpenDirectoryMain.class, dir.toString());
             assertEquals(3, child.exitCode(), "the child must fail to open: " + child.output());
-            assertTrue(child.output().contains("in use by another process: pid " + ProcessHandle.current().pid()),
+            assertTrue(
+                    child.output()
+                            .contains("in use by another process: pid "
+                                    + ProcessHandle.current().pid()),
                     child.output());
         } finally {
             holder.close();
@@ -304,12 +327,15 @@ class DiskTierTest {
         TieredCache cache = cache(disk().build());
         readAllAndCheck(cache);
         assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(dir)));
-        assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(
-                dir.resolve(DiskDirectory.SEGMENTS))));
+        assertEquals(
+                "rwx------",
+                PosixFilePermissions.toString(Files.getPosixFilePermissions(dir.resolve(DiskDirectory.SEGMENTS))));
         try (Stream<Path> files = Files.walk(dir)) {
             for (Path file : files.filter(Files::isRegularFile).toList()) {
-                assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(file)), file
-                        .toString());
+                assertEquals(
+                        "rw-------",
+                        PosixFilePermissions.toString(Files.getPosixFilePermissions(file)),
+                        file.toString());
                 String name = file.getFileName().toString();
                 assertTrue(name.matches("seg-[0-9a-f]{16}\\.dat|FORMAT|granary\\.lock"), name);
             }
@@ -329,7 +355,8 @@ class DiskTierTest {
         Files.createDirectories(dir);
         Files.writeString(dir.resolve("notes.txt"), "mine");
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> disk().build());
-        assertTrue(e.getMessage().contains("notes.txt") && e.getMessage().contains("not a Granary disk tier"),
+        assertTrue(
+                e.getMessage().contains("notes.txt") && e.getMessage().contains("not a Granary disk tier"),
                 e.getMessage());
         assertEquals("mine", Files.readString(dir.resolve("notes.txt")), "nothing of the user's is touched");
     }
@@ -346,7 +373,8 @@ class DiskTierTest {
         disk().build().close();
         Files.writeString(dir.resolve(DiskDirectory.FORMAT_FILE), "granary-disk-tier\nformat 99\n");
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> disk().build());
-        assertTrue(e.getMessage().contains("written by a newer Granary (format 99; this one reads format 1 to 2)"),
+        assertTrue(
+                e.getMessage().contains("written by a newer Granary (format 99; this one reads format 1 to 2)"),
                 e.getMessage());
         assertEquals("granary-disk-tier\nformat 99\n", Files.readString(dir.resolve(DiskDirectory.FORMAT_FILE)));
         Files.writeString(dir.resolve(DiskDirectory.FORMAT_FILE), "granary-disk-tier\nformat 2\n");
@@ -361,7 +389,8 @@ class DiskTierTest {
         Files.writeString(dir.resolve(DiskDirectory.FORMAT_FILE), "granary-disk-tier\nformat 0\n");
         DiskTier reopened = disk().build();
         assertEquals(0, reopened.recovery().pages(), "segments of an older format are discarded");
-        assertEquals("granary-disk-tier\nformat 2\ncapacity " + reopened.stats().capacityBytes() + "\n",
+        assertEquals(
+                "granary-disk-tier\nformat 2\ncapacity " + reopened.stats().capacityBytes() + "\n",
                 Files.readString(dir.resolve(DiskDirectory.FORMAT_FILE)));
         TieredCache second = cache(reopened);
         readAllAndCheck(second);
@@ -387,7 +416,11 @@ class DiskTierTest {
     @Test
     void bytesOnDiskNeverExceedTheCapacityAndWholeSegmentsAreEvicted() throws Exception {
         long capacity = 4 * SEGMENT;
-        DiskTier tier = DiskTier.builder().directory(dir).capacity(capacity).segmentSize(SEGMENT).build();
+        DiskTier tier = DiskTier.builder()
+                .directory(dir)
+                .capacity(capacity)
+                .segmentSize(SEGMENT)
+                .build();
         TieredCache cache = cache(tier);
         for (int round = 0; round < 3; round++) {
             for (Map.Entry<String, byte[]> e : dataset.objects().entrySet()) {
@@ -406,7 +439,11 @@ class DiskTierTest {
     @Test
     void aPageHeldByAReaderOutlivesItsSegmentsEviction() throws Exception {
         long capacity = 2 * SEGMENT;
-        DiskTier tier = DiskTier.builder().directory(dir).capacity(capacity).segmentSize(SEGMENT).build();
+        DiskTier tier = DiskTier.builder()
+                .directory(dir)
+                .capacity(capacity)
+                .segmentSize(SEGMENT)
+                .build();
         byte[] bytes = new byte[50_000];
         new SplittableRandom(1).nextBytes(bytes);
         PageKey key = new PageKey("test://", "held", "v1", 0, bytes.length);
@@ -426,7 +463,9 @@ class DiskTierTest {
         long usedWhileHeld = tier.stats().usedBytes();
         assertTrue(usedWhileHeld <= capacity, tier.stats().toString());
         held.release();
-        assertEquals(usedWhileHeld - SEGMENT, tier.stats().usedBytes(),
+        assertEquals(
+                usedWhileHeld - SEGMENT,
+                tier.stats().usedBytes(),
                 "released: the evicted segment's blocks are no longer counted");
         assertTrue(tier.put(sealed(new PageKey("test://", "after", "v1", 0, 100), new byte[100])));
         tier.close();
@@ -440,7 +479,11 @@ class DiskTierTest {
         first.close();
         int before = segmentFiles().size();
         assertTrue(before > 3, "the fill must leave more than 3 segments: " + before);
-        DiskTier smaller = DiskTier.builder().directory(dir).capacity(3 * SEGMENT).segmentSize(SEGMENT).build();
+        DiskTier smaller = DiskTier.builder()
+                .directory(dir)
+                .capacity(3 * SEGMENT)
+                .segmentSize(SEGMENT)
+                .build();
         assertEquals(3, segmentFiles().size());
         assertTrue(smaller.stats().usedBytes() <= 3 * SEGMENT);
         TieredCache second = cache(smaller);
@@ -450,8 +493,15 @@ class DiskTierTest {
     @Test
     void tinySegmentsHoldObjectsSpreadOverManySegments() throws Exception {
         dataset.put("big.bin", 300_000);
-        DiskTier tier = DiskTier.builder().directory(dir).capacity(8L << 20).segmentSize(16 << 10).build();
-        TieredCache cache = TieredCache.builder(PosixOrigin.of(data)).tier(tier).pageSize(4096).build();
+        DiskTier tier = DiskTier.builder()
+                .directory(dir)
+                .capacity(8L << 20)
+                .segmentSize(16 << 10)
+                .build();
+        TieredCache cache = TieredCache.builder(PosixOrigin.of(data))
+                .tier(tier)
+                .pageSize(4096)
+                .build();
         leaks.watch(cache);
         byte[] big = dataset.bytes("big.bin");
         SplittableRandom random = new SplittableRandom(5);
@@ -459,14 +509,21 @@ class DiskTierTest {
             int offset = random.nextInt(big.length);
             int length = random.nextInt(Math.min(40_000, big.length - offset) + 1);
             try (Lease lease = cache.read("big.bin", offset, length)) {
-                Bytes.assertSame(dataset.range("big.bin", offset, length), lease.bytes(), "range " + offset + "+"
-                        + length);
+                Bytes.assertSame(
+                        dataset.range("big.bin", offset, length), lease.bytes(), "range " + offset + "+" + length);
             }
         }
         assertTrue(segmentFiles().size() > 20, "pages of one object spread over many segments");
         cache.close();
-        DiskTier reopened = DiskTier.builder().directory(dir).capacity(8L << 20).segmentSize(16 << 10).build();
-        TieredCache again = TieredCache.builder(PosixOrigin.of(data)).tier(reopened).pageSize(4096).build();
+        DiskTier reopened = DiskTier.builder()
+                .directory(dir)
+                .capacity(8L << 20)
+                .segmentSize(16 << 10)
+                .build();
+        TieredCache again = TieredCache.builder(PosixOrigin.of(data))
+                .tier(reopened)
+                .pageSize(4096)
+                .build();
         leaks.watch(again);
         ByteBuffer all = ByteBuffer.allocate(big.length);
         again.readInto("big.bin", 0, all);
@@ -476,19 +533,24 @@ class DiskTierTest {
     @Test
     void aFullDiskStopsAdmissionAndReadsKeepWorking() throws Exception {
         AtomicInteger allowed = new AtomicInteger(2);
-        DiskTier tier = disk().retryAfter(Duration.ZERO).files((file, size) -> {
-            if (allowed.getAndDecrement() <= 0) {
-                throw new IOException(file + ": cannot allocate " + size + " bytes: No space left on device (ENOSPC)");
-            }
-            NativeFiles.allocate(file, size);
-        }).build();
+        DiskTier tier = disk().retryAfter(Duration.ZERO)
+                .files((file, size) -> {
+                    if (allowed.getAndDecrement() <= 0) {
+                        throw new IOException(
+                                file + ": cannot allocate " + size + " bytes: No space left on device (ENOSPC)");
+                    }
+                    NativeFiles.allocate(file, size);
+                })
+                .build();
         TieredCache cache = cache(tier);
         readAllAndCheck(cache);
         readAllAndCheck(cache);
         TierStats stats = tier.stats();
         assertTrue(stats.failures() > 0, stats.toString());
         assertTrue(stats.rejections() > 0, stats.toString());
-        assertTrue(tier.failure().orElseThrow().contains("No space left on device"), tier.failure().toString());
+        assertTrue(
+                tier.failure().orElseThrow().contains("No space left on device"),
+                tier.failure().toString());
         assertEquals(2, segmentFiles().size(), "no segment beyond the ones the disk had room for");
         try (Stream<Path> files = Files.list(dir.resolve(DiskDirectory.SEGMENTS))) {
             assertTrue(files.noneMatch(f -> f.toString().endsWith(".tmp")), "failed creations leave nothing");
@@ -503,19 +565,30 @@ class DiskTierTest {
     @Test
     void aRealFullFilesystemStopsAdmissionAndReadsKeepWorking() throws Exception {
         Path mount = Files.createDirectories(root.resolve("tiny-fs"));
-        Assumptions.assumeTrue(TinyFilesystem.mount(mount, 512 << 10),
+        Assumptions.assumeTrue(
+                TinyFilesystem.mount(mount, 512 << 10),
                 "needs root to mount a 512 KiB tmpfs; the fault-injecting test above covers the logic");
         try {
             dir = mount.resolve("disk");
-            DiskTier tier = DiskTier.builder().directory(dir).capacity(4L << 20).segmentSize(SEGMENT).build();
+            DiskTier tier = DiskTier.builder()
+                    .directory(dir)
+                    .capacity(4L << 20)
+                    .segmentSize(SEGMENT)
+                    .build();
             TieredCache cache = cache(tier);
             readAllAndCheck(cache);
             readAllAndCheck(cache);
             assertTrue(tier.stats().failures() > 0, "a 512 KiB filesystem cannot take 4 MiB: " + tier.stats());
-            assertTrue(tier.failure().orElseThrow().contains("No space left on device"), tier.failure().toString());
+            assertTrue(
+                    tier.failure().orElseThrow().contains("No space left on device"),
+                    tier.failure().toString());
             assertTrue(tier.stats().hits() > 0, "pages that fit are served: " + tier.stats());
             cache.close();
-            DiskTier reopened = DiskTier.builder().directory(dir).capacity(4L << 20).segmentSize(SEGMENT).build();
+            DiskTier reopened = DiskTier.builder()
+                    .directory(dir)
+                    .capacity(4L << 20)
+                    .segmentSize(SEGMENT)
+                    .build();
             TieredCache again = cache(reopened);
             readAllAndCheck(again);
             again.close();
@@ -526,28 +599,49 @@ class DiskTierTest {
 
     @Test
     void builderValidatesEveryArgument() {
-        assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().directory(null),
+        assertMessage(
+                IllegalArgumentException.class,
+                () -> DiskTier.builder().directory(null),
                 "disk tier directory: null (expected: a path");
-        assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().capacity(0),
+        assertMessage(
+                IllegalArgumentException.class,
+                () -> DiskTier.builder().capacity(0),
                 "disk tier capacity: 0 bytes (expected: at least 32 KiB, two segments of the smallest size 16 KiB)");
-        assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().capacity(32767),
+        assertMessage(
+                IllegalArgumentException.class,
+                () -> DiskTier.builder().capacity(32767),
                 "disk tier capacity: 32767 bytes (expected: at least 32 KiB");
-        assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().segmentSize(10_000),
+        assertMessage(
+                IllegalArgumentException.class,
+                () -> DiskTier.builder().segmentSize(10_000),
                 "segment size: 10000 bytes (expected: a multiple of 4 KiB, 16 KiB..1 GiB)");
-        assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().segmentSize(20_000),
+        assertMessage(
+                IllegalArgumentException.class,
+                () -> DiskTier.builder().segmentSize(20_000),
                 "segment size: 20000 bytes");
-        assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().policy(null),
-                "region policy: null");
+        assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().policy(null), "region policy: null");
         assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().name(" "), "tier name: ' '");
-        assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().retryAfter(Duration.ofSeconds(-1)),
+        assertMessage(
+                IllegalArgumentException.class,
+                () -> DiskTier.builder().retryAfter(Duration.ofSeconds(-1)),
                 "retry pause: PT-1S (expected: a duration >= 0)");
-        assertMessage(IllegalStateException.class, () -> DiskTier.builder().capacity(1 << 30).build(),
+        assertMessage(
+                IllegalStateException.class,
+                () -> DiskTier.builder().capacity(1 << 30).build(),
                 "disk tier directory not set");
-        assertMessage(IllegalStateException.class, () -> DiskTier.builder().directory(dir).build(),
+        assertMessage(
+                IllegalStateException.class,
+                () -> DiskTier.builder().directory(dir).build(),
                 "disk tier capacity not set");
-        assertMessage(IllegalArgumentException.class, () -> DiskTier.builder().directory(dir).capacity(100L << 20)
-                .segmentSize(64L << 20).build(), "disk tier capacity: 104857600 bytes (expected: at least two"
-                + " segments, 128 MiB with segmentSize 64 MiB)");
+        assertMessage(
+                IllegalArgumentException.class,
+                () -> DiskTier.builder()
+                        .directory(dir)
+                        .capacity(100L << 20)
+                        .segmentSize(64L << 20)
+                        .build(),
+                "disk tier capacity: 104857600 bytes (expected: at least two"
+                        + " segments, 128 MiB with segmentSize 64 MiB)");
         assertFalse(Files.exists(dir), "a refused build creates nothing");
     }
 
@@ -561,11 +655,18 @@ class DiskTierTest {
         assertEquals(16L << 10, DiskTier.Builder.defaultSegmentSize(32L << 10));
         for (long capacity = 32L << 10; capacity < (1L << 40); capacity = capacity * 3 / 2 + 1) {
             long size = DiskTier.Builder.defaultSegmentSize(capacity);
-            assertTrue(size % 4096 == 0 && Long.bitCount(size) == 1 && size >= 16 << 10 && size <= 64L << 20
-                    && capacity >= 2 * size && (capacity >= 8 * size || size == 16 << 10), capacity + " -> " + size);
+            assertTrue(
+                    size % 4096 == 0
+                            && Long.bitCount(size) == 1
+                            && size >= 16 << 10
+                            && size <= 64L << 20
+                            && capacity >= 2 * size
+                            && (capacity >= 8 * size || size == 16 << 10),
+                    capacity + " -> " + size);
         }
         // The probe's case: 16 MiB and no segment size used to be refused (64 MiB segments did not fit twice).
-        TieredCache cache = cache(DiskTier.builder().directory(dir).capacity(16L << 20).build());
+        TieredCache cache =
+                cache(DiskTier.builder().directory(dir).capacity(16L << 20).build());
         readAllAndCheck(cache);
         readAllAndCheck(cache);
         TierStats stats = cache.stats().tiers().getFirst();
@@ -582,13 +683,15 @@ class DiskTierTest {
         disk().build().close();
         Files.writeString(dir.resolve("notes.txt"), "mine");
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> disk().build());
-        assertTrue(e.getMessage().contains("holds a file that is not Granary's: notes.txt (expected: only FORMAT,"),
+        assertTrue(
+                e.getMessage().contains("holds a file that is not Granary's: notes.txt (expected: only FORMAT,"),
                 e.getMessage());
         Files.delete(dir.resolve("notes.txt"));
         Files.writeString(dir.resolve(DiskDirectory.SEGMENTS).resolve("seg-x.dat"), "mine");
         e = assertThrows(IllegalArgumentException.class, () -> disk().build());
         assertTrue(e.getMessage().contains("holds a file that is not Granary's: seg-x.dat"), e.getMessage());
-        assertEquals("mine", Files.readString(dir.resolve(DiskDirectory.SEGMENTS).resolve("seg-x.dat")));
+        assertEquals(
+                "mine", Files.readString(dir.resolve(DiskDirectory.SEGMENTS).resolve("seg-x.dat")));
         Files.delete(dir.resolve(DiskDirectory.SEGMENTS).resolve("seg-x.dat"));
         // Granary's own leftovers of a process that died are no stray files
         Files.writeString(dir.resolve(DiskDirectory.FORMAT_FILE + ".tmp"), "granary-disk-tier\n");
@@ -599,21 +702,27 @@ class DiskTierTest {
 
     @Test
     void aPolicyThatChoosesSomethingElseIsReported() throws Exception {
-        DiskTier tier = disk().capacity(2 * SEGMENT).policy(candidates -> new Region() {
-            @Override public long id() {
-                return -1;
-            }
+        DiskTier tier = disk().capacity(2 * SEGMENT)
+                .policy(candidates -> new Region() {
+                    @Override
+                    public long id() {
+                        return -1;
+                    }
 
-            @Override public long lastAccess() {
-                return 0;
-            }
+                    @Override
+                    public long lastAccess() {
+                        return 0;
+                    }
 
-            @Override public int pages() {
-                return 0;
-            }
+                    @Override
+                    public int pages() {
+                        return 0;
+                    }
 
-            @Override public void forEachPage(Consumer<PageKey> action) {}
-        }).build();
+                    @Override
+                    public void forEachPage(Consumer<PageKey> action) {}
+                })
+                .build();
         try {
             IllegalStateException e = assertThrows(IllegalStateException.class, () -> {
                 for (int i = 0; i < 10; i++) {
@@ -626,8 +735,7 @@ class DiskTierTest {
         }
     }
 
-    private static void assertMessage(Class<? extends Throwable> type, Executable call,
-            String expected) {
+    private static void assertMessage(Class<? extends Throwable> type, Executable call, String expected) {
         Throwable e = assertThrows(type, call);
         assertTrue(e.getMessage().contains(expected), "message '" + e.getMessage() + "' lacks '" + expected + "'");
     }
@@ -643,7 +751,9 @@ class DiskTierTest {
 
     private List<Path> segmentFiles() throws IOException {
         try (Stream<Path> files = Files.list(dir.resolve(DiskDirectory.SEGMENTS))) {
-            return files.filter(f -> f.getFileName().toString().endsWith(".dat")).sorted().toList();
+            return files.filter(f -> f.getFileName().toString().endsWith(".dat"))
+                    .sorted()
+                    .toList();
         }
     }
 

@@ -43,11 +43,18 @@ class DiskTierWritebackTest {
     private static final long EVERY = 1L << 20;
     /** {@code cachestat(2)}: the same number on every Linux architecture (the syscall table's common part). */
     private static final long SYS_CACHESTAT = 451;
-    private static final MethodHandle SYSCALL = Linker.nativeLinker().downcallHandle(
-            Linker.nativeLinker().defaultLookup().findOrThrow("syscall"),
-            FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
-                    ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG),
-            Linker.Option.firstVariadicArg(1));
+
+    private static final MethodHandle SYSCALL = Linker.nativeLinker()
+            .downcallHandle(
+                    Linker.nativeLinker().defaultLookup().findOrThrow("syscall"),
+                    FunctionDescriptor.of(
+                            ValueLayout.JAVA_LONG,
+                            ValueLayout.JAVA_LONG,
+                            ValueLayout.JAVA_LONG,
+                            ValueLayout.ADDRESS,
+                            ValueLayout.ADDRESS,
+                            ValueLayout.JAVA_LONG),
+                    Linker.Option.firstVariadicArg(1));
 
     @TempDir
     Path dir;
@@ -67,12 +74,15 @@ class DiskTierWritebackTest {
                 assertEquals(11, tier.writebacks(), "ranges handed to writeback");
                 long dirty = dirtyPages(files.getFirst());
                 long bound = (2 * EVERY + NativeFiles.HEADER_CHUNK) / 4096;
-                assertTrue(dirty <= bound, "dirty pages of a segment holding 12 MiB of pages, written back every"
-                        + " 1 MiB: " + dirty + " (expected: at most " + bound + ", two intervals and the headers)");
+                assertTrue(
+                        dirty <= bound,
+                        "dirty pages of a segment holding 12 MiB of pages, written back every" + " 1 MiB: " + dirty
+                                + " (expected: at most " + bound + ", two intervals and the headers)");
                 assertPages(tier, count, "after the writes");
             }
             try (DiskTier reopened = tier(EVERY)) { // resumes the segment: appends go on below its last payload
-                assertEquals(count, reopened.recovery().pages(), reopened.recovery().toString());
+                assertEquals(
+                        count, reopened.recovery().pages(), reopened.recovery().toString());
                 for (int i = count; i < count + 48; i++) {
                     assertTrue(reopened.put(page(arena, i)), "page " + i + " after the reopen");
                 }
@@ -87,7 +97,8 @@ class DiskTierWritebackTest {
     @Test
     void withWritebackOffEveryPageTheTierWroteIsStillDirty() throws Throwable {
         int count = 192;
-        try (Arena arena = Arena.ofShared(); DiskTier tier = tier(0)) {
+        try (Arena arena = Arena.ofShared();
+                DiskTier tier = tier(0)) {
             for (int i = 0; i < count; i++) {
                 assertTrue(tier.put(page(arena, i)), "page " + i);
             }
@@ -96,14 +107,17 @@ class DiskTierWritebackTest {
             // The kernel writes a file's dirty pages 30 s after they were dirtied, or when the system's dirty pages
             // pass vm.dirty_background_ratio: neither within this test on a machine that is not writing gigabytes.
             long expected = (long) count * PAGE / 4096;
-            assertTrue(dirty >= expected, "dirty pages after 12 MiB written without writeback: " + dirty
-                    + " (expected: at least " + expected + ")");
+            assertTrue(
+                    dirty >= expected,
+                    "dirty pages after 12 MiB written without writeback: " + dirty + " (expected: at least " + expected
+                            + ")");
         }
     }
 
     @Test
     void aSegmentThatFilledIsHandedToWritebackWhole() throws Throwable {
-        try (Arena arena = Arena.ofShared(); DiskTier tier = tier(EVERY)) {
+        try (Arena arena = Arena.ofShared();
+                DiskTier tier = tier(EVERY)) {
             int i = 0;
             while (segmentFiles().size() < 2) {
                 assertTrue(tier.put(page(arena, i)), "page " + i);
@@ -115,10 +129,12 @@ class DiskTierWritebackTest {
             assertEquals(0, full, "dirty pages of the segment that filled");
             long active = dirtyPages(files.getLast());
             long bound = (2 * EVERY + NativeFiles.HEADER_CHUNK) / 4096;
-            assertTrue(active <= bound, "dirty pages of the new segment: " + active + " (expected: at most " + bound
-                    + ")");
-            assertTrue(tier.writebacks() >= 15, "a segment's payloads in 1 MiB ranges, then its rest: "
-                    + tier.writebacks());
+            assertTrue(
+                    active <= bound,
+                    "dirty pages of the new segment: " + active + " (expected: at most " + bound + ")");
+            assertTrue(
+                    tier.writebacks() >= 15,
+                    "a segment's payloads in 1 MiB ranges, then its rest: " + tier.writebacks());
             assertPages(tier, i, "after a segment filled");
         }
     }
@@ -128,8 +144,12 @@ class DiskTierWritebackTest {
         int threads = 8;
         int perThread = 96; // 48 MiB in 16 MiB segments: three segments fill
         try (Arena arena = Arena.ofShared();
-                DiskTier tier = DiskTier.builder().directory(dir.resolve("disk")).capacity(8 * SEGMENT)
-                        .segmentSize(SEGMENT).writebackEvery(64 << 10).build();
+                DiskTier tier = DiskTier.builder()
+                        .directory(dir.resolve("disk"))
+                        .capacity(8 * SEGMENT)
+                        .segmentSize(SEGMENT)
+                        .writebackEvery(64 << 10)
+                        .build();
                 ExecutorService pool = Executors.newFixedThreadPool(threads)) {
             List<Future<?>> done = new ArrayList<>();
             for (int t = 0; t < threads; t++) {
@@ -156,22 +176,30 @@ class DiskTierWritebackTest {
     @Test
     void writebackEveryIsValidated() {
         for (long bad : new long[] {-1, 1, (64 << 10) - 1}) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> DiskTier.builder().writebackEvery(bad));
-            assertTrue(e.getMessage().contains("writebackEvery: " + bad + " bytes")
-                    && e.getMessage().contains("at least 64 KiB"), e.getMessage());
+            IllegalArgumentException e = assertThrows(
+                    IllegalArgumentException.class, () -> DiskTier.builder().writebackEvery(bad));
+            assertTrue(
+                    e.getMessage().contains("writebackEvery: " + bad + " bytes")
+                            && e.getMessage().contains("at least 64 KiB"),
+                    e.getMessage());
         }
         assertDoesNotThrow(() -> DiskTier.builder().writebackEvery(0).writebackEvery(64 << 10));
     }
 
     private DiskTier tier(long every) {
-        return DiskTier.builder().directory(dir.resolve("disk")).capacity(4 * SEGMENT).segmentSize(SEGMENT)
-                .writebackEvery(every).build();
+        return DiskTier.builder()
+                .directory(dir.resolve("disk"))
+                .capacity(4 * SEGMENT)
+                .segmentSize(SEGMENT)
+                .writebackEvery(every)
+                .build();
     }
 
     private List<Path> segmentFiles() throws IOException {
         try (Stream<Path> list = Files.list(dir.resolve("disk").resolve(DiskDirectory.SEGMENTS))) {
-            return list.filter(p -> !p.getFileName().toString().endsWith(".tmp")).sorted().toList();
+            return list.filter(p -> !p.getFileName().toString().endsWith(".tmp"))
+                    .sorted()
+                    .toList();
         }
     }
 
@@ -199,8 +227,10 @@ class DiskTierWritebackTest {
                 Page found = tier.get(key(i));
                 assertNotNull(found, "page " + i + " " + when);
                 try {
-                    assertArrayEquals(page(arena, i).segment().toArray(ValueLayout.JAVA_BYTE),
-                            found.segment().toArray(ValueLayout.JAVA_BYTE), "page " + i + " " + when);
+                    assertArrayEquals(
+                            page(arena, i).segment().toArray(ValueLayout.JAVA_BYTE),
+                            found.segment().toArray(ValueLayout.JAVA_BYTE),
+                            "page " + i + " " + when);
                 } finally {
                     found.release();
                 }

@@ -38,13 +38,14 @@ class EpochDrivenTest {
     private static final int SAMPLE = 8 << 10;
     private static final int SAMPLES = 200;
     private static final long MEMORY = 256 << 10; // 32 samples
-    private static final long DISK = 1L << 20;     // 4 segments of 256 KiB: ~120 samples with their record headers
+    private static final long DISK = 1L << 20; // 4 segments of 256 KiB: ~120 samples with their record headers
 
     @RegisterExtension
     final LeakCheck leaks = new LeakCheck();
 
     @TempDir
     Path root;
+
     private Path data;
     private Dataset dataset;
     private List<String> keys;
@@ -62,12 +63,21 @@ class EpochDrivenTest {
     }
 
     private TieredCache cache(Path disk) {
-        MemoryTier memory = MemoryTier.builder().capacity(MEMORY).slabSize(128 << 10).build();
-        DiskTier diskTier = DiskTier.builder().directory(disk).capacity(DISK).segmentSize(256 << 10).build();
+        MemoryTier memory =
+                MemoryTier.builder().capacity(MEMORY).slabSize(128 << 10).build();
+        DiskTier diskTier = DiskTier.builder()
+                .directory(disk)
+                .capacity(DISK)
+                .segmentSize(256 << 10)
+                .build();
         leaks.released("memory tier", memory::isReleased);
         leaks.released("disk tier", diskTier::isReleased);
-        return leaks.watch(TieredCache.builder(PosixOrigin.of(data)).tier(memory).tier(diskTier)
-                .tiering(Tiering.INCLUSIVE).leakDetection(LeakDetection.PARANOID).build());
+        return leaks.watch(TieredCache.builder(PosixOrigin.of(data))
+                .tier(memory)
+                .tier(diskTier)
+                .tiering(Tiering.INCLUSIVE)
+                .leakDetection(LeakDetection.PARANOID)
+                .build());
     }
 
     /** Reads every sample once in a shuffled order; returns the hits of all tiers during it. */
@@ -90,7 +100,8 @@ class EpochDrivenTest {
     @Test
     void drivenEpochsHitExactlyTheStableResidentSetAtTheCeiling() throws IOException {
         long[] driven = new long[6];
-        try (TieredCache cache = cache(root.resolve("disk")); EpochDriver driver = cache.loaderSupport().driver()) {
+        try (TieredCache cache = cache(root.resolve("disk"));
+                EpochDriver driver = cache.loaderSupport().driver()) {
             for (int e = 0; e < driven.length; e++) {
                 driver.startEpoch();
                 driven[e] = epoch(cache, e, keys);
@@ -106,7 +117,8 @@ class EpochDrivenTest {
         }
         // The ceiling in samples: memory holds exactly 32; the disk's 1 MiB holds at most 128 (less their headers).
         long ceiling = MEMORY / SAMPLE + DISK / SAMPLE;
-        assertTrue(driven[1] >= 0.9 * ceiling && driven[1] <= ceiling,
+        assertTrue(
+                driven[1] >= 0.9 * ceiling && driven[1] <= ceiling,
                 "driven hits per epoch " + driven[1] + " vs ceiling " + ceiling + ": " + Arrays.toString(driven));
 
         // The same epochs undriven: the tiers' own policies keep replacing samples and fall well below.
@@ -158,21 +170,24 @@ class EpochDrivenTest {
     @Test
     void aWarmDiskReopenedUnderALoaderKeepsItsPagesThroughTheFirstEpoch() throws IOException {
         Path disk = root.resolve("disk");
-        try (TieredCache cache = cache(disk); EpochDriver driver = cache.loaderSupport().driver()) {
+        try (TieredCache cache = cache(disk);
+                EpochDriver driver = cache.loaderSupport().driver()) {
             for (int e = 0; e < 3; e++) {
                 driver.startEpoch();
                 epoch(cache, e, keys);
                 driver.endEpoch();
             }
         }
-        try (TieredCache cache = cache(disk); EpochDriver driver = cache.loaderSupport().driver()) {
+        try (TieredCache cache = cache(disk);
+                EpochDriver driver = cache.loaderSupport().driver()) {
             driver.startEpoch();
             long first = epoch(cache, 7, keys);
             driver.endEpoch();
             CacheStats stats = cache.stats();
             // Nothing of the recovered disk set was replaced before the loader could read it.
             assertEquals(0, stats.tiers().get(1).evictions(), stats.toString());
-            assertTrue(stats.tiers().get(1).hits() >= 0.9 * (DISK / SAMPLE) - MEMORY / SAMPLE,
+            assertTrue(
+                    stats.tiers().get(1).hits() >= 0.9 * (DISK / SAMPLE) - MEMORY / SAMPLE,
                     "disk hits in the first epoch after reopening: " + stats + " (epoch hits " + first + ")");
         }
     }
@@ -181,13 +196,15 @@ class EpochDrivenTest {
     void aWarmRestartOfADatasetTheDiskHoldsReadsFromMemoryFromTheSecondEpoch() throws IOException {
         Path disk = root.resolve("disk");
         List<String> small = keys.subList(0, 24); // 192 KiB: fits the 256 KiB memory tier, and the disk
-        try (TieredCache cache = cache(disk); EpochDriver driver = cache.loaderSupport().driver()) {
+        try (TieredCache cache = cache(disk);
+                EpochDriver driver = cache.loaderSupport().driver()) {
             driver.startEpoch();
             epoch(cache, 1, small);
             driver.endEpoch();
         }
         // A new process: memory empty, the disk holds the dataset.
-        try (TieredCache cache = cache(disk); EpochDriver driver = cache.loaderSupport().driver()) {
+        try (TieredCache cache = cache(disk);
+                EpochDriver driver = cache.loaderSupport().driver()) {
             driver.startEpoch();
             assertEquals(small.size(), epoch(cache, 2, small), "the first epoch after the restart hits the disk");
             driver.endEpoch();
@@ -201,7 +218,8 @@ class EpochDrivenTest {
             CacheStats second = cache.stats().minus(first);
             assertEquals(small.size(), second.tiers().get(0).hits(), "the second epoch reads memory: " + second);
             assertEquals(0, second.tiers().get(1).hits(), second.toString());
-            assertEquals(0, second.tiers().get(0).evictions() + second.tiers().get(1).evictions(), second.toString());
+            assertEquals(
+                    0, second.tiers().get(0).evictions() + second.tiers().get(1).evictions(), second.toString());
         }
     }
 
@@ -209,7 +227,8 @@ class EpochDrivenTest {
     void aRestartOfADatasetLargerThanTheTiersKeepsMemoryForTheMissesAndStaysAtTheCeiling() throws IOException {
         Path disk = root.resolve("disk");
         long[] before = new long[4];
-        try (TieredCache cache = cache(disk); EpochDriver driver = cache.loaderSupport().driver()) {
+        try (TieredCache cache = cache(disk);
+                EpochDriver driver = cache.loaderSupport().driver()) {
             for (int e = 0; e < before.length; e++) {
                 driver.startEpoch();
                 before[e] = epoch(cache, e, keys);
@@ -217,22 +236,25 @@ class EpochDrivenTest {
             }
         }
         long[] after = new long[4];
-        try (TieredCache cache = cache(disk); EpochDriver driver = cache.loaderSupport().driver()) {
+        try (TieredCache cache = cache(disk);
+                EpochDriver driver = cache.loaderSupport().driver()) {
             for (int e = 0; e < after.length; e++) {
                 driver.startEpoch();
                 after[e] = epoch(cache, 10 + e, keys);
                 driver.endEpoch();
             }
             CacheStats stats = cache.stats();
-            assertEquals(0, stats.tiers().get(0).evictions() + stats.tiers().get(1).evictions(), stats.toString());
+            assertEquals(
+                    0, stats.tiers().get(0).evictions() + stats.tiers().get(1).evictions(), stats.toString());
         }
         // Copies up stop at the epoch's first miss (after a handful of reads: most samples are not resident), so the
         // memory tier's room goes to the misses, and the restarted job reaches the first job's steady state.
         long ceiling = MEMORY / SAMPLE + DISK / SAMPLE;
         for (int e = 2; e < after.length; e++) {
-            assertTrue(after[e] >= before[before.length - 1] - 4 && after[e] >= 0.9 * ceiling,
-                    "after the restart " + Arrays.toString(after) + ", before "
-                            + Arrays.toString(before) + ", ceiling " + ceiling);
+            assertTrue(
+                    after[e] >= before[before.length - 1] - 4 && after[e] >= 0.9 * ceiling,
+                    "after the restart " + Arrays.toString(after) + ", before " + Arrays.toString(before) + ", ceiling "
+                            + ceiling);
         }
     }
 

@@ -45,6 +45,7 @@ class ExtentFromPagesTest {
 
     @TempDir
     Path root;
+
     private Path dir;
     private Dataset dataset;
 
@@ -58,9 +59,18 @@ class ExtentFromPagesTest {
 
     private TieredCache cache(FaultyOrigin origin) {
         MemoryTier memory = MemoryTier.builder().capacity(4L << 20).build();
-        DiskTier disk = DiskTier.builder().directory(dir).capacity(8L << 20).segmentSize(256 << 10).build();
-        TieredCache cache = TieredCache.builder(origin).tier(memory).tier(disk).pageSize(PAGE)
-                .metadataTtl(Duration.ZERO).leakDetection(LeakDetection.PARANOID).build();
+        DiskTier disk = DiskTier.builder()
+                .directory(dir)
+                .capacity(8L << 20)
+                .segmentSize(256 << 10)
+                .build();
+        TieredCache cache = TieredCache.builder(origin)
+                .tier(memory)
+                .tier(disk)
+                .pageSize(PAGE)
+                .metadataTtl(Duration.ZERO)
+                .leakDetection(LeakDetection.PARANOID)
+                .build();
         leaks.released("disk tier " + dir, disk::isReleased);
         leaks.released("memory tier", memory::isReleased);
         return leaks.watch(cache);
@@ -92,11 +102,19 @@ class ExtentFromPagesTest {
             assertEquals(diskHits + 1, cache.stats().tiers().get(1).hits(), "one page hit on disk");
 
             // Across pages 1..5, the last page (short), the whole object, and an 8-page-aligned "part" of it.
-            long[][] ranges = {{PAGE - 10, 4 * PAGE + 20}, {7 * PAGE, 1234}, {6 * PAGE + 5, PAGE + 1229},
-                {0, SIZE}, {0, 4 * PAGE}, {4 * PAGE, SIZE - 4 * PAGE}};
+            long[][] ranges = {
+                {PAGE - 10, 4 * PAGE + 20},
+                {7 * PAGE, 1234},
+                {6 * PAGE + 5, PAGE + 1229},
+                {0, SIZE},
+                {0, 4 * PAGE},
+                {4 * PAGE, SIZE - 4 * PAGE}
+            };
             for (long[] r : ranges) {
                 try (Lease lease = support.readExtent(a, r[0], (int) r[1])) {
-                    Bytes.assertSame(dataset.range("shards/a.tar", r[0], (int) r[1]), lease.bytes(),
+                    Bytes.assertSame(
+                            dataset.range("shards/a.tar", r[0], (int) r[1]),
+                            lease.bytes(),
                             "[" + r[0] + ", +" + r[1] + ")");
                     assertEquals(1, cache.stats().openLeases());
                 }

@@ -68,8 +68,12 @@ class FillThreadsCloseTest {
             }
         });
         MemoryTier memory = MemoryTier.builder().capacity(16L << 20).build();
-        TieredCache cache = leaks.watch(TieredCache.builder(origin).tier(memory).pageSize(4096)
-                .readTimeout(Duration.ofMinutes(5)).leakDetection(LeakDetection.PARANOID).build());
+        TieredCache cache = leaks.watch(TieredCache.builder(origin)
+                .tier(memory)
+                .pageSize(4096)
+                .readTimeout(Duration.ofMinutes(5))
+                .leakDetection(LeakDetection.PARANOID)
+                .build());
         leaks.released("memory tier of " + cache, memory::isReleased);
         cache.stat("a");
         cache.stat("b");
@@ -82,14 +86,17 @@ class FillThreadsCloseTest {
                 return read(cache, "b");
             });
             // The second reader waits on its flight (timed, with the read timeout) once its fill is queued.
-            Await.until(() -> second[0] != null && second[0].getState() == Thread.State.TIMED_WAITING,
+            Await.until(
+                    () -> second[0] != null && second[0].getState() == Thread.State.TIMED_WAITING,
                     () -> "the second reader to wait for its queued fill");
             long start = System.nanoTime();
             cache.close();
             for (Future<?> reader : new Future<?>[] {first, queued}) {
                 ExecutionException e = assertThrows(ExecutionException.class, () -> reader.get(30, TimeUnit.SECONDS));
-                assertTrue(e.getCause() instanceof IllegalStateException
-                        && e.getCause().getMessage().startsWith("cache is closed"), e.getCause().toString());
+                assertTrue(
+                        e.getCause() instanceof IllegalStateException
+                                && e.getCause().getMessage().startsWith("cache is closed"),
+                        e.getCause().toString());
             }
             // Far below the 5-minute read timeout: the readers did not wait for the blocked read.
             assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(30), "readers failed at close");

@@ -9,7 +9,10 @@ public final class HoldDirectoryMain {
     private HoldDirectoryMain() {}
 
     public static void main(String[] args) throws Exception {
-        try (DiskTier tier = DiskTier.builder().directory(Path.of(args[0])).capacity(4L << 20).segmentSize(128 << 10)
+        try (DiskTier tier = DiskTier.builder()
+                .directory(Path.of(args[0]))
+                .capacity(4L << 20)
+                .segmentSize(128 << 10)
                 .build()) {
             System.out.println("held by pid " + ProcessHandle.current().pid());
             System.out.flush();

@@ -80,8 +80,13 @@ class LeaseCloseStressTest {
         int rounds = 0;
         while (rounds < MAX_ROUNDS && System.nanoTime() - start < BUDGET_NANOS) {
             SplittableRandom roundRandom = new SplittableRandom(SEED + rounds);
-            MemoryTier memory = MemoryTier.builder().capacity(128 << 10).slabSize(64 << 10).build();
-            DiskTier disk = DiskTier.builder().directory(diskDir).capacity(128 << 10).segmentSize(16 << 10).build();
+            MemoryTier memory =
+                    MemoryTier.builder().capacity(128 << 10).slabSize(64 << 10).build();
+            DiskTier disk = DiskTier.builder()
+                    .directory(diskDir)
+                    .capacity(128 << 10)
+                    .segmentSize(16 << 10)
+                    .build();
             TieredCache cache = TieredCache.builder(PosixOrigin.of(data.root()))
                     .tier(memory)
                     .tier(disk)
@@ -119,7 +124,8 @@ class LeaseCloseStressTest {
                         closeHandedLeases(queue, readersDone, secondCloses);
                     } else {
                         // Closes the cache once the readers have opened a random number of leases (or are done).
-                        Await.until(() -> opened.get() >= closeAfter || readersDone.get() == READERS,
+                        Await.until(
+                                () -> opened.get() >= closeAfter || readersDone.get() == READERS,
                                 () -> "readers to open " + closeAfter + " leases");
                         closing.set(true);
                         cache.close();
@@ -139,26 +145,41 @@ class LeaseCloseStressTest {
             Await.until(disk::isReleased, () -> "disk tier released after round " + round + ": " + disk);
             rounds++;
         }
-        System.out.printf("lease close stress, %s: %d rounds in %d ms; %d reads, %d leases handed to closers, %d closed"
-                        + " a second time, %d held across the cache's close, %d reads failed by close%n", detection,
-                rounds, (System.nanoTime() - start) / 1_000_000, reads.get(), handedOff.get(), secondCloses.get(),
-                heldAcrossClose.get(), failedByClose.get());
+        System.out.printf(
+                "lease close stress, %s: %d rounds in %d ms; %d reads, %d leases handed to closers, %d closed"
+                        + " a second time, %d held across the cache's close, %d reads failed by close%n",
+                detection,
+                rounds,
+                (System.nanoTime() - start) / 1_000_000,
+                reads.get(),
+                handedOff.get(),
+                secondCloses.get(),
+                heldAcrossClose.get(),
+                failedByClose.get());
         assertTrue(handedOff.get() > 0, "leases closed by another thread: " + handedOff);
         assertTrue(secondCloses.get() > 0, "leases a closer found already closed: " + secondCloses);
         assertTrue(heldAcrossClose.get() > 0, "leases held across the cache's close: " + heldAcrossClose);
     }
 
     /** Reads, checks and disposes of leases; {@return the leases to close only after the cache is closed} */
-    private static List<Handed> read(TieredCache cache, Dataset data, SplittableRandom random,
-            ConcurrentLinkedQueue<Handed> queue, AtomicInteger opened, AtomicBoolean closing, AtomicLong handedOff,
-            AtomicLong failedByClose, AtomicLong reads) {
+    private static List<Handed> read(
+            TieredCache cache,
+            Dataset data,
+            SplittableRandom random,
+            ConcurrentLinkedQueue<Handed> queue,
+            AtomicInteger opened,
+            AtomicBoolean closing,
+            AtomicLong handedOff,
+            AtomicLong failedByClose,
+            AtomicLong reads) {
         List<Handed> kept = new ArrayList<>();
         int ops = 20 + random.nextInt(60);
         for (int i = 0; i < ops; i++) {
             String key = "o/" + random.nextInt(OBJECTS);
             byte[] all = data.bytes(key);
             int offset = all.length == 0 ? 0 : random.nextInt(all.length);
-            int length = random.nextInt(4) == 0 ? all.length - offset
+            int length = random.nextInt(4) == 0
+                    ? all.length - offset
                     : random.nextInt(Math.min(all.length - offset, 2 * PAGE) + 1);
             Lease lease;
             try {
@@ -174,7 +195,8 @@ class LeaseCloseStressTest {
                 break;
             }
             reads.incrementAndGet();
-            byte[] expected = lease.offset() == 0 && lease.length() == all.length ? all
+            byte[] expected = lease.offset() == 0 && lease.length() == all.length
+                    ? all
                     : Arrays.copyOfRange(all, offset, offset + length);
             Bytes.assertSame(expected, lease.bytes(), lease.toString());
             opened.incrementAndGet();
@@ -202,8 +224,8 @@ class LeaseCloseStressTest {
     // Thread.yield on purpose: an idle closer hands the core to the readers on a 2-core machine; nothing relies on
     // the scheduler for correctness.
     @SuppressWarnings("ThreadPriorityCheck")
-    private static void closeHandedLeases(ConcurrentLinkedQueue<Handed> queue, AtomicInteger readersDone,
-            AtomicLong secondCloses) {
+    private static void closeHandedLeases(
+            ConcurrentLinkedQueue<Handed> queue, AtomicInteger readersDone, AtomicLong secondCloses) {
         int idle = 0;
         while (true) {
             Handed h = queue.poll();

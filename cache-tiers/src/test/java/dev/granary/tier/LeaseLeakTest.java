@@ -35,7 +35,8 @@ class LeaseLeakTest {
         Lease forgotten = f.cache.read("forgotten");
         AssertionError e = assertThrows(AssertionError.class, strict::verify);
         assertTrue(e.getMessage().contains("1 lease(s) still open"), e.getMessage());
-        assertTrue(e.getMessage().contains("memory tier") && e.getMessage().contains("not released"),
+        assertTrue(
+                e.getMessage().contains("memory tier") && e.getMessage().contains("not released"),
                 "the pinned memory is reported too: " + e.getMessage());
         forgotten.close();
         Await.until(f.memory::isReleased, () -> "closing the lease frees the memory");
@@ -43,15 +44,17 @@ class LeaseLeakTest {
 
     @Test
     void aLeaseDroppedWithoutCloseIsDetectedAndItsMemoryReleased() throws Exception {
-        CacheFixture f = CacheFixture.create(temp, leaks, 16L << 20, 64 << 10,
-                b -> b.leakDetection(LeakDetection.PARANOID));
+        CacheFixture f =
+                CacheFixture.create(temp, leaks, 16L << 20, 64 << 10, b -> b.leakDetection(LeakDetection.PARANOID));
         f.data.put("dropped", 1000);
         dropALease(f.cache, "dropped");
         assertEquals(1, f.cache.stats().openLeases());
-        Await.until(() -> {
-            System.gc();
-            return f.cache.stats().leakedLeases() == 1;
-        }, () -> "the leak detector to find the dropped lease");
+        Await.until(
+                () -> {
+                    System.gc();
+                    return f.cache.stats().leakedLeases() == 1;
+                },
+                () -> "the leak detector to find the dropped lease");
         assertEquals(0, f.cache.stats().openLeases(), "the leaked lease's memory was released");
     }
 

@@ -45,9 +45,10 @@ class MemoryTierModelTest {
         Model[] last = new Model[1];
         try {
             chain.withInvariant("the tier agrees with the model", m -> {
-                last[0] = m;
-                m.check();
-            }).run();
+                        last[0] = m;
+                        m.check();
+                    })
+                    .run();
         } finally {
             if (last[0] != null) {
                 last[0].closeAndCheckReleased();
@@ -82,7 +83,8 @@ class MemoryTierModelTest {
     }
 
     static final class Model {
-        final MemoryTier tier = MemoryTier.builder().capacity(CAPACITY).slabSize(CAPACITY).build();
+        final MemoryTier tier =
+                MemoryTier.builder().capacity(CAPACITY).slabSize(CAPACITY).build();
         final Map<PageKey, Integer> reference = new HashMap<>();
         final List<Page> leases = new ArrayList<>();
         final List<byte[]> leaseBytes = new ArrayList<>();
@@ -190,10 +192,13 @@ class MemoryTierModelTest {
             assertEquals(reference.size(), tier.pageCount(), "pages held: " + reference.keySet());
             assertTrue(tier.stats().usedBytes() <= CAPACITY, tier.stats().toString());
             for (int i = 0; i < leases.size(); i++) {
-                assertArrayEquals(leaseBytes.get(i), leases.get(i).segment().toArray(ValueLayout.JAVA_BYTE),
+                assertArrayEquals(
+                        leaseBytes.get(i),
+                        leases.get(i).segment().toArray(ValueLayout.JAVA_BYTE),
                         "a held page keeps its bytes");
             }
-            assertTrue(tier.slots().nameCount() <= reference.size() + leases.size(),
+            assertTrue(
+                    tier.slots().nameCount() <= reference.size() + leases.size(),
                     "names: " + tier.slots().nameCount());
         }
 

@@ -96,7 +96,8 @@ class MemoryTierPinningTest {
         assertTrue(output.contains("requested=true locked=0 reserved=33554432"), output);
         assertTrue(output.contains("failure=mlock of 33554432 bytes refused: "), output);
         assertTrue(output.contains("failures=1 bytes=ok"), output);
-        assertTrue(output.contains("WARNING") && output.contains("the tier works unpinned"),
+        assertTrue(
+                output.contains("WARNING") && output.contains("the tier works unpinned"),
                 "the refusal is logged once: " + output);
     }
 
@@ -129,8 +130,8 @@ class MemoryTierPinningTest {
         }
         try (Stream<Path> all = Files.walk(temp)) {
             for (Path p : (Iterable<Path>) all::iterator) {
-                Files.setPosixFilePermissions(p, PosixFilePermissions.fromString(
-                        Files.isDirectory(p) ? "rwxr-xr-x" : "rw-r--r--"));
+                Files.setPosixFilePermissions(
+                        p, PosixFilePermissions.fromString(Files.isDirectory(p) ? "rwxr-xr-x" : "rw-r--r--"));
             }
         }
         return String.join(File.pathSeparator, entries);

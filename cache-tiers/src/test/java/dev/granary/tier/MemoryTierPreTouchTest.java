@@ -41,7 +41,11 @@ class MemoryTierPreTouchTest {
     @Test
     void aPreTouchedTierReservesItsWholeCapacityAtBuild() {
         long capacity = 3 * (256L << 10) + 4096; // three whole slabs and a short one
-        MemoryTier tier = MemoryTier.builder().capacity(capacity).slabSize(256L << 10).preTouch(true).build();
+        MemoryTier tier = MemoryTier.builder()
+                .capacity(capacity)
+                .slabSize(256L << 10)
+                .preTouch(true)
+                .build();
         try {
             assertEquals(capacity, tier.pinning().reservedBytes(), "reserved at build, before any page");
             assertEquals(0, tier.stats().usedBytes(), "nothing allocated yet");
@@ -64,7 +68,11 @@ class MemoryTierPreTouchTest {
     @Test
     void aPreTouchedTierServesAndEvictsPagesCorrectly() {
         long capacity = 1 << 20;
-        MemoryTier tier = MemoryTier.builder().capacity(capacity).slabSize(256L << 10).preTouch(true).build();
+        MemoryTier tier = MemoryTier.builder()
+                .capacity(capacity)
+                .slabSize(256L << 10)
+                .preTouch(true)
+                .build();
         try {
             // Pages spread over every slab, each checked byte for byte, then far more than the capacity.
             for (int i = 0; i < 200; i++) {
@@ -104,7 +112,11 @@ class MemoryTierPreTouchTest {
 
     @Test
     void preTouchAndPinnedTogetherLockOrReportAtBuild() {
-        MemoryTier tier = MemoryTier.builder().capacity(1 << 20).pinned(true).preTouch(true).build();
+        MemoryTier tier = MemoryTier.builder()
+                .capacity(1 << 20)
+                .pinned(true)
+                .preTouch(true)
+                .build();
         try {
             MemoryTier.Pinning pinning = tier.pinning();
             assertEquals(1 << 20, pinning.reservedBytes());

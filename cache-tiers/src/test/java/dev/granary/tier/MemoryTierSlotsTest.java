@@ -115,7 +115,8 @@ class MemoryTierSlotsTest {
 
     @Test
     void aPageLeasedAcrossItsEvictionKeepsItsSlotUntilReleased() {
-        MemoryTier tier = MemoryTier.builder().capacity(64 << 10).slabSize(64 << 10).build();
+        MemoryTier tier =
+                MemoryTier.builder().capacity(64 << 10).slabSize(64 << 10).build();
         try {
             PageKey held = key(0, 0, 8000);
             assertTrue(fill(tier, held));
@@ -183,8 +184,9 @@ class MemoryTierSlotsTest {
             assertFalse(evictor[0].evict(b), "gone already");
             assertNull(tier.get(b));
             assertTrue(tier.remove(a));
-            assertEquals(List.of("insert obj-1 1024", "insert obj-2 1024", "access obj-1", "access obj-1",
-                    "removal obj-1"), events);
+            assertEquals(
+                    List.of("insert obj-1 1024", "insert obj-2 1024", "access obj-1", "access obj-1", "removal obj-1"),
+                    events);
             assertEquals(List.of(b), evicted, "the listener saw the policy's eviction");
             assertEquals(0, tier.slots().nameCount());
         } finally {
@@ -202,7 +204,8 @@ class MemoryTierSlotsTest {
     @Test
     void manyThreadsLeasingFillingAndEvictingTheSameKeys() throws Exception {
         int capacity = 256 << 10;
-        MemoryTier tier = MemoryTier.builder().capacity(capacity).slabSize(64 << 10).build();
+        MemoryTier tier =
+                MemoryTier.builder().capacity(capacity).slabSize(64 << 10).build();
         List<PageKey> keys = new ArrayList<>();
         for (int o = 0; o < 3; o++) {
             for (int p = 0; p < 16; p++) {
@@ -263,10 +266,13 @@ class MemoryTierSlotsTest {
             sampler.join();
         }
         assertTrue(maxUsed.get() <= capacity, "used bytes peaked at " + maxUsed + " > " + capacity);
-        assertTrue(reads.get() > 1000 && tier.stats().evictions() > 100, "exercised hits and evictions: " + reads
-                + " reads, " + tier.stats());
+        assertTrue(
+                reads.get() > 1000 && tier.stats().evictions() > 100,
+                "exercised hits and evictions: " + reads + " reads, " + tier.stats());
         int pages = tier.pageCount();
-        assertTrue(tier.slots().nameCount() <= 3 && pages <= keys.size(), tier.slots().toString());
+        assertTrue(
+                tier.slots().nameCount() <= 3 && pages <= keys.size(),
+                tier.slots().toString());
         // Every page left in the index is whole and findable.
         int found = 0;
         for (PageKey key : keys) {

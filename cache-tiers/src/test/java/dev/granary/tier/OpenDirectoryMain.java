@@ -9,7 +9,10 @@ public final class OpenDirectoryMain {
     private OpenDirectoryMain() {}
 
     public static void main(String[] args) {
-        try (DiskTier tier = DiskTier.builder().directory(Path.of(args[0])).capacity(4L << 20).segmentSize(128 << 10)
+        try (DiskTier tier = DiskTier.builder()
+                .directory(Path.of(args[0]))
+                .capacity(4L << 20)
+                .segmentSize(128 << 10)
                 .build()) {
             System.out.println("opened " + tier);
         } catch (IllegalStateException e) {

@@ -52,6 +52,7 @@ class PrestageTest {
 
     @TempDir
     Path root;
+
     private Path data;
     private Path dir;
     private Dataset dataset;
@@ -80,8 +81,12 @@ class PrestageTest {
 
     private TieredCache cache(FaultyOrigin origin, DiskTier disk) {
         MemoryTier memory = MemoryTier.builder().capacity(4L << 20).build();
-        TieredCache cache = TieredCache.builder(origin).tier(memory).tier(disk).pageSize(PAGE)
-                .leakDetection(LeakDetection.PARANOID).build();
+        TieredCache cache = TieredCache.builder(origin)
+                .tier(memory)
+                .tier(disk)
+                .pageSize(PAGE)
+                .leakDetection(LeakDetection.PARANOID)
+                .build();
         leaks.released("disk tier " + disk, disk::isReleased);
         leaks.released("memory tier", memory::isReleased);
         return leaks.watch(cache);
@@ -163,7 +168,8 @@ class PrestageTest {
     @Test
     void aDatasetLargerThanTheStagingTierStagesWhatFitsKeepsItAndSaysWhatIsLeft() throws Exception {
         // Room for about a third of the dataset: 4 segments of 128 KiB against ~1.4 MB.
-        DiskTier.Builder small = DiskTier.builder().directory(dir).capacity(512 << 10).segmentSize(128 << 10);
+        DiskTier.Builder small =
+                DiskTier.builder().directory(dir).capacity(512 << 10).segmentSize(128 << 10);
         FaultyOrigin origin = new FaultyOrigin(PosixOrigin.of(data));
         PrestageResult first;
         try (TieredCache cache = cache(origin, small.build())) {
@@ -178,8 +184,9 @@ class PrestageTest {
         for (Map.Entry<String, byte[]> e : dataset.objects().entrySet()) {
             stagedPages += (e.getValue().length + PAGE - 1) / PAGE;
         }
-        assertTrue(origin.reads() < stagedPages / 2, "fetching stops once the tier is full: " + origin.reads()
-                + " reads of " + stagedPages + " pages");
+        assertTrue(
+                origin.reads() < stagedPages / 2,
+                "fetching stops once the tier is full: " + origin.reads() + " reads of " + stagedPages + " pages");
 
         // A second run over the same directory finds all of it first, and fetches little: the tier is still full.
         FaultyOrigin again = new FaultyOrigin(PosixOrigin.of(data));
@@ -187,8 +194,9 @@ class PrestageTest {
         try (TieredCache cache = cache(again, small.build())) {
             second = cache.prestage("train/", p -> {});
         }
-        assertTrue(second.alreadyCached() >= first.objects(), "nothing the first run kept was pushed out: "
-                + second + " after " + first);
+        assertTrue(
+                second.alreadyCached() >= first.objects(),
+                "nothing the first run kept was pushed out: " + second + " after " + first);
         assertEquals(OBJECTS, second.objects() + second.notStaged(), second.toString());
         assertFalse(second.complete());
 
@@ -196,8 +204,13 @@ class PrestageTest {
         // larger, so its own fills of the rest evict nothing while it counts).
         FaultyOrigin reader = new FaultyOrigin(PosixOrigin.of(data));
         int held = 0;
-        try (TieredCache cache = cache(reader, DiskTier.builder().directory(dir).capacity(64L << 20)
-                .segmentSize(128 << 10).build())) {
+        try (TieredCache cache = cache(
+                reader,
+                DiskTier.builder()
+                        .directory(dir)
+                        .capacity(64L << 20)
+                        .segmentSize(128 << 10)
+                        .build())) {
             for (Map.Entry<String, byte[]> e : dataset.objects().entrySet()) {
                 if (!e.getKey().startsWith("train/")) {
                     continue;
@@ -215,8 +228,8 @@ class PrestageTest {
     @Test
     void anEmptySelectionIsRefused() throws Exception {
         try (TieredCache cache = cache(new FaultyOrigin(PosixOrigin.of(data)), disk().build())) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> cache.prestage("trian/", p -> {}));
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, () -> cache.prestage("trian/", p -> {}));
             assertTrue(e.getMessage().startsWith("prefix 'trian/': no object under it at "), e.getMessage());
             e = assertThrows(IllegalArgumentException.class, () -> cache.prestage(List.of(), p -> {}));
             assertTrue(e.getMessage().startsWith("keys: empty"), e.getMessage());
@@ -283,7 +296,8 @@ class PrestageTest {
             assertEquals(OBJECTS - 1, result.objects());
             assertEquals(1, result.failedCount());
             assertEquals(bad, result.failed().getFirst().key());
-            assertTrue(result.failed().getFirst().reason().contains("injected: connection reset"),
+            assertTrue(
+                    result.failed().getFirst().reason().contains("injected: connection reset"),
                     result.failed().getFirst().reason());
             assertFalse(result.complete());
 
@@ -291,7 +305,8 @@ class PrestageTest {
             assertEquals(1, missing.objects());
             assertEquals(1, missing.alreadyCached());
             assertEquals("train/nope.bin", missing.failed().getFirst().key());
-            assertTrue(missing.failed().getFirst().reason().startsWith("NoSuchObjectException"),
+            assertTrue(
+                    missing.failed().getFirst().reason().startsWith("NoSuchObjectException"),
                     missing.failed().getFirst().reason());
         }
     }
@@ -299,14 +314,17 @@ class PrestageTest {
     @Test
     void aDiskThatCannotTakeSegmentsFailsEveryObjectNamingTheTier() throws Exception {
         DiskTier full = disk().files((file, size) -> {
-            throw new IOException("No space left on device");
-        }).retryAfter(Duration.ofHours(1)).build();
+                    throw new IOException("No space left on device");
+                })
+                .retryAfter(Duration.ofHours(1))
+                .build();
         FaultyOrigin origin = new FaultyOrigin(PosixOrigin.of(data));
         try (TieredCache cache = cache(origin, full)) {
             PrestageResult result = cache.prestage("train/", p -> {});
             assertEquals(1, result.objects(), "only the empty object: it has no page");
             assertEquals(OBJECTS - 1, result.failedCount());
-            assertTrue(result.failed().getFirst().reason().contains("'disk' refused"),
+            assertTrue(
+                    result.failed().getFirst().reason().contains("'disk' refused"),
                     result.failed().getFirst().reason());
         }
     }
@@ -314,8 +332,8 @@ class PrestageTest {
     @Test
     void badArgumentsAreRefused() throws Exception {
         try (TieredCache cache = cache(new FaultyOrigin(PosixOrigin.of(data)), disk().build())) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> cache.prestage("../x", p -> {}));
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, () -> cache.prestage("../x", p -> {}));
             assertTrue(e.getMessage().contains("'..'"), e.getMessage());
             e = assertThrows(IllegalArgumentException.class, () -> cache.prestage("train/", null));
             assertTrue(e.getMessage().startsWith("progress listener: null"), e.getMessage());

@@ -35,23 +35,26 @@ class ReadmeExampleTest {
 
         // --- the example starts here ---
         try (TieredCache cache = TieredCache.builder(PosixOrigin.of(datasetRoot))
-                .tier(MemoryTier.builder().capacity(8L << 30).pinned(true).build())   // L1/L2: 8 GiB off-heap
-                .tier(DiskTier.builder().directory(nvme)                               // L3: local NVMe, kept across runs
-                        .capacity(500L << 30).build())
-                .pageSize(1 << 20)                                                    // the unit of caching
-                .metadataTtl(Duration.ofMinutes(1))                                   // trust a seen version this long
+                .tier(MemoryTier.builder().capacity(8L << 30).pinned(true).build()) // L1/L2: 8 GiB off-heap
+                .tier(DiskTier.builder()
+                        .directory(nvme) // L3: local NVMe, kept across runs
+                        .capacity(500L << 30)
+                        .build())
+                .pageSize(1 << 20) // the unit of caching
+                .metadataTtl(Duration.ofMinutes(1)) // trust a seen version this long
                 .build()) {
 
-            try (Lease lease = cache.read("train/n01440764/000001.JPEG")) {         // a whole object
-                ByteBuffer bytes = lease.bytes();                                    // read-only; zero-copy on a hit
+            try (Lease lease = cache.read("train/n01440764/000001.JPEG")) { // a whole object
+                ByteBuffer bytes = lease.bytes(); // read-only; zero-copy on a hit
                 assertEquals(jpeg.length, bytes.remaining());
             }
-            try (Lease lease = cache.read("shards/000003.tar", 512, 150_000)) {     // a byte range
+            try (Lease lease = cache.read("shards/000003.tar", 512, 150_000)) { // a byte range
                 assertEquals(150_000, lease.length());
             }
-            ObjectInfo info = cache.stat("train/n01440764/000001.JPEG");             // key, size, version
-            CacheStats stats = cache.stats();                                        // an immutable snapshot
-            System.out.printf("%s: %d bytes, hit ratio %.2f, origin reads %d%n",
+            ObjectInfo info = cache.stat("train/n01440764/000001.JPEG"); // key, size, version
+            CacheStats stats = cache.stats(); // an immutable snapshot
+            System.out.printf(
+                    "%s: %d bytes, hit ratio %.2f, origin reads %d%n",
                     info.key(), info.size(), stats.hitRatio(), stats.origin().reads());
         }
         // --- the example ends here ---

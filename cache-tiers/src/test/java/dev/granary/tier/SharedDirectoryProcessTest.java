@@ -65,9 +65,18 @@ class SharedDirectoryProcessTest {
     private record Child(Process process, BufferedReader out, StringBuilder log) {
 
         static Child start(Path data, Path dir, String mode, long seed, long capacity, long segment, int page) {
-            Process p = ChildJvm.start(SharedReaderMain.class, data.toString(), dir.toString(), mode,
-                    Long.toString(seed), Long.toString(capacity), Long.toString(segment), Integer.toString(page));
-            return new Child(p, new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)),
+            Process p = ChildJvm.start(
+                    SharedReaderMain.class,
+                    data.toString(),
+                    dir.toString(),
+                    mode,
+                    Long.toString(seed),
+                    Long.toString(capacity),
+                    Long.toString(segment),
+                    Integer.toString(page));
+            return new Child(
+                    p,
+                    new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)),
                     new StringBuilder());
         }
 
@@ -121,8 +130,8 @@ class SharedDirectoryProcessTest {
         }
         long reads = 0;
         long peer = 0;
-        Pattern done = Pattern.compile("done reads=(\\d+) peer=(\\d+) timeouts=(\\d+) corruptions=(\\d+)"
-                + " direct=(\\d+)");
+        Pattern done =
+                Pattern.compile("done reads=(\\d+) peer=(\\d+) timeouts=(\\d+) corruptions=(\\d+)" + " direct=(\\d+)");
         long direct = 0;
         for (Child child : children) {
             String line = child.await("done");
@@ -141,7 +150,11 @@ class SharedDirectoryProcessTest {
                 + " pages taken from another process's fill");
         assertEquals(pages, reads, "each page is read from the origin once, by one of the three processes");
         assertTrue(direct > 0, "pages went O_DIRECT, and the other processes read them (decision 0015)");
-        try (DiskTier after = DiskTier.builder().directory(dir).capacity(64L << 20).segmentSize(1L << 20).build()) {
+        try (DiskTier after = DiskTier.builder()
+                .directory(dir)
+                .capacity(64L << 20)
+                .segmentSize(1L << 20)
+                .build()) {
             assertEquals(pages, after.recovery().pages(), "no page was written twice");
         }
     }
@@ -154,9 +167,16 @@ class SharedDirectoryProcessTest {
         long segment = 64 << 10;
         SplittableRandom random = new SplittableRandom(2026);
         long verified = 0;
-        try (TieredCache mine = TieredCache.builder(PosixOrigin.of(dataset.root())).tier(DiskTier.builder()
-                .directory(dir).capacity(capacity).segmentSize(segment).shared(true).fillWait(Duration.ofSeconds(60))
-                .build()).pageSize(PAGE).build();
+        try (TieredCache mine = TieredCache.builder(PosixOrigin.of(dataset.root()))
+                        .tier(DiskTier.builder()
+                                .directory(dir)
+                                .capacity(capacity)
+                                .segmentSize(segment)
+                                .shared(true)
+                                .fillWait(Duration.ofSeconds(60))
+                                .build())
+                        .pageSize(PAGE)
+                        .build();
                 SharedDirectory lock = SharedDirectory.open(dir, 0600)) {
             List<String> keys = new ArrayList<>(dataset.objects().keySet());
             Child survivor = null;
@@ -177,8 +197,10 @@ class SharedDirectoryProcessTest {
                     long offset = random.nextLong(expected.length);
                     int length = (int) (random.nextLong(expected.length - offset) + 1);
                     try (Lease lease = mine.read(key, offset, length)) {
-                        Bytes.assertSame(dataset.range(key, offset, length), lease.bytes(), "iteration " + iteration
-                                + ": " + key);
+                        Bytes.assertSame(
+                                dataset.range(key, offset, length),
+                                lease.bytes(),
+                                "iteration " + iteration + ": " + key);
                     }
                     verified++;
                 }
@@ -201,14 +223,18 @@ class SharedDirectoryProcessTest {
         }
         // a new process recovers the directory: every page it holds is right
         long checked = 0;
-        try (DiskTier fresh = DiskTier.builder().directory(dir).capacity(capacity).segmentSize(segment).shared(true)
+        try (DiskTier fresh = DiskTier.builder()
+                .directory(dir)
+                .capacity(capacity)
+                .segmentSize(segment)
+                .shared(true)
                 .build()) {
             for (PageKey key : fresh.keys()) {
                 Page page = fresh.get(key);
                 assertNotNull(page, "recovered page " + key);
                 try {
-                    Bytes.assertSame(dataset.range(key.key(), key.offset(), key.length()), page.buffer(),
-                            key.toString());
+                    Bytes.assertSame(
+                            dataset.range(key.key(), key.offset(), key.length()), page.buffer(), key.toString());
                 } finally {
                     page.release();
                 }
@@ -264,9 +290,10 @@ class SharedDirectoryProcessTest {
 
     @Test
     void aDirectoryIsUsableByProcessesOfDifferentUsersInOneGroup() throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeTrue(ProcessHandle.current().info().user().orElse("").equals("root")
-                && Files.isExecutable(Path.of("/usr/bin/setpriv")), "needs root and setpriv to run children as"
-                + " other users");
+        org.junit.jupiter.api.Assumptions.assumeTrue(
+                ProcessHandle.current().info().user().orElse("").equals("root")
+                        && Files.isExecutable(Path.of("/usr/bin/setpriv")),
+                "needs root and setpriv to run children as" + " other users");
         Path shared = Files.createDirectories(root.resolve("open"));
         Files.setPosixFilePermissions(root, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
         NativeFiles.chmod(shared, 01777); // like /tmp: anyone may create, only the owner may delete
@@ -303,11 +330,12 @@ class SharedDirectoryProcessTest {
         int n = 0;
         for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
             Path from = Path.of(entry);
-            boolean granarys = Files.isDirectory(from) || entry.contains("/dev/granary/") || !entry.startsWith(
-                    System.getProperty("user.home"));
+            boolean granarys = Files.isDirectory(from)
+                    || entry.contains("/dev/granary/")
+                    || !entry.startsWith(System.getProperty("user.home"));
             if (!granarys) {
                 continue; // the child needs the project's classes only (directories, or Granary's jars in a build of
-                          // one module), never a dependency's jar
+                // one module), never a dependency's jar
             }
             Path to = copies.resolve(n++ + (Files.isDirectory(from) ? "" : ".jar"));
             if (!Files.exists(to)) {
@@ -315,12 +343,24 @@ class SharedDirectoryProcessTest {
             }
             classpath.add(to.toString());
         }
-        List<String> command = new ArrayList<>(List.of("/usr/bin/setpriv", "--reuid=" + uid, "--regid=" + uid,
-                "--groups=" + group, Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx128m", "--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
-                "-cp", String.join(java.io.File.pathSeparator, classpath), main.getName()));
+        List<String> command = new ArrayList<>(List.of(
+                "/usr/bin/setpriv",
+                "--reuid=" + uid,
+                "--regid=" + uid,
+                "--groups=" + group,
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx128m",
+                "--enable-native-access=ALL-UNNAMED",
+                "-XX:TieredStopAtLevel=1",
+                "-Xshare:auto",
+                "-cp",
+                String.join(java.io.File.pathSeparator, classpath),
+                main.getName()));
         command.addAll(List.of(args));
-        Process process = new ProcessBuilder(command).directory(copies.toFile()).redirectErrorStream(true).start();
+        Process process = new ProcessBuilder(command)
+                .directory(copies.toFile())
+                .redirectErrorStream(true)
+                .start();
         String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue(process.waitFor(60, TimeUnit.SECONDS), output);
         return new ChildJvm.Result(process.exitValue(), output);
@@ -333,12 +373,12 @@ class SharedDirectoryProcessTest {
                 Path target = to.resolve(from.relativize(source).toString());
                 if (Files.isDirectory(source)) {
                     Files.createDirectories(target);
-                    Files.setPosixFilePermissions(target,
-                            java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+                    Files.setPosixFilePermissions(
+                            target, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
                 } else {
                     Files.copy(source, target);
-                    Files.setPosixFilePermissions(target,
-                            java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+                    Files.setPosixFilePermissions(
+                            target, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
                 }
             }
         }

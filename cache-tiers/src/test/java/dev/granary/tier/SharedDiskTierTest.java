@@ -20,7 +20,6 @@ import dev.granary.testkit.Dataset;
 import dev.granary.testkit.FaultyOrigin;
 import dev.granary.testkit.Gate;
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -54,7 +53,11 @@ class SharedDiskTierTest {
     Path root;
 
     private DiskTier.Builder shared(Path dir, long capacity) {
-        return DiskTier.builder().directory(dir).capacity(capacity).segmentSize(64 << 10).shared(true);
+        return DiskTier.builder()
+                .directory(dir)
+                .capacity(capacity)
+                .segmentSize(64 << 10)
+                .shared(true);
     }
 
     static Page page(PageKey key, byte[] bytes) {
@@ -102,7 +105,8 @@ class SharedDiskTierTest {
     @Test
     void aPageOneTierWritesIsServedByTheOtherAtItsNextMiss() throws Exception {
         Path dir = root.resolve("disk");
-        try (DiskTier a = shared(dir, 4 << 20).build(); DiskTier b = shared(dir, 4 << 20).build()) {
+        try (DiskTier a = shared(dir, 4 << 20).build();
+                DiskTier b = shared(dir, 4 << 20).build()) {
             for (int i = 0; i < 40; i++) {
                 PageKey key = key("object-" + (i % 5), i, 3000 + i);
                 assertNull(b.get(key), "not written yet");
@@ -129,8 +133,11 @@ class SharedDiskTierTest {
      */
     @Test
     void aDirectoryAnotherProcessIsOpeningRightNowIsGranarysNotForeign() throws Exception {
-        String[][] moments = {{SharedDirectory.FILE}, {DirectoryLock.FILE, SharedDirectory.FILE},
-            {DirectoryLock.FILE, SharedDirectory.FILE, DiskDirectory.FORMAT_FILE + ".tmp"}};
+        String[][] moments = {
+            {SharedDirectory.FILE},
+            {DirectoryLock.FILE, SharedDirectory.FILE},
+            {DirectoryLock.FILE, SharedDirectory.FILE, DiskDirectory.FORMAT_FILE + ".tmp"}
+        };
         for (String[] present : moments) {
             Path dir = root.resolve("disk-" + present.length);
             Files.createDirectories(dir);
@@ -149,9 +156,10 @@ class SharedDiskTierTest {
         Files.createDirectories(foreign);
         Files.createFile(foreign.resolve(SharedDirectory.FILE));
         Files.createFile(foreign.resolve("notes.txt"));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> shared(foreign, 1 << 20).build());
-        assertTrue(e.getMessage().contains("notes.txt") && e.getMessage().contains("not a Granary disk tier"),
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class, () -> shared(foreign, 1 << 20).build());
+        assertTrue(
+                e.getMessage().contains("notes.txt") && e.getMessage().contains("not a Granary disk tier"),
                 e.getMessage());
     }
 
@@ -159,17 +167,19 @@ class SharedDiskTierTest {
     void anUnsharedTierIsRefusedWhileSharedOnesHoldTheDirectoryAndTheOtherWayRound() throws Exception {
         Path dir = root.resolve("disk");
         try (DiskTier a = shared(dir, 1 << 20).build()) {
-            IllegalStateException e = assertThrows(IllegalStateException.class,
+            IllegalStateException e = assertThrows(
+                    IllegalStateException.class,
                     () -> DiskTier.builder().directory(dir).capacity(1 << 20).build());
-            assertTrue(e.getMessage().contains("in use by another DiskTier in this process (1 shared)"),
-                    e.getMessage());
+            assertTrue(
+                    e.getMessage().contains("in use by another DiskTier in this process (1 shared)"), e.getMessage());
             put(a, key("x", 0, 100));
         }
-        try (DiskTier alone = DiskTier.builder().directory(dir).capacity(1 << 20).build()) {
+        try (DiskTier alone =
+                DiskTier.builder().directory(dir).capacity(1 << 20).build()) {
             assertServes(alone, key("x", 0, 100)); // a shared directory opens unshared once no one shares it
-            IllegalStateException e = assertThrows(IllegalStateException.class, () -> shared(dir, 1 << 20).build());
-            assertTrue(e.getMessage().contains("in use by another DiskTier in this process (unshared"),
-                    e.getMessage());
+            IllegalStateException e = assertThrows(
+                    IllegalStateException.class, () -> shared(dir, 1 << 20).build());
+            assertTrue(e.getMessage().contains("in use by another DiskTier in this process (unshared"), e.getMessage());
         }
     }
 
@@ -177,7 +187,8 @@ class SharedDiskTierTest {
     void theCapacityBoundsTheWholeDirectoryWhoeverWrites() throws Exception {
         Path dir = root.resolve("disk");
         long capacity = 8 * (64 << 10);
-        try (DiskTier a = shared(dir, capacity).build(); DiskTier b = shared(dir, capacity).build()) {
+        try (DiskTier a = shared(dir, capacity).build();
+                DiskTier b = shared(dir, capacity).build()) {
             for (int i = 0; i < 300; i++) {
                 PageKey key = key("big-" + i, 0, 20_000);
                 Page page = page(key, bytes(key));
@@ -213,7 +224,8 @@ class SharedDiskTierTest {
         Path dir = root.resolve("disk");
         long segment = 64 << 10;
         long capacity = 8 * segment;
-        try (DiskTier a = shared(dir, capacity).build(); DiskTier b = shared(dir, capacity).build()) {
+        try (DiskTier a = shared(dir, capacity).build();
+                DiskTier b = shared(dir, capacity).build()) {
             put(a, key("first", 0, 20_000));
             // What a process killed inside createSegment leaves (it held the directory lock, which its death
             // released): a full-size file under the temporary name, which no live tier counts.
@@ -225,8 +237,9 @@ class SharedDiskTierTest {
                 PageKey key = key("big-" + i, 0, 20_000);
                 put(i % 2 == 0 ? a : b, key);
                 long onDisk = segmentBytes(dir);
-                assertTrue(onDisk <= capacity, "after put " + i + ": " + onDisk + " bytes in the segment directory > "
-                        + capacity);
+                assertTrue(
+                        onDisk <= capacity,
+                        "after put " + i + ": " + onDisk + " bytes in the segment directory > " + capacity);
             }
             assertFalse(Files.exists(leftover), "the dead creator's file must be gone: " + leftover);
             assertTrue(a.stats().evictions() + b.stats().evictions() > 0, "the test must make the tiers evict");
@@ -241,7 +254,8 @@ class SharedDiskTierTest {
     void aLeaseOfASegmentAnotherTierEvictedKeepsItsBytes() throws Exception {
         Path dir = root.resolve("disk");
         long capacity = 4 * (64 << 10);
-        try (DiskTier a = shared(dir, capacity).build(); DiskTier b = shared(dir, capacity).build()) {
+        try (DiskTier a = shared(dir, capacity).build();
+                DiskTier b = shared(dir, capacity).build()) {
             PageKey first = key("first", 0, 30_000);
             put(a, first);
             put(a, key("first", 1, 30_000));
@@ -252,7 +266,8 @@ class SharedDiskTierTest {
             for (int i = 0; i < 40 && Files.exists(dir.resolve("segments").resolve(DiskDirectory.fileName(0))); i++) {
                 put(b, key("filler-" + i, 0, 30_000));
             }
-            assertFalse(Files.exists(dir.resolve("segments").resolve(DiskDirectory.fileName(0))),
+            assertFalse(
+                    Files.exists(dir.resolve("segments").resolve(DiskDirectory.fileName(0))),
                     "the first segment must have been evicted");
             Bytes.assertSame(bytes(first), held.buffer(), "a lease outlives the eviction of its segment");
             held.release();
@@ -270,10 +285,14 @@ class SharedDiskTierTest {
         Gate gate = new Gate();
         FaultyOrigin first = new FaultyOrigin(PosixOrigin.of(data)).holdReads(gate);
         FaultyOrigin second = new FaultyOrigin(PosixOrigin.of(data));
-        try (TieredCache a = TieredCache.builder(first).tier(shared(dir, 8 << 20).segmentSize(1 << 20).build())
-                .pageSize(64 << 10).build();
-                TieredCache b = TieredCache.builder(second).tier(shared(dir, 8 << 20).segmentSize(1 << 20).build())
-                        .pageSize(64 << 10).build()) {
+        try (TieredCache a = TieredCache.builder(first)
+                        .tier(shared(dir, 8 << 20).segmentSize(1 << 20).build())
+                        .pageSize(64 << 10)
+                        .build();
+                TieredCache b = TieredCache.builder(second)
+                        .tier(shared(dir, 8 << 20).segmentSize(1 << 20).build())
+                        .pageSize(64 << 10)
+                        .build()) {
             CompletableFuture<byte[]> readA = CompletableFuture.supplyAsync(() -> read(a, "sample"));
             // a's fills hold the claims of the object's four pages (they wait at the gate, inside the origin read)
             Await.until(() -> gate.waiting() == 4, () -> "a's four fills at the gate");
@@ -293,9 +312,13 @@ class SharedDiskTierTest {
         dataset.put("sample", 50_000);
         Path dir = root.resolve("disk");
         try (DiskTier claimant = shared(dir, 8 << 20).build();
-                TieredCache b = TieredCache.builder(PosixOrigin.of(data)).tier(shared(dir, 8 << 20)
-                        .segmentSize(1 << 20).fillWait(Duration.ofMillis(200)).build())
-                        .pageSize(64 << 10).build()) {
+                TieredCache b = TieredCache.builder(PosixOrigin.of(data))
+                        .tier(shared(dir, 8 << 20)
+                                .segmentSize(1 << 20)
+                                .fillWait(Duration.ofMillis(200))
+                                .build())
+                        .pageSize(64 << 10)
+                        .build()) {
             ObjectInfoHolder info = new ObjectInfoHolder(b.stat("sample"));
             PageKey key = new PageKey(b.originUri().toString(), "sample", info.version, 0, 50_000);
             assertNull(claimant.awaitFill(key, System.nanoTime() + 1_000_000_000L), "claimed");
@@ -325,7 +348,9 @@ class SharedDiskTierTest {
         Path dir = copyFixture("format1-directory");
         assertEquals("granary-disk-tier\nformat 1\n", Files.readString(dir.resolve("FORMAT")));
         try (DiskTier tier = shared(dir, 1 << 20).segmentSize(16 << 10).build()) {
-            assertEquals("granary-disk-tier\nformat 2\ncapacity 1048576\n", Files.readString(dir.resolve("FORMAT")),
+            assertEquals(
+                    "granary-disk-tier\nformat 2\ncapacity 1048576\n",
+                    Files.readString(dir.resolve("FORMAT")),
                     "upgraded, with the capacity it was opened with");
             assertEquals(12, tier.recovery().pages(), tier.recovery().toString());
             for (int object = 0; object < 6; object++) {
@@ -347,20 +372,25 @@ class SharedDiskTierTest {
             assertEquals(0, tier.stats().corruptions());
             put(tier, key("after-upgrade", 0, 4000)); // and new pages go to segments of format 2
         }
-        try (DiskTier again = DiskTier.builder().directory(dir).capacity(1 << 20).segmentSize(16 << 10).build()) {
+        try (DiskTier again = DiskTier.builder()
+                .directory(dir)
+                .capacity(1 << 20)
+                .segmentSize(16 << 10)
+                .build()) {
             assertEquals(13, again.recovery().pages());
         }
     }
 
     private Path copyFixture(String name) throws Exception {
-        Path source = Path.of(getClass().getResource("/" + name + "/FORMAT").toURI()).getParent();
+        Path source =
+                Path.of(getClass().getResource("/" + name + "/FORMAT").toURI()).getParent();
         Path dir = root.resolve(name);
         Files.createDirectories(dir.resolve("segments"));
         Files.copy(source.resolve("FORMAT"), dir.resolve("FORMAT"));
         try (DirectoryStream<Path> files = Files.newDirectoryStream(source.resolve("segments"))) {
             for (Path file : files) {
-                Files.copy(file, dir.resolve("segments").resolve(file.getFileName()),
-                        StandardCopyOption.REPLACE_EXISTING);
+                Files.copy(
+                        file, dir.resolve("segments").resolve(file.getFileName()), StandardCopyOption.REPLACE_EXISTING);
             }
         }
         return dir;
@@ -371,15 +401,19 @@ class SharedDiskTierTest {
         Path dir = root.resolve("disk");
         try (DiskTier tier = shared(dir, 1 << 20).group("tape").build()) {
             put(tier, key("g", 0, 5000));
-            assertEquals("tape", Files.readAttributes(dir, PosixFileAttributes.class).group()
-                    .getName());
+            assertEquals(
+                    "tape",
+                    Files.readAttributes(dir, PosixFileAttributes.class).group().getName());
             assertEquals(02770, mode(dir), Integer.toOctalString(mode(dir)));
             assertEquals(02770, mode(dir.resolve("segments")));
             try (DirectoryStream<Path> segments = Files.newDirectoryStream(dir.resolve("segments"))) {
                 for (Path file : segments) {
                     assertEquals(0660, mode(file), file + ": " + Integer.toOctalString(mode(file)));
-                    assertEquals("tape", Files.readAttributes(file, PosixFileAttributes.class)
-                            .group().getName());
+                    assertEquals(
+                            "tape",
+                            Files.readAttributes(file, PosixFileAttributes.class)
+                                    .group()
+                                    .getName());
                 }
             }
             assertEquals(0660, mode(dir.resolve(SharedDirectory.FILE)));
@@ -399,14 +433,18 @@ class SharedDiskTierTest {
 
     @Test
     void badSharingSettingsAreRefusedWithTheirValues() {
-        IllegalArgumentException blank = assertThrows(IllegalArgumentException.class,
-                () -> DiskTier.builder().group(" "));
+        IllegalArgumentException blank = assertThrows(
+                IllegalArgumentException.class, () -> DiskTier.builder().group(" "));
         assertTrue(blank.getMessage().startsWith("disk tier group: ' '"), blank.getMessage());
-        IllegalArgumentException unknown = assertThrows(IllegalArgumentException.class,
-                () -> shared(root.resolve("d"), 1 << 20).group("no-such-group-here").build());
+        IllegalArgumentException unknown = assertThrows(
+                IllegalArgumentException.class,
+                () -> shared(root.resolve("d"), 1 << 20)
+                        .group("no-such-group-here")
+                        .build());
         assertTrue(unknown.getMessage().contains("'no-such-group-here'"), unknown.getMessage());
         assertFalse(Files.exists(root.resolve("d")), "nothing made for a refused group");
-        IllegalStateException scratch = assertThrows(IllegalStateException.class,
+        IllegalStateException scratch = assertThrows(
+                IllegalStateException.class,
                 () -> shared(root.resolve("d"), 1 << 20).deleteOnClose(true).build());
         assertTrue(scratch.getMessage().contains("shared(true) with deleteOnClose(true)"), scratch.getMessage());
         assertThrows(IllegalArgumentException.class, () -> DiskTier.builder().fillWait(Duration.ofMillis(-1)));

@@ -19,8 +19,11 @@ public final class SharedGroupMain {
     private SharedGroupMain() {}
 
     public static void main(String[] args) {
-        DiskTier.Builder builder = DiskTier.builder().directory(Path.of(args[0])).capacity(1 << 20)
-                .segmentSize(64 << 10).shared(true);
+        DiskTier.Builder builder = DiskTier.builder()
+                .directory(Path.of(args[0]))
+                .capacity(1 << 20)
+                .segmentSize(64 << 10)
+                .shared(true);
         if (!args[1].equals("-")) {
             builder.group(args[1]);
         }

@@ -47,15 +47,26 @@ public final class SharedReaderMain {
         int pageSize = Integer.parseInt(args[6]);
         List<String> keys;
         try (Stream<Path> files = Files.list(data)) {
-            keys = new ArrayList<>(files.map(f -> f.getFileName().toString()).sorted().toList());
+            keys = new ArrayList<>(
+                    files.map(f -> f.getFileName().toString()).sorted().toList());
         }
         // Pages of 4 KiB or more in aligned memory go O_DIRECT (decision 0015): the others' mappings must see them.
-        DiskTier disk = DiskTier.builder().directory(dir).capacity(capacity).segmentSize(segment).shared(true)
-                .fillWait(Duration.ofSeconds(60)).directWrites(true).directWriteMin(4096).build();
+        DiskTier disk = DiskTier.builder()
+                .directory(dir)
+                .capacity(capacity)
+                .segmentSize(segment)
+                .shared(true)
+                .fillWait(Duration.ofSeconds(60))
+                .directWrites(true)
+                .directWriteMin(4096)
+                .build();
         FaultyOrigin origin = new FaultyOrigin(PosixOrigin.of(data));
         // A small memory tier above it, so fills land in native, page-aligned memory that can go direct.
-        TieredCache cache = TieredCache.builder(origin).tier(MemoryTier.builder().capacity(128 << 10).build())
-                .tier(disk).pageSize(pageSize).build();
+        TieredCache cache = TieredCache.builder(origin)
+                .tier(MemoryTier.builder().capacity(128 << 10).build())
+                .tier(disk)
+                .pageSize(pageSize)
+                .build();
         System.out.println("ready " + disk.recovery());
         System.out.flush();
         new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();

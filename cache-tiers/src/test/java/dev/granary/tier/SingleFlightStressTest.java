@@ -102,10 +102,12 @@ class SingleFlightStressTest {
             // The others see only the broken barrier that a failing thread (or the check between rounds) left.
             Throwable first = failures.stream()
                     .filter(t -> !(t instanceof BrokenBarrierException || t instanceof TimeoutException))
-                    .findFirst().orElse(e);
+                    .findFirst()
+                    .orElse(e);
             throw new AssertionError("single-flight round " + round.get() + " failed: " + first, first);
         }
-        System.out.printf("single flight: %d rounds x %d threads in %d ms, %d origin reads, %d metadata requests%n",
+        System.out.printf(
+                "single flight: %d rounds x %d threads in %d ms, %d origin reads, %d metadata requests%n",
                 round.get(), THREADS, (System.nanoTime() - start) / 1_000_000, f.origin.reads(), f.origin.stats());
         assertTrue(round.get() > 0, "rounds run");
         assertEquals(f.origin.reads(), f.cache.stats().origin().reads(), "the cache counts what the origin served");

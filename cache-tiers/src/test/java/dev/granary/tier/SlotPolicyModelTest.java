@@ -161,8 +161,8 @@ class SlotPolicyModelTest {
 
         /** W-TinyLFU the plain way: the rules of SlotPolicy's documentation, over LinkedHashSets (LRU first). */
         final class Reference {
-            final List<LinkedHashSet<Integer>> lists = List.of(new LinkedHashSet<>(), new LinkedHashSet<>(),
-                    new LinkedHashSet<>());
+            final List<LinkedHashSet<Integer>> lists =
+                    List.of(new LinkedHashSet<>(), new LinkedHashSet<>(), new LinkedHashSet<>());
             final long windowMax = Math.max(1, CAPACITY / 100);
             final long protectedMax = (CAPACITY - windowMax) / 5 * 4;
             final Map<Long, Integer> freq = new HashMap<>();
@@ -278,33 +278,40 @@ class SlotPolicyModelTest {
     static final class Insert implements Action.Dependent<Model> {
         @Override
         public Arbitrary<Transformer<Model>> transformer(Model state) {
-            return Arbitraries.integers().between(0, 40).flatMap(slot -> Arbitraries.integers().between(1, 40)
-                    .map(blocks -> Transformer.mutate("insert " + slot + " (" + blocks + " blocks)",
-                            m -> m.insert(slot, blocks * 512L))));
+            return Arbitraries.integers()
+                    .between(0, 40)
+                    .flatMap(slot -> Arbitraries.integers()
+                            .between(1, 40)
+                            .map(blocks -> Transformer.mutate(
+                                    "insert " + slot + " (" + blocks + " blocks)",
+                                    m -> m.insert(slot, blocks * 512L))));
         }
     }
 
     static final class Access implements Action.Dependent<Model> {
         @Override
         public Arbitrary<Transformer<Model>> transformer(Model state) {
-            return Arbitraries.integers().between(0, 40).map(slot -> Transformer.mutate("access " + slot,
-                    m -> m.access(slot)));
+            return Arbitraries.integers()
+                    .between(0, 40)
+                    .map(slot -> Transformer.mutate("access " + slot, m -> m.access(slot)));
         }
     }
 
     static final class Remove implements Action.Dependent<Model> {
         @Override
         public Arbitrary<Transformer<Model>> transformer(Model state) {
-            return Arbitraries.integers().between(0, 40).map(slot -> Transformer.mutate("remove " + slot,
-                    m -> m.remove(slot)));
+            return Arbitraries.integers()
+                    .between(0, 40)
+                    .map(slot -> Transformer.mutate("remove " + slot, m -> m.remove(slot)));
         }
     }
 
     static final class Evict implements Action.Dependent<Model> {
         @Override
         public Arbitrary<Transformer<Model>> transformer(Model state) {
-            return Arbitraries.longs().between(1, 20 * 512L).map(bytes -> Transformer.mutate("evict " + bytes,
-                    m -> m.evict(bytes)));
+            return Arbitraries.longs()
+                    .between(1, 20 * 512L)
+                    .map(bytes -> Transformer.mutate("evict " + bytes, m -> m.evict(bytes)));
         }
     }
 }

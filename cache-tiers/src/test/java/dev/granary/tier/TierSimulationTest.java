@@ -8,8 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.granary.CacheSimulation;
 import dev.granary.CacheStats;
 import dev.granary.EpochDriver;
-import dev.granary.Lease;
 import dev.granary.LeakDetection;
+import dev.granary.Lease;
 import dev.granary.ObjectInfo;
 import dev.granary.TieredCache;
 import dev.granary.origin.posix.PosixOrigin;
@@ -68,12 +68,19 @@ class TierSimulationTest {
     }
 
     private TieredCache cache(Path disk) {
-        MemoryTier memory = MemoryTier.builder().capacity(384 << 10).slabSize(128 << 10).build();
+        MemoryTier memory =
+                MemoryTier.builder().capacity(384 << 10).slabSize(128 << 10).build();
         leaks.released("memory tier", memory::isReleased);
-        TieredCache.Builder b = TieredCache.builder(PosixOrigin.of(data)).tier(memory).pageSize(32 << 10)
+        TieredCache.Builder b = TieredCache.builder(PosixOrigin.of(data))
+                .tier(memory)
+                .pageSize(32 << 10)
                 .leakDetection(LeakDetection.PARANOID);
         if (disk != null) {
-            DiskTier diskTier = DiskTier.builder().directory(disk).capacity(1L << 20).segmentSize(96 << 10).build();
+            DiskTier diskTier = DiskTier.builder()
+                    .directory(disk)
+                    .capacity(1L << 20)
+                    .segmentSize(96 << 10)
+                    .build();
             leaks.released("disk tier", diskTier::isReleased);
             b.tier(diskTier);
         }
@@ -123,7 +130,8 @@ class TierSimulationTest {
     @Test
     void aSimulationChangesNothing() throws IOException {
         objects(200, 5);
-        try (TieredCache cache = cache(root.resolve("disk")); EpochDriver driver = cache.loaderSupport().driver()) {
+        try (TieredCache cache = cache(root.resolve("disk"));
+                EpochDriver driver = cache.loaderSupport().driver()) {
             for (String key : keys) {
                 cache.read(key).close();
             }
@@ -139,10 +147,11 @@ class TierSimulationTest {
             }
             CacheStats after = cache.stats();
             assertEquals(before, after, "a dry run leaves every counter and gauge of the cache as it was");
-            assertThrows(IllegalArgumentException.class, () -> cache.loaderSupport().simulation(null));
+            assertThrows(
+                    IllegalArgumentException.class, () -> cache.loaderSupport().simulation(null));
             driver.close();
-            IllegalStateException closed = assertThrows(IllegalStateException.class,
-                    () -> cache.loaderSupport().simulation(driver));
+            IllegalStateException closed = assertThrows(
+                    IllegalStateException.class, () -> cache.loaderSupport().simulation(driver));
             assertTrue(closed.getMessage().contains("closed"), closed.getMessage());
         }
     }

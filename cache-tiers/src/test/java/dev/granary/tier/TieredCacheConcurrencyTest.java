@@ -69,10 +69,12 @@ class TieredCacheConcurrencyTest {
             started.await();
             // Every thread has looked up every page and missed (one miss per thread and page, plus the fills' own
             // second look before they go to the origin).
-            Await.until(() -> f.memory.stats().misses() >= (long) threads * pages,
+            Await.until(
+                    () -> f.memory.stats().misses() >= (long) threads * pages,
                     () -> "64 threads to miss: " + f.memory.stats());
-            Await.until(() -> gate.waiting() == pages, () -> "one origin read per page to be waiting, not "
-                    + gate.waiting());
+            Await.until(
+                    () -> gate.waiting() == pages,
+                    () -> "one origin read per page to be waiting, not " + gate.waiting());
             gate.open();
             for (Future<byte[]> result : results) {
                 Bytes.assertSame(bytes, result.get(), "bytes one of the 64 threads got");
@@ -257,8 +259,9 @@ class TieredCacheConcurrencyTest {
                 held.add(lease);
                 assertTrue(f.memory.stats().usedBytes() <= capacity);
             }
-            assertTrue(f.memory.stats().rejections() > 0, "the tier refused pages it had no room for: "
-                    + f.memory.stats());
+            assertTrue(
+                    f.memory.stats().rejections() > 0,
+                    "the tier refused pages it had no room for: " + f.memory.stats());
         } finally {
             held.forEach(Lease::close);
         }

@@ -37,9 +37,10 @@ class TieredCacheFacadeTest {
     @Test
     void aCacheWithoutATierIsRefusedSayingWhatToAdd() throws Exception {
         PosixOrigin origin = PosixOrigin.of(temp);
-        IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> TieredCache.builder(origin).build());
-        assertTrue(e.getMessage().contains("has no tier (expected: at least one tier, e.g. .tier(MemoryTier"),
+        IllegalStateException e = assertThrows(
+                IllegalStateException.class, () -> TieredCache.builder(origin).build());
+        assertTrue(
+                e.getMessage().contains("has no tier (expected: at least one tier, e.g. .tier(MemoryTier"),
                 e.getMessage());
         origin.close();
     }
@@ -50,7 +51,8 @@ class TieredCacheFacadeTest {
         byte[] bytes = data.put("a", 10_000);
         try (TieredCache cache = TieredCache.builder(PosixOrigin.of(data.root()))
                 .tier(MemoryTier.builder().capacity(1 << 20).build())
-                .leakDetection(LeakDetection.PARANOID).build()) {
+                .leakDetection(LeakDetection.PARANOID)
+                .build()) {
             Lease lease = cache.read("a");
             ByteBuffer kept = lease.bytes();
             MemorySegment keptSegment = lease.segment();
@@ -58,8 +60,7 @@ class TieredCacheFacadeTest {
             lease.close();
             IllegalStateException e = assertThrows(IllegalStateException.class, () -> kept.get(0));
             assertTrue(e.getMessage().contains("closed"), e.getMessage());
-            assertThrows(IllegalStateException.class, () -> keptSegment.get(ValueLayout.JAVA_BYTE,
-                    0));
+            assertThrows(IllegalStateException.class, () -> keptSegment.get(ValueLayout.JAVA_BYTE, 0));
             assertThrows(IllegalStateException.class, lease::bytes);
             assertEquals(0, cache.stats().openLeases());
             try (Lease again = cache.read("a")) {
@@ -73,11 +74,12 @@ class TieredCacheFacadeTest {
         Dataset data = new Dataset(Files.createDirectories(temp.resolve("data")), 4);
         data.put("dir/a", 100);
         try (TieredCache cache = leaks.watch(TieredCache.builder(PosixOrigin.of(data.root()))
-                .tier(MemoryTier.builder().capacity(1 << 20).build()).build())) {
+                .tier(MemoryTier.builder().capacity(1 << 20).build())
+                .build())) {
             for (String key : List.of("dir/", "dir//a", "./dir/a", "dir/./a")) {
                 IllegalArgumentException read = assertThrows(IllegalArgumentException.class, () -> cache.read(key));
-                IllegalArgumentException invalidate = assertThrows(IllegalArgumentException.class,
-                        () -> cache.invalidate(key), key);
+                IllegalArgumentException invalidate =
+                        assertThrows(IllegalArgumentException.class, () -> cache.invalidate(key), key);
                 assertTrue(read.getMessage().startsWith("key: '" + key + "'"), read.getMessage());
                 assertTrue(invalidate.getMessage().startsWith("key: '" + key + "'"), invalidate.getMessage());
             }
@@ -90,7 +92,8 @@ class TieredCacheFacadeTest {
         Dataset data = new Dataset(Files.createDirectories(temp.resolve("data")), 3);
         byte[] bytes = data.put("shard.tar", 50_000);
         try (TieredCache cache = leaks.watch(TieredCache.builder(PosixOrigin.of(data.root()))
-                .tier(MemoryTier.builder().capacity(1 << 20).build()).leakDetection(LeakDetection.PARANOID)
+                .tier(MemoryTier.builder().capacity(1 << 20).build())
+                .leakDetection(LeakDetection.PARANOID)
                 .build())) {
             ObjectInfo info = cache.stat("shard.tar");
             try (Lease a = cache.loaderSupport().readExtent("shard.tar", 1_000, 2_000);

@@ -76,6 +76,7 @@ class TieredCacheModelTest {
      * where the version is already known and the origin is not asked.
      */
     private static final Duration TTL = Duration.ofMinutes(1);
+
     private static final List<String> KEYS = List.of("m/a", "m/b", "m/c", "m/d", "m/e");
     private static final int[] INITIAL_SIZES = {0, PAGE - 1, PAGE + 1, 3 * PAGE + 1, 30_000};
 
@@ -91,8 +92,14 @@ class TieredCacheModelTest {
     @AfterContainer
     static void everyPathWasExercised() {
         System.out.println("model chains exercised: " + new TreeMap<>(COVERAGE));
-        for (String what : List.of("memory evictions", "disk hits", "disk evictions", "reopens", "past the end",
-                "no such object", "held across close")) {
+        for (String what : List.of(
+                "memory evictions",
+                "disk hits",
+                "disk evictions",
+                "reopens",
+                "past the end",
+                "no such object",
+                "held across close")) {
             AtomicLong n = COVERAGE.get(what);
             if (n == null || n.get() == 0) {
                 throw new AssertionError("the chains never exercised " + what + ": " + COVERAGE);
@@ -103,7 +110,8 @@ class TieredCacheModelTest {
     @Property(tries = 60, seed = "20261123")
     void everyReadAgreesWithTheOrigin(@ForAll("chains") ActionChain<Model> chain) throws Exception {
         try {
-            chain.withInvariant("stats, leases and capacities", Model::checkInvariants).run();
+            chain.withInvariant("stats, leases and capacities", Model::checkInvariants)
+                    .run();
         } finally {
             for (Model model : models) {
                 model.destroy();
@@ -148,26 +156,35 @@ class TieredCacheModelTest {
 
     /** Ranges of an object of {@code size} bytes: inside, across page boundaries, at the end, and past the end. */
     static Arbitrary<Range> ranges(int size) {
-        Arbitrary<Range> inside = Arbitraries.integers().between(0, size).flatMap(offset -> Arbitraries.integers()
-                .between(0, size - offset).map(length -> new Range(offset, length)));
-        Arbitrary<Range> atTheEnd = Arbitraries.integers().between(0, Math.min(size, 2 * PAGE))
+        Arbitrary<Range> inside = Arbitraries.integers()
+                .between(0, size)
+                .flatMap(offset ->
+                        Arbitraries.integers().between(0, size - offset).map(length -> new Range(offset, length)));
+        Arbitrary<Range> atTheEnd = Arbitraries.integers()
+                .between(0, Math.min(size, 2 * PAGE))
                 .map(length -> new Range(size - length, length));
-        Arbitrary<Range> pastTheEnd = Arbitraries.integers().between(0, size + PAGE).flatMap(offset -> {
-            long min = offset > size ? 0 : size - offset + 1L;
-            return Arbitraries.longs().between(min, min + PAGE).map(length -> new Range(offset, length));
-        });
+        Arbitrary<Range> pastTheEnd = Arbitraries.integers()
+                .between(0, size + PAGE)
+                .flatMap(offset -> {
+                    long min = offset > size ? 0 : size - offset + 1L;
+                    return Arbitraries.longs().between(min, min + PAGE).map(length -> new Range(offset, length));
+                });
         if (size <= PAGE) {
             return Arbitraries.frequencyOf(Tuple.of(5, inside), Tuple.of(2, atTheEnd), Tuple.of(2, pastTheEnd));
         }
         // Starts just before a page boundary and ends after it.
-        Arbitrary<Range> crossing = Arbitraries.integers().between(1, (size - 1) / PAGE).flatMap(page -> {
-            int boundary = page * PAGE;
-            return Arbitraries.integers().between(Math.max(0, boundary - 100), boundary - 1).flatMap(offset ->
-                    Arbitraries.integers().between(boundary - offset + 1, size - offset)
-                            .map(length -> new Range(offset, length)));
-        });
-        return Arbitraries.frequencyOf(Tuple.of(4, inside), Tuple.of(3, crossing), Tuple.of(2, atTheEnd),
-                Tuple.of(2, pastTheEnd));
+        Arbitrary<Range> crossing = Arbitraries.integers()
+                .between(1, (size - 1) / PAGE)
+                .flatMap(page -> {
+                    int boundary = page * PAGE;
+                    return Arbitraries.integers()
+                            .between(Math.max(0, boundary - 100), boundary - 1)
+                            .flatMap(offset -> Arbitraries.integers()
+                                    .between(boundary - offset + 1, size - offset)
+                                    .map(length -> new Range(offset, length)));
+                });
+        return Arbitraries.frequencyOf(
+                Tuple.of(4, inside), Tuple.of(3, crossing), Tuple.of(2, atTheEnd), Tuple.of(2, pastTheEnd));
     }
 
     /** A range of the key's current size, or of a size the absent object might have had. */
@@ -199,16 +216,18 @@ class TieredCacheModelTest {
     static final class ReadRange implements Action.Dependent<Model> {
         @Override
         public Arbitrary<Transformer<Model>> transformer(Model state) {
-            return keyAndRange(state).map(t -> Transformer.mutate("read " + t.get1() + " " + t.get2(),
-                    m -> m.readRange(t.get1(), t.get2())));
+            return keyAndRange(state)
+                    .map(t -> Transformer.mutate(
+                            "read " + t.get1() + " " + t.get2(), m -> m.readRange(t.get1(), t.get2())));
         }
     }
 
     static final class ReadInto implements Action.Dependent<Model> {
         @Override
         public Arbitrary<Transformer<Model>> transformer(Model state) {
-            return Combinators.combine(keyAndRange(state), Arbitraries.of(true, false)).as((t, direct) ->
-                    Transformer.mutate("readInto " + t.get1() + " " + t.get2() + (direct ? " direct" : " heap"),
+            return Combinators.combine(keyAndRange(state), Arbitraries.of(true, false))
+                    .as((t, direct) -> Transformer.mutate(
+                            "readInto " + t.get1() + " " + t.get2() + (direct ? " direct" : " heap"),
                             m -> m.readInto(t.get1(), t.get2(), direct)));
         }
     }
@@ -230,8 +249,9 @@ class TieredCacheModelTest {
     static final class Rewrite implements Action.Independent<Model> {
         @Override
         public Arbitrary<Transformer<Model>> transformer() {
-            return Combinators.combine(keys(), contents()).as((key, bytes) -> Transformer.mutate(
-                    "rewrite " + key + " with " + bytes.length + " bytes", m -> m.write(key, bytes)));
+            return Combinators.combine(keys(), contents())
+                    .as((key, bytes) -> Transformer.mutate(
+                            "rewrite " + key + " with " + bytes.length + " bytes", m -> m.write(key, bytes)));
         }
     }
 
@@ -258,7 +278,8 @@ class TieredCacheModelTest {
         public Arbitrary<Transformer<Model>> transformer(Model state) {
             return Arbitraries.of(List.copyOf(state.reference.keySet())).flatMap(key -> {
                 int size = state.reference.get(key).length;
-                return ranges(size).filter(r -> r.offset() + r.length() <= size)
+                return ranges(size)
+                        .filter(r -> r.offset() + r.length() <= size)
                         .map(r -> Transformer.mutate("hold " + key + " " + r, m -> m.hold(key, r)));
             });
         }
@@ -272,7 +293,8 @@ class TieredCacheModelTest {
 
         @Override
         public Arbitrary<Transformer<Model>> transformer(Model state) {
-            return Arbitraries.integers().between(0, state.held.size() - 1)
+            return Arbitraries.integers()
+                    .between(0, state.held.size() - 1)
                     .map(i -> Transformer.mutate("close held lease " + i, m -> m.closeHeld(i)));
         }
     }
@@ -304,11 +326,13 @@ class TieredCacheModelTest {
         final Map<String, byte[]> reference = new HashMap<>();
         /** Every version the cache has reported for each key, and the one it reports for the current bytes. */
         final Map<String, Set<String>> versionsSeen = new HashMap<>();
+
         final Map<String, String> currentVersion = new HashMap<>();
         final List<Held> held = new ArrayList<>();
         final AtomicLong clock = new AtomicLong();
         /** Each write gets an mtime of its own, so every write is a new version even if the inode is reused. */
         long mtimeSeconds = 1_700_000_000L;
+
         int temps;
         MemoryTier memory;
         DiskTier disk;
@@ -331,7 +355,11 @@ class TieredCacheModelTest {
 
         void open() {
             memory = MemoryTier.builder().capacity(64 << 10).slabSize(64 << 10).build();
-            disk = DiskTier.builder().directory(diskDir).capacity(96 << 10).segmentSize(16 << 10).build();
+            disk = DiskTier.builder()
+                    .directory(diskDir)
+                    .capacity(96 << 10)
+                    .segmentSize(16 << 10)
+                    .build();
             cache = TieredCache.builder(PosixOrigin.of(data))
                     .tier(memory)
                     .tier(disk)
@@ -395,11 +423,14 @@ class TieredCacheModelTest {
         void readRange(String key, Range r) {
             byte[] expected = reference.get(key);
             if (expected == null) {
-                assertNoSuchObject(key, () -> cache.read(key, r.offset(), r.length()).close());
+                assertNoSuchObject(
+                        key, () -> cache.read(key, r.offset(), r.length()).close());
                 return;
             }
             if (r.offset() + r.length() > expected.length) {
-                EOFException e = assertThrows(EOFException.class, () -> cache.read(key, r.offset(), r.length()),
+                EOFException e = assertThrows(
+                        EOFException.class,
+                        () -> cache.read(key, r.offset(), r.length()),
                         key + " " + r + " of " + expected.length + " bytes");
                 covered("past the end", 1);
                 assertTrue(e.getMessage().contains(key), e.getMessage());
@@ -418,8 +449,8 @@ class TieredCacheModelTest {
         void readInto(String key, Range r, boolean direct) {
             int guard = 5;
             int length = (int) r.length();
-            ByteBuffer dst = direct ? ByteBuffer.allocateDirect(length + 2 * guard) : ByteBuffer.allocate(length
-                    + 2 * guard);
+            ByteBuffer dst =
+                    direct ? ByteBuffer.allocateDirect(length + 2 * guard) : ByteBuffer.allocate(length + 2 * guard);
             byte[] before = new byte[dst.capacity()];
             Arrays.fill(before, (byte) 0x5A);
             dst.put(before).clear().position(guard).limit(guard + length);
@@ -430,7 +461,9 @@ class TieredCacheModelTest {
                 return;
             }
             if (r.offset() + r.length() > expected.length) {
-                assertThrows(EOFException.class, () -> cache.readInto(key, r.offset(), dst),
+                assertThrows(
+                        EOFException.class,
+                        () -> cache.readInto(key, r.offset(), dst),
                         key + " " + r + " of " + expected.length + " bytes");
                 assertUnchanged(before, dst, guard);
                 return;
@@ -468,8 +501,9 @@ class TieredCacheModelTest {
             if (known != null) {
                 assertEquals(known, info.version(), "the version of unchanged bytes");
             } else {
-                assertFalse(seen.contains(info.version()), "rewritten " + key + " reported an old version "
-                        + info.version());
+                assertFalse(
+                        seen.contains(info.version()),
+                        "rewritten " + key + " reported an old version " + info.version());
                 seen.add(info.version());
                 currentVersion.put(key, info.version());
             }

@@ -43,8 +43,11 @@ class TieredCacheRangePropertyTest {
             data.put("p/" + i, i < sizes.length ? sizes[i] : 1000 + i * 7919);
         }
         memory = MemoryTier.builder().capacity(256 << 10).slabSize(64 << 10).build();
-        cache = TieredCache.builder(PosixOrigin.of(dir)).tier(memory).pageSize(4096)
-                .leakDetection(LeakDetection.PARANOID).build();
+        cache = TieredCache.builder(PosixOrigin.of(dir))
+                .tier(memory)
+                .pageSize(4096)
+                .leakDetection(LeakDetection.PARANOID)
+                .build();
     }
 
     @AfterContainer
@@ -75,8 +78,11 @@ class TieredCacheRangePropertyTest {
         return Arbitraries.integers().between(0, OBJECTS - 1).flatMap(i -> {
             String key = "p/" + i;
             int size = data.bytes(key).length;
-            return Arbitraries.integers().between(0, size).flatMap(offset -> Arbitraries.integers()
-                    .between(0, size - offset).map(length -> new Range(key, offset, length)));
+            return Arbitraries.integers()
+                    .between(0, size)
+                    .flatMap(offset -> Arbitraries.integers()
+                            .between(0, size - offset)
+                            .map(length -> new Range(key, offset, length)));
         });
     }
 
@@ -105,5 +111,4 @@ class TieredCacheRangePropertyTest {
     Arbitrary<String> keys() {
         return Arbitraries.integers().between(0, OBJECTS - 1).map(i -> "p/" + i);
     }
-
 }

@@ -80,11 +80,14 @@ class TieredCacheReadTest {
     @Test
     void aReadWithinOnePageIsAZeroCopyViewOfTheTiersMemory() throws Exception {
         byte[] bytes = f.data.put("one-page", 10_000);
-        try (Lease first = cache.read("one-page", 100, 5000); Lease second = cache.read("one-page", 100, 5000)) {
+        try (Lease first = cache.read("one-page", 100, 5000);
+                Lease second = cache.read("one-page", 100, 5000)) {
             Bytes.assertSame(f.data.range("one-page", 100, 5000), second.bytes(), "range");
             assertTrue(first.bytes().isDirect(), "off-heap, not a heap copy");
             assertTrue(first.bytes().isReadOnly(), "readers cannot write the cache's memory");
-            assertEquals(first.segment().address(), second.segment().address(),
+            assertEquals(
+                    first.segment().address(),
+                    second.segment().address(),
                     "two leases of one cached page view the same memory: no copy");
         }
         assertEquals(bytes.length, cache.stat("one-page").size());
@@ -93,8 +96,15 @@ class TieredCacheReadTest {
     @Test
     void rangesSpanningPagesAreAssembledCorrectly() throws Exception {
         f.data.put("multi", 64 * 1024 * 5 + 17);
-        int[][] ranges = {{0, 1}, {65535, 2}, {65536, 65536}, {1000, 64 * 1024 * 4}, {64 * 1024 * 5, 17},
-            {64 * 1024 * 5 + 16, 1}, {0, 64 * 1024 * 5 + 17}};
+        int[][] ranges = {
+            {0, 1},
+            {65535, 2},
+            {65536, 65536},
+            {1000, 64 * 1024 * 4},
+            {64 * 1024 * 5, 17},
+            {64 * 1024 * 5 + 16, 1},
+            {0, 64 * 1024 * 5 + 17}
+        };
         for (int[] r : ranges) {
             try (Lease lease = cache.read("multi", r[0], r[1])) {
                 Bytes.assertSame(f.data.range("multi", r[0], r[1]), lease.bytes(), "range " + r[0] + "+" + r[1]);
@@ -138,11 +148,16 @@ class TieredCacheReadTest {
         f.data.put("short", 100);
         NoSuchObjectException missing = assertThrows(NoSuchObjectException.class, () -> cache.read("nope.jpg"));
         assertEquals("nope.jpg", missing.key());
-        assertTrue(missing.getMessage().contains("'nope.jpg'") && missing.getMessage().contains(
-                f.data.root().toRealPath().toUri().toString()), missing.getMessage());
+        assertTrue(
+                missing.getMessage().contains("'nope.jpg'")
+                        && missing.getMessage()
+                                .contains(f.data.root().toRealPath().toUri().toString()),
+                missing.getMessage());
         EOFException eof = assertThrows(EOFException.class, () -> cache.read("short", 50, 51));
-        assertEquals("range [50, 101) of 'short' in " + cache.originUri()
-                + ": past the end (expected: within the object's 100 bytes)", eof.getMessage());
+        assertEquals(
+                "range [50, 101) of 'short' in " + cache.originUri()
+                        + ": past the end (expected: within the object's 100 bytes)",
+                eof.getMessage());
         assertThrows(EOFException.class, () -> cache.read("short", 101, 0));
     }
 
@@ -151,24 +166,32 @@ class TieredCacheReadTest {
         f.data.put("k", 10);
         assertMessage("key: null (expected: a non-empty key)", () -> cache.read(null));
         assertMessage("key: '' (expected: a non-empty key)", () -> cache.read(""));
-        assertMessage("key: '/etc/passwd' (expected: a key relative to the origin's root, not an absolute path)",
+        assertMessage(
+                "key: '/etc/passwd' (expected: a key relative to the origin's root, not an absolute path)",
                 () -> cache.read("/etc/passwd"));
-        assertMessage("key: '../x' (expected: no '..' segment; keys may not escape the origin's root)",
+        assertMessage(
+                "key: '../x' (expected: no '..' segment; keys may not escape the origin's root)",
                 () -> cache.read("../x"));
-        assertMessage("key: 'a/../../x' (expected: no '..' segment; keys may not escape the origin's root)",
+        assertMessage(
+                "key: 'a/../../x' (expected: no '..' segment; keys may not escape the origin's root)",
                 () -> cache.stat("a/../../x"));
         assertMessage("key: 'a\\0b' (expected: no NUL character)", () -> cache.read("a\0b"));
         assertMessage("offset into 'k': -1 (expected: >= 0)", () -> cache.read("k", -1, 1));
         assertMessage("length of read of 'k': -5 (expected: >= 0)", () -> cache.read("k", 0, -5));
-        assertMessage("length of read of 'k': 3000000000 (expected: <= 2147483639, one buffer; use readInto for"
-                + " more)", () -> cache.read("k", 0, 3_000_000_000L));
-        assertMessage("destination buffer: read-only (expected: a writable ByteBuffer)",
+        assertMessage(
+                "length of read of 'k': 3000000000 (expected: <= 2147483639, one buffer; use readInto for" + " more)",
+                () -> cache.read("k", 0, 3_000_000_000L));
+        assertMessage(
+                "destination buffer: read-only (expected: a writable ByteBuffer)",
                 () -> cache.readInto("k", 0, ByteBuffer.allocate(1).asReadOnlyBuffer()));
-        assertMessage("destination buffer: null (expected: a writable ByteBuffer)",
+        assertMessage(
+                "destination buffer: null (expected: a writable ByteBuffer)",
                 () -> cache.readInto("k", 0, (ByteBuffer) null));
-        assertMessage("offset into 'k': -1 (expected: >= 0)",
+        assertMessage(
+                "offset into 'k': -1 (expected: >= 0)",
                 () -> cache.readInto("k", -1, MemorySegment.ofArray(new byte[1])));
-        assertMessage("key: '..' (expected: no '..' segment; keys may not escape the origin's root)",
+        assertMessage(
+                "key: '..' (expected: no '..' segment; keys may not escape the origin's root)",
                 () -> cache.invalidate(".."));
         assertEquals(0, f.origin.reads() + f.origin.stats(), "bad arguments never reach the origin");
     }
@@ -177,16 +200,16 @@ class TieredCacheReadTest {
     void builderRejectsBadConfigurationWithMessagesNamingTheValue() throws Exception {
         PosixOrigin origin = PosixOrigin.of(temp);
         TieredCache.Builder b = TieredCache.builder(origin);
-        assertMessage("origin: null (expected: an Origin such as PosixOrigin.of(dir))",
-                () -> TieredCache.builder(null));
+        assertMessage(
+                "origin: null (expected: an Origin such as PosixOrigin.of(dir))", () -> TieredCache.builder(null));
         assertMessage("page size: 0 bytes (expected: 16 bytes..1 GiB)", () -> b.pageSize(0));
         assertMessage("page size: 2147483647 bytes (expected: 16 bytes..1 GiB)", () -> b.pageSize(Integer.MAX_VALUE));
         assertMessage("metadata TTL: PT-1S (expected: a duration >= 0)", () -> b.metadataTtl(Duration.ofSeconds(-1)));
         assertMessage("metadata TTL: null (expected: a duration >= 0)", () -> b.metadataTtl(null));
         assertMessage("read timeout: PT0S (expected: a duration > 0)", () -> b.readTimeout(Duration.ZERO));
         assertMessage("metadata capacity: 0 (expected: >= 1 objects)", () -> b.metadataCapacity(0));
-        assertMessage("leak detection: null (expected: one of [DISABLED, SAMPLED, PARANOID])",
-                () -> b.leakDetection(null));
+        assertMessage(
+                "leak detection: null (expected: one of [DISABLED, SAMPLED, PARANOID])", () -> b.leakDetection(null));
         assertMessage("tier: null (expected: a Tier such as MemoryTier.builder()...)", () -> b.tier(null));
         assertMessage("ticker: null (expected: a nanosecond clock such as System::nanoTime)", () -> b.ticker(null));
         MemoryTier tier = MemoryTier.builder().capacity(1 << 20).build();
@@ -204,8 +227,8 @@ class TieredCacheReadTest {
         assertMessage("memory tier capacity: 1000 bytes (expected: 64 KiB..1 TiB)", () -> b.capacity(1000));
         assertMessage("memory tier capacity: -1 bytes (expected: 64 KiB..1 TiB)", () -> b.capacity(-1));
         assertMessage("slab size: 4096 bytes (expected: 64 KiB..1 GiB)", () -> b.slabSize(4096));
-        assertMessage("eviction policy: null (expected: a factory such as WindowTinyLfuPolicy::new)",
-                () -> b.policy(null));
+        assertMessage(
+                "eviction policy: null (expected: a factory such as WindowTinyLfuPolicy::new)", () -> b.policy(null));
         assertMessage("tier name: ' ' (expected: a non-blank name)", () -> b.name(" "));
         IllegalStateException e = assertThrows(IllegalStateException.class, b::build);
         assertEquals("memory tier capacity not set (expected: capacity(bytes) before build())", e.getMessage());
@@ -222,8 +245,10 @@ class TieredCacheReadTest {
         assertTrue(lease.isClosed());
         assertEquals(0, cache.stats().openLeases());
         IllegalStateException e = assertThrows(IllegalStateException.class, lease::bytes);
-        assertEquals("lease of 'lease' [0, +1000) is closed (expected: an open lease; copy the bytes you need before"
-                + " close())", e.getMessage());
+        assertEquals(
+                "lease of 'lease' [0, +1000) is closed (expected: an open lease; copy the bytes you need before"
+                        + " close())",
+                e.getMessage());
         assertThrows(IllegalStateException.class, lease::segment);
     }
 
@@ -261,8 +286,12 @@ class TieredCacheReadTest {
         byte[] b = data.put("b", 100_000);
         MemoryTier l1 = MemoryTier.builder().name("l1").capacity(128 << 10).build();
         MemoryTier l2 = MemoryTier.builder().name("l2").capacity(1 << 20).build();
-        TieredCache twoTier = leaks.watch(TieredCache.builder(PosixOrigin.of(root)).tier(l1).tier(l2)
-                .pageSize(1 << 20).leakDetection(LeakDetection.PARANOID).build());
+        TieredCache twoTier = leaks.watch(TieredCache.builder(PosixOrigin.of(root))
+                .tier(l1)
+                .tier(l2)
+                .pageSize(1 << 20)
+                .leakDetection(LeakDetection.PARANOID)
+                .build());
         leaks.released("l1", l1::isReleased);
         leaks.released("l2", l2::isReleased);
         read(twoTier, "a", a);
@@ -313,7 +342,9 @@ class TieredCacheReadTest {
         try (var stream = cache.list("listed/")) {
             listed = stream.toList();
         }
-        assertEquals(List.copyOf(objects.keySet()), listed.stream().map(ObjectInfo::key).toList());
+        assertEquals(
+                List.copyOf(objects.keySet()),
+                listed.stream().map(ObjectInfo::key).toList());
         for (var e : objects.entrySet()) {
             read(cache, e.getKey(), e.getValue());
         }

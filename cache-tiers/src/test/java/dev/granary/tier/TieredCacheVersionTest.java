@@ -38,7 +38,8 @@ class TieredCacheVersionTest {
     private final AtomicLong clock = new AtomicLong();
 
     private CacheFixture fixture(Duration ttl) throws Exception {
-        return CacheFixture.create(temp, leaks, 16L << 20, 4096, b -> b.metadataTtl(ttl).ticker(clock::get));
+        return CacheFixture.create(
+                temp, leaks, 16L << 20, 4096, b -> b.metadataTtl(ttl).ticker(clock::get));
     }
 
     @Test
@@ -112,7 +113,11 @@ class TieredCacheVersionTest {
 
     @Test
     void whenTheOriginIsDownCachedPagesOfTheLastVersionAreServedAndTheRestFailsFast() throws Exception {
-        CacheFixture f = CacheFixture.create(temp, leaks, 16L << 20, 4096,
+        CacheFixture f = CacheFixture.create(
+                temp,
+                leaks,
+                16L << 20,
+                4096,
                 b -> b.metadataTtl(Duration.ofSeconds(1)).ticker(clock::get).readTimeout(Duration.ofSeconds(5)));
         byte[] bytes = f.data.put("warm", 4 * 4096);
         try (Lease lease = f.cache.read("warm", 0, 2 * 4096)) {
@@ -142,8 +147,7 @@ class TieredCacheVersionTest {
 
     @Test
     void aHungOriginFailsTheReadAfterTheTimeoutNotNever() throws Exception {
-        CacheFixture f = CacheFixture.create(temp, leaks, 16L << 20, 4096,
-                b -> b.readTimeout(Duration.ofMillis(300)));
+        CacheFixture f = CacheFixture.create(temp, leaks, 16L << 20, 4096, b -> b.readTimeout(Duration.ofMillis(300)));
         f.data.put("slow", 4096);
         f.cache.stat("slow");
         Gate never = new Gate();

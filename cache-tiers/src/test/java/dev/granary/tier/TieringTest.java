@@ -6,8 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.granary.Lease;
 import dev.granary.LeakDetection;
+import dev.granary.Lease;
 import dev.granary.ObjectInfo;
 import dev.granary.TieredCache;
 import dev.granary.Tiering;
@@ -39,6 +39,7 @@ class TieringTest {
 
     @TempDir
     Path root;
+
     private Path data;
     private Dataset dataset;
     private MemoryTier memory;
@@ -53,12 +54,21 @@ class TieringTest {
         }
         // Memory holds about a third of the data, the disk all of it.
         memory = MemoryTier.builder().capacity(1L << 20).slabSize(256 << 10).build();
-        disk = DiskTier.builder().directory(root.resolve("disk")).capacity(16L << 20).segmentSize(1L << 20).build();
+        disk = DiskTier.builder()
+                .directory(root.resolve("disk"))
+                .capacity(16L << 20)
+                .segmentSize(1L << 20)
+                .build();
     }
 
     private TieredCache cache(Tiering tiering) {
-        TieredCache cache = TieredCache.builder(PosixOrigin.of(data)).tier(memory).tier(disk).pageSize(PAGE)
-                .tiering(tiering).leakDetection(LeakDetection.PARANOID).build();
+        TieredCache cache = TieredCache.builder(PosixOrigin.of(data))
+                .tier(memory)
+                .tier(disk)
+                .pageSize(PAGE)
+                .tiering(tiering)
+                .leakDetection(LeakDetection.PARANOID)
+                .build();
         leaks.released("memory tier", memory::isReleased);
         leaks.released("disk tier", disk::isReleased);
         return leaks.watch(cache);
@@ -77,8 +87,8 @@ class TieringTest {
         for (String key : dataset.objects().keySet()) {
             ObjectInfo info = cache.stat(key);
             for (long offset = 0; offset < info.size(); offset += PAGE) {
-                keys.add(new PageKey(data.toUri().toString(), key, info.version(), offset,
-                        (int) Math.min(PAGE, info.size() - offset)));
+                keys.add(new PageKey(data.toUri().toString(), key, info.version(), offset, (int)
+                        Math.min(PAGE, info.size() - offset)));
             }
         }
         return keys;
@@ -94,13 +104,17 @@ class TieringTest {
 
     @Test
     void inclusiveIsTheDefaultAndTheDiskKeepsEveryPage() throws Exception {
-        TieredCache cache = leaks.watch(TieredCache.builder(PosixOrigin.of(data)).tier(memory).tier(disk)
-                .pageSize(PAGE).build());
+        TieredCache cache = leaks.watch(TieredCache.builder(PosixOrigin.of(data))
+                .tier(memory)
+                .tier(disk)
+                .pageSize(PAGE)
+                .build());
         readAll(cache);
         List<PageKey> keys = pageKeys(cache);
         assertTrue(keys.stream().allMatch(k -> holds(disk, k)), "every page is on disk");
-        assertTrue(memory.pageCount() > 0 && memory.pageCount() < keys.size(), "memory holds a part: "
-                + memory.pageCount());
+        assertTrue(
+                memory.pageCount() > 0 && memory.pageCount() < keys.size(),
+                "memory holds a part: " + memory.pageCount());
         long reads = cache.stats().origin().reads();
         readAll(cache);
         assertEquals(reads, cache.stats().origin().reads(), "second pass from memory and disk only");
@@ -128,9 +142,11 @@ class TieringTest {
 
     @Test
     void tieringIsValidated() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
                 () -> TieredCache.builder(PosixOrigin.of(data)).tiering(null));
-        assertTrue(e.getMessage().contains("tiering: null (expected: Tiering.INCLUSIVE or Tiering.EXCLUSIVE)"),
+        assertTrue(
+                e.getMessage().contains("tiering: null (expected: Tiering.INCLUSIVE or Tiering.EXCLUSIVE)"),
                 e.getMessage());
         memory.close();
         disk.close();

@@ -34,8 +34,9 @@ final class TinyFilesystem {
         try (RandomAccessFile file = new RandomAccessFile(image.toFile(), "rw")) {
             file.setLength(bytes);
         }
-        return (run("mkfs.ext4", "-q", "-F", image.toString()) || run("/usr/sbin/mkfs.ext4", "-q", "-F",
-                image.toString())) && run("mount", "-o", "loop", image.toString(), directory.toString());
+        return (run("mkfs.ext4", "-q", "-F", image.toString())
+                        || run("/usr/sbin/mkfs.ext4", "-q", "-F", image.toString()))
+                && run("mount", "-o", "loop", image.toString(), directory.toString());
     }
 
     /** Unmounts what {@link #mountExt4} mounted and deletes its image. */

@@ -49,17 +49,29 @@ public final class TruncatedSegmentMain {
         try (Stream<Path> files = Files.list(data)) {
             keys = files.map(f -> f.getFileName().toString()).sorted().toList();
         }
-        try (TieredCache cache = cache(data, DiskTier.builder().directory(dir).capacity(4L << 20)
-                .segmentSize(128 << 10).build(), null)) {
+        try (TieredCache cache = cache(
+                data,
+                DiskTier.builder()
+                        .directory(dir)
+                        .capacity(4L << 20)
+                        .segmentSize(128 << 10)
+                        .build(),
+                null)) {
             for (String key : keys) {
                 try (Lease lease = cache.read(key)) {
                     lease.bytes();
                 }
             }
         }
-        DiskTier disk = DiskTier.builder().directory(dir).capacity(4L << 20).segmentSize(128 << 10)
-                .lengthCheck(check).build();
-        MemoryTier memory = withMemory ? MemoryTier.builder().capacity(256 << 10).slabSize(64 << 10).build() : null;
+        DiskTier disk = DiskTier.builder()
+                .directory(dir)
+                .capacity(4L << 20)
+                .segmentSize(128 << 10)
+                .lengthCheck(check)
+                .build();
+        MemoryTier memory = withMemory
+                ? MemoryTier.builder().capacity(256 << 10).slabSize(64 << 10).build()
+                : null;
         try (TieredCache cache = cache(data, disk, memory)) {
             if (verified) {
                 readAll(cache, keys, data); // verifies every disk page
@@ -67,9 +79,11 @@ public final class TruncatedSegmentMain {
             // Cut the file inside the last page of a segment (payloads grow downwards: the first one written),
             // past its first 4 KiB (which a read probes): the rest of it lies beyond the end of the file but inside
             // the mapping, where a copy faults.
-            DiskTier.Location cut = disk.keys().stream().map(disk::locate)
+            DiskTier.Location cut = disk.keys().stream()
+                    .map(disk::locate)
                     .filter(l -> l.length() > 2 * 4096)
-                    .max(Comparator.comparingLong(DiskTier.Location::payloadOffset)).orElseThrow();
+                    .max(Comparator.comparingLong(DiskTier.Location::payloadOffset))
+                    .orElseThrow();
             Path victim = cut.file();
             try (FileChannel channel = FileChannel.open(victim, StandardOpenOption.WRITE)) {
                 channel.truncate(cut.payloadOffset() + 4096);

@@ -44,6 +44,7 @@ final class DiskBenchData {
     final Path tierDirectory;
     /** The plain copy, or null if not written. */
     final Path raw;
+
     final int pageSize;
     final int count;
     final long capacity;
@@ -78,8 +79,8 @@ final class DiskBenchData {
         DiskBenchData data = new DiskBenchData(directory, pageSize, count, withRaw);
         Files.createDirectories(directory);
         byte[] bytes = new byte[pageSize];
-        FileChannel rawChannel = withRaw ? FileChannel.open(data.raw, StandardOpenOption.CREATE_NEW,
-                StandardOpenOption.WRITE) : null;
+        FileChannel rawChannel =
+                withRaw ? FileChannel.open(data.raw, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE) : null;
         try (DiskTier tier = data.open(true)) {
             for (int i = 0; i < count; i++) {
                 fill(bytes, i);
@@ -89,8 +90,8 @@ final class DiskBenchData {
                 };
                 page.seal();
                 if (!tier.put(page)) {
-                    throw new IllegalStateException("the tier refused page " + i + " of " + count + ": " + tier
-                            + ", " + tier.stats());
+                    throw new IllegalStateException(
+                            "the tier refused page " + i + " of " + count + ": " + tier + ", " + tier.stats());
                 }
                 if (rawChannel != null) {
                     ByteBuffer b = ByteBuffer.wrap(bytes);
@@ -100,8 +101,9 @@ final class DiskBenchData {
                 }
             }
             if (TierInternals.pageCount(tier) != count || tier.stats().evictions() != 0) {
-                throw new IllegalStateException("after writing " + count + " pages the tier holds " + TierInternals.pageCount(tier)
-                        + " (" + tier.stats() + "); expected every page and no eviction");
+                throw new IllegalStateException(
+                        "after writing " + count + " pages the tier holds " + TierInternals.pageCount(tier) + " ("
+                                + tier.stats() + "); expected every page and no eviction");
             }
         } finally {
             if (rawChannel != null) {
@@ -115,13 +117,18 @@ final class DiskBenchData {
 
     /** Opens (recovers) the tier and checks that it found every page. */
     DiskTier open(boolean randomAccess) {
-        DiskTier tier = DiskTier.builder().directory(tierDirectory).capacity(capacity).segmentSize(SEGMENT_SIZE)
-                .randomAccess(randomAccess).build();
-        if (tier.recovery().segments() > 0 && (tier.recovery().pages() != count || TierInternals.pageCount(tier) != count)) {
+        DiskTier tier = DiskTier.builder()
+                .directory(tierDirectory)
+                .capacity(capacity)
+                .segmentSize(SEGMENT_SIZE)
+                .randomAccess(randomAccess)
+                .build();
+        if (tier.recovery().segments() > 0
+                && (tier.recovery().pages() != count || TierInternals.pageCount(tier) != count)) {
             String found = tier.recovery() + " with " + TierInternals.pageCount(tier) + " pages in the index";
             tier.close();
-            throw new IllegalStateException("reopening " + tierDirectory + " recovered " + found + " (expected: "
-                    + count + " pages)");
+            throw new IllegalStateException(
+                    "reopening " + tierDirectory + " recovered " + found + " (expected: " + count + " pages)");
         }
         return tier;
     }
@@ -144,8 +151,8 @@ final class DiskBenchData {
     /** Throws unless {@code actual} holds exactly page {@code i}'s bytes; {@code scratch} is a page-size array. */
     static void check(int i, MemorySegment actual, byte[] scratch) {
         fill(scratch, i);
-        long at = MemorySegment.mismatch(actual, 0, actual.byteSize(), MemorySegment.ofArray(scratch), 0,
-                scratch.length);
+        long at =
+                MemorySegment.mismatch(actual, 0, actual.byteSize(), MemorySegment.ofArray(scratch), 0, scratch.length);
         if (at >= 0) {
             throw new IllegalStateException("page " + i + ": wrong byte at " + at + " of " + actual.byteSize());
         }
@@ -197,7 +204,9 @@ final class DiskBenchData {
      * created if missing.
      */
     static Path baseDirectory(String fallback) throws IOException {
-        Path base = Path.of(System.getProperty("granary.bench.dir", fallback)).toAbsolutePath().normalize();
+        Path base = Path.of(System.getProperty("granary.bench.dir", fallback))
+                .toAbsolutePath()
+                .normalize();
         Files.createDirectories(base);
         return base;
     }

@@ -138,9 +138,16 @@ public final class DiskColdReadBenchmark {
 
         Path base = DiskBenchData.baseDirectory("/var/tmp/granary-bench");
         DiskBenchData.requireBlockDevice(base);
-        System.out.printf("cold reads: directory %s on %s; %s MiB per page size; QD %s; %d rounds; tier"
-                        + " randomAccess=%s; dropAfterReopen=%s%s%n", base, DiskBenchData.describeFileSystem(base),
-                total >> 20, Arrays.toString(qds), rounds, randomAccess, DROP_AFTER_REOPEN,
+        System.out.printf(
+                "cold reads: directory %s on %s; %s MiB per page size; QD %s; %d rounds; tier"
+                        + " randomAccess=%s; dropAfterReopen=%s%s%n",
+                base,
+                DiskBenchData.describeFileSystem(base),
+                total >> 20,
+                Arrays.toString(qds),
+                rounds,
+                randomAccess,
+                DROP_AFTER_REOPEN,
                 quick ? "; QUICK (smoke run, numbers meaningless)" : "");
 
         List<Round> results = new ArrayList<>();
@@ -157,8 +164,13 @@ public final class DiskColdReadBenchmark {
             DiskBenchData.deleteTree(directory);
             long t0 = System.nanoTime();
             DiskBenchData data = DiskBenchData.create(directory, pageSize, count, true);
-            System.out.printf("%n== page %s: %d pages written in %.1f s (%s); K = %d pages (%.0f MiB) per pass%n",
-                    size(pageSize), count, (System.nanoTime() - t0) / 1e9, directory, k,
+            System.out.printf(
+                    "%n== page %s: %d pages written in %.1f s (%s); K = %d pages (%.0f MiB) per pass%n",
+                    size(pageSize),
+                    count,
+                    (System.nanoTime() - t0) / 1e9,
+                    directory,
+                    k,
                     (double) k * pageSize / (1 << 20));
             try {
                 verifyDrop(data);
@@ -169,12 +181,14 @@ public final class DiskColdReadBenchmark {
                         Pass o = odirectPass(data, pages, qd);
                         Round r = new Round(pageSize, qd, round, g[0], g[1], g[2], o);
                         results.add(r);
-                        System.out.printf("  QD %d round %d: granary %8.1f MB/s [%s]  odirect %8.1f MB/s [%s]"
-                                        + "  granary/odirect %.2f%n", qd, round, g[0].mbPerSecond, g[0].detail,
-                                o.mbPerSecond, o.detail, r.ratio());
-                        System.out.printf("  QD %d round %d: same pages, tier open: resident %8.1f MB/s [%s];"
-                                        + " paged out %8.1f MB/s [%s]%n", qd, round, g[1].mbPerSecond, g[1].detail,
-                                g[2].mbPerSecond, g[2].detail);
+                        System.out.printf(
+                                "  QD %d round %d: granary %8.1f MB/s [%s]  odirect %8.1f MB/s [%s]"
+                                        + "  granary/odirect %.2f%n",
+                                qd, round, g[0].mbPerSecond, g[0].detail, o.mbPerSecond, o.detail, r.ratio());
+                        System.out.printf(
+                                "  QD %d round %d: same pages, tier open: resident %8.1f MB/s [%s];"
+                                        + " paged out %8.1f MB/s [%s]%n",
+                                qd, round, g[1].mbPerSecond, g[1].detail, g[2].mbPerSecond, g[2].detail);
                     }
                 }
             } finally {
@@ -195,7 +209,8 @@ public final class DiskColdReadBenchmark {
         PageCache.drop(files);
         PageCache.Residency after = PageCache.residency(files);
         long cachedAfter = PageCache.cachedKiB();
-        System.out.printf("  drop check: resident %s -> %s of %d pages (mincore); /proc/meminfo Cached %d -> %d MiB%n",
+        System.out.printf(
+                "  drop check: resident %s -> %s of %d pages (mincore); /proc/meminfo Cached %d -> %d MiB%n",
                 before, after, after.total(), cachedBefore >> 10, cachedAfter >> 10);
         if (after.fraction() > 0.01) {
             System.out.println("  WARNING: posix_fadvise(DONTNEED) left " + after + " of the data set resident: cold"
@@ -209,8 +224,7 @@ public final class DiskColdReadBenchmark {
      * {@code FADV_DONTNEED} for the rest, verified with {@code mincore}), the state of a long-running process whose
      * pages the kernel reclaimed}
      */
-    private static Pass[] granaryPass(DiskBenchData data, int[] pages, int qd, boolean randomAccess)
-            throws Exception {
+    private static Pass[] granaryPass(DiskBenchData data, int[] pages, int qd, boolean randomAccess) throws Exception {
         List<Path> files = data.allFiles();
         PageCache.drop(files);
         PageCache.Residency dropped = PageCache.residency(files);
@@ -225,20 +239,31 @@ public final class DiskColdReadBenchmark {
             String preloaded = preloaded(tier, data, pages);
             byte[][] scratch = new byte[qd][data.pageSize];
             double seconds = tierPass(tier, data, pages, qd, scratch);
-            Pass cold = new Pass(mbPerSecond(pages.length, data.pageSize, seconds), String.format(Locale.ROOT,
-                    "resident %s, after reopen%s %s, pass pages cached %s; reopen %.0f ms", dropped,
-                    DROP_AFTER_REOPEN ? "+drop" : "", reopened, preloaded, reopen / 1e6));
+            Pass cold = new Pass(
+                    mbPerSecond(pages.length, data.pageSize, seconds),
+                    String.format(
+                            Locale.ROOT,
+                            "resident %s, after reopen%s %s, pass pages cached %s; reopen %.0f ms",
+                            dropped,
+                            DROP_AFTER_REOPEN ? "+drop" : "",
+                            reopened,
+                            preloaded,
+                            reopen / 1e6));
             String before = preloaded(tier, data, pages);
             seconds = tierPass(tier, data, pages, qd, scratch);
-            Pass resident = new Pass(mbPerSecond(pages.length, data.pageSize, seconds),
-                    "pass pages cached " + before);
+            Pass resident = new Pass(mbPerSecond(pages.length, data.pageSize, seconds), "pass pages cached " + before);
             PageCache.PageOut out = PageCache.pageOut(data.tierDirectory, ".dat");
             String after = preloaded(tier, data, pages);
             PageCache.Residency left = PageCache.residency(data.segmentFiles());
             seconds = tierPass(tier, data, pages, qd, scratch);
-            Pass pagedOut = new Pass(mbPerSecond(pages.length, data.pageSize, seconds), String.format(Locale.ROOT,
-                    "MADV_PAGEOUT over %d mappings + FADV_DONTNEED: segments resident %s, pass pages cached %s",
-                    out.mappings(), left, after));
+            Pass pagedOut = new Pass(
+                    mbPerSecond(pages.length, data.pageSize, seconds),
+                    String.format(
+                            Locale.ROOT,
+                            "MADV_PAGEOUT over %d mappings + FADV_DONTNEED: segments resident %s, pass pages cached %s",
+                            out.mappings(),
+                            left,
+                            after));
             return new Pass[] {cold, resident, pagedOut};
         } finally {
             tier.close();
@@ -267,8 +292,8 @@ public final class DiskColdReadBenchmark {
         });
         TierStats after = tier.stats();
         if (after.hits() - before.hits() != pages.length || after.corruptions() != before.corruptions()) {
-            throw new IllegalStateException("pass made " + (after.hits() - before.hits()) + " hits of "
-                    + pages.length + ", " + (after.corruptions() - before.corruptions()) + " corruptions");
+            throw new IllegalStateException("pass made " + (after.hits() - before.hits()) + " hits of " + pages.length
+                    + ", " + (after.corruptions() - before.corruptions()) + " corruptions");
         }
         return seconds;
     }
@@ -291,7 +316,7 @@ public final class DiskColdReadBenchmark {
             switch (PageCache.residency(vector, where.payloadOffset(), where.length())) {
                 case "all" -> all++;
                 case "some" -> some++;
-                default -> { }
+                default -> {}
             }
         }
         return all + "+" + some + "/" + pages.length;
@@ -305,7 +330,9 @@ public final class DiskColdReadBenchmark {
         ByteBuffer[] buffers = new ByteBuffer[qd];
         byte[][] scratch = new byte[qd][pageSize];
         for (int t = 0; t < qd; t++) {
-            buffers[t] = ByteBuffer.allocateDirect(pageSize + 4096).alignedSlice(4096).limit(pageSize);
+            buffers[t] = ByteBuffer.allocateDirect(pageSize + 4096)
+                    .alignedSlice(4096)
+                    .limit(pageSize);
         }
         try (FileChannel channel = FileChannel.open(data.raw, StandardOpenOption.READ, directOption())) {
             double seconds = run(pages, qd, (thread, from, to) -> {
@@ -379,23 +406,46 @@ public final class DiskColdReadBenchmark {
     }
 
     private static void printTable(List<Round> results) {
-        System.out.printf("%n%-8s %3s %6s %14s %14s %16s %14s %14s %18s%n", "page", "QD", "round", "granary MB/s",
-                "odirect MB/s", "granary/odirect", "resident MB/s", "paged-out MB/s", "paged-out/odirect");
+        System.out.printf(
+                "%n%-8s %3s %6s %14s %14s %16s %14s %14s %18s%n",
+                "page",
+                "QD",
+                "round",
+                "granary MB/s",
+                "odirect MB/s",
+                "granary/odirect",
+                "resident MB/s",
+                "paged-out MB/s",
+                "paged-out/odirect");
         int i = 0;
         while (i < results.size()) {
             int j = i;
-            while (j < results.size() && results.get(j).pageSize == results.get(i).pageSize
+            while (j < results.size()
+                    && results.get(j).pageSize == results.get(i).pageSize
                     && results.get(j).qd == results.get(i).qd) {
                 j++;
             }
             List<Round> group = results.subList(i, j);
             for (Round r : group) {
-                System.out.printf(Locale.ROOT, "%-8s %3d %6d %14.1f %14.1f %16.2f %14.1f %14.1f %18.2f%n",
-                        size(r.pageSize), r.qd, r.round, r.granary.mbPerSecond, r.odirect.mbPerSecond, r.ratio(),
-                        r.resident.mbPerSecond, r.pagedOut.mbPerSecond, r.pagedOutRatio());
+                System.out.printf(
+                        Locale.ROOT,
+                        "%-8s %3d %6d %14.1f %14.1f %16.2f %14.1f %14.1f %18.2f%n",
+                        size(r.pageSize),
+                        r.qd,
+                        r.round,
+                        r.granary.mbPerSecond,
+                        r.odirect.mbPerSecond,
+                        r.ratio(),
+                        r.resident.mbPerSecond,
+                        r.pagedOut.mbPerSecond,
+                        r.pagedOutRatio());
             }
-            System.out.printf(Locale.ROOT, "%-8s %3d %6s %14.1f %14.1f %16.2f %14.1f %14.1f %18.2f%n",
-                    size(group.getFirst().pageSize), group.getFirst().qd, "median",
+            System.out.printf(
+                    Locale.ROOT,
+                    "%-8s %3d %6s %14.1f %14.1f %16.2f %14.1f %14.1f %18.2f%n",
+                    size(group.getFirst().pageSize),
+                    group.getFirst().qd,
+                    "median",
                     median(group.stream().mapToDouble(r -> r.granary.mbPerSecond)),
                     median(group.stream().mapToDouble(r -> r.odirect.mbPerSecond)),
                     median(group.stream().mapToDouble(Round::ratio)),
@@ -416,7 +466,8 @@ public final class DiskColdReadBenchmark {
     }
 
     static String size(int bytes) {
-        return bytes >= 1 << 20 && bytes % (1 << 20) == 0 ? (bytes >> 20) + " MiB"
+        return bytes >= 1 << 20 && bytes % (1 << 20) == 0
+                ? (bytes >> 20) + " MiB"
                 : bytes >= 1 << 10 && bytes % (1 << 10) == 0 ? (bytes >> 10) + " KiB" : bytes + " B";
     }
 
@@ -427,13 +478,18 @@ public final class DiskColdReadBenchmark {
      */
     private static OpenOption directOption() {
         try {
-            return (OpenOption) Class.forName("com.sun.nio.file.ExtendedOpenOption").getField("DIRECT").get(null);
+            return (OpenOption) Class.forName("com.sun.nio.file.ExtendedOpenOption")
+                    .getField("DIRECT")
+                    .get(null);
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException("this JDK has no com.sun.nio.file.ExtendedOpenOption.DIRECT: " + e, e);
         }
     }
 
     private static int[] ints(String list) {
-        return Arrays.stream(list.split(",")).map(String::strip).mapToInt(Integer::parseInt).toArray();
+        return Arrays.stream(list.split(","))
+                .map(String::strip)
+                .mapToInt(Integer::parseInt)
+                .toArray();
     }
 }

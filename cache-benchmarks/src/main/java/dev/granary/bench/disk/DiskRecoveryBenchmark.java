@@ -54,14 +54,15 @@ public final class DiskRecoveryBenchmark {
      */
     public static void main(String[] args) throws IOException {
         boolean quick = Boolean.getBoolean("granary.bench.quick");
-        String sets = System.getProperty("granary.bench.recovery",
-                quick ? "4096x10000,1048576x100" : "4096x100000,1048576x1000");
+        String sets = System.getProperty(
+                "granary.bench.recovery", quick ? "4096x10000,1048576x100" : "4096x100000,1048576x1000");
         int repeats = Integer.getInteger("granary.bench.repeats", 5);
         boolean keep = Boolean.getBoolean("granary.bench.keep");
         Path base = DiskBenchData.baseDirectory("/var/tmp/granary-bench");
         DiskBenchData.requireBlockDevice(base);
-        System.out.printf("recovery: directory %s on %s; %d warm reopens and 1 cold per data set%s%n", base,
-                DiskBenchData.describeFileSystem(base), repeats, quick ? "; QUICK (smoke run)" : "");
+        System.out.printf(
+                "recovery: directory %s on %s; %d warm reopens and 1 cold per data set%s%n",
+                base, DiskBenchData.describeFileSystem(base), repeats, quick ? "; QUICK (smoke run)" : "");
         for (String set : sets.split(",")) {
             String[] parts = set.strip().split("x");
             int pageSize = Integer.parseInt(parts[0]);
@@ -71,8 +72,12 @@ public final class DiskRecoveryBenchmark {
             long t0 = System.nanoTime();
             DiskBenchData data = DiskBenchData.create(directory, pageSize, count, false);
             List<Path> segments = data.segmentFiles();
-            System.out.printf("%n== %d pages of %s in %d segments of 64 MiB: written in %.1f s (%s)%n", count,
-                    DiskColdReadBenchmark.size(pageSize), segments.size(), (System.nanoTime() - t0) / 1e9,
+            System.out.printf(
+                    "%n== %d pages of %s in %d segments of 64 MiB: written in %.1f s (%s)%n",
+                    count,
+                    DiskColdReadBenchmark.size(pageSize),
+                    segments.size(),
+                    (System.nanoTime() - t0) / 1e9,
                     directory);
             try {
                 measure(data, segments, repeats);
@@ -117,18 +122,36 @@ public final class DiskRecoveryBenchmark {
         double[] sorted = ms.clone();
         Arrays.sort(sorted);
         double median = repeats % 2 == 1 ? sorted[repeats / 2] : (sorted[repeats / 2 - 1] + sorted[repeats / 2]) / 2;
-        System.out.printf(Locale.ROOT, "  warm: median %.1f ms, min %.1f, max %.1f (%s); %.0f pages/s at the median%n",
-                median, sorted[0], sorted[repeats - 1], format(ms), data.count / (median / 1e3));
+        System.out.printf(
+                Locale.ROOT,
+                "  warm: median %.1f ms, min %.1f, max %.1f (%s); %.0f pages/s at the median%n",
+                median,
+                sorted[0],
+                sorted[repeats - 1],
+                format(ms),
+                data.count / (median / 1e3));
         double[] cpuSorted = cpu.clone();
         Arrays.sort(cpuSorted);
-        System.out.printf(Locale.ROOT, "  warm: CPU of the whole process during build() (every thread, GC included):"
-                + " median %.1f ms, min %.1f, max %.1f (%s) — on a loaded machine the wall time stretches, this does"
-                + " not%n", cpuSorted[repeats / 2], cpuSorted[0], cpuSorted[repeats - 1], format(cpu));
-        System.out.printf(Locale.ROOT, "  warm: of which the opening thread's own CPU (scan and index): %s ms;"
-                + " GC pauses (wall): %s ms%n", format(own), format(gc));
+        System.out.printf(
+                Locale.ROOT,
+                "  warm: CPU of the whole process during build() (every thread, GC included):"
+                        + " median %.1f ms, min %.1f, max %.1f (%s) — on a loaded machine the wall time stretches, this does"
+                        + " not%n",
+                cpuSorted[repeats / 2],
+                cpuSorted[0],
+                cpuSorted[repeats - 1],
+                format(cpu));
+        System.out.printf(
+                Locale.ROOT,
+                "  warm: of which the opening thread's own CPU (scan and index): %s ms;" + " GC pauses (wall): %s ms%n",
+                format(own),
+                format(gc));
         System.out.printf("  warm: recovery() = %s%n", last);
-        System.out.printf(Locale.ROOT, "  open tier's heap: %.1f MiB, %.0f bytes per page%n",
-                (heapOpen - heapClosed) / 1048576.0, (double) (heapOpen - heapClosed) / data.count);
+        System.out.printf(
+                Locale.ROOT,
+                "  open tier's heap: %.1f MiB, %.0f bytes per page%n",
+                (heapOpen - heapClosed) / 1048576.0,
+                (double) (heapOpen - heapClosed) / data.count);
 
         PageCache.Residency before = PageCache.residency(segments);
         PageCache.drop(segments);
@@ -139,11 +162,21 @@ public final class DiskRecoveryBenchmark {
         DiskTier.Recovery recovery = tier.recovery();
         PageCache.Residency opened = PageCache.residency(segments);
         tier.close();
-        System.out.printf(Locale.ROOT, "  cold: %.1f ms, %.0f pages/s; recovery() = %s%n", cold,
-                data.count / (cold / 1e3), recovery);
-        System.out.printf("  cold: segment files resident %s before the drop, %s after it (mincore), %s after the"
-                + " reopen%s%n", before, after, opened, after.fraction() > 0.01 ? " — WARNING: the drop did not"
-                + " evict them, the cold number is not cold" : "");
+        System.out.printf(
+                Locale.ROOT,
+                "  cold: %.1f ms, %.0f pages/s; recovery() = %s%n",
+                cold,
+                data.count / (cold / 1e3),
+                recovery);
+        System.out.printf(
+                "  cold: segment files resident %s before the drop, %s after it (mincore), %s after the"
+                        + " reopen%s%n",
+                before,
+                after,
+                opened,
+                after.fraction() > 0.01
+                        ? " — WARNING: the drop did not" + " evict them, the cold number is not cold"
+                        : "");
     }
 
     /** {@return milliseconds the collectors report having spent so far} */
@@ -157,8 +190,7 @@ public final class DiskRecoveryBenchmark {
 
     /** CPU time of the whole process so far (every thread, the GC's included). */
     private static long processCpuNanos() {
-        return ((OperatingSystemMXBean) ManagementFactory
-                .getOperatingSystemMXBean()).getProcessCpuTime();
+        return ((OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
     }
 
     private static long usedHeapAfterGc() {

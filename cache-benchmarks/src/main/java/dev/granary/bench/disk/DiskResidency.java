@@ -44,8 +44,13 @@ public final class DiskResidency {
     public static String pageOut(Path directory) throws IOException {
         PageCache.PageOut done = PageCache.pageOut(directory, SEGMENT_SUFFIX);
         double resident = resident(directory);
-        return String.format(Locale.ROOT, "MADV_PAGEOUT over %d mappings (%d MiB) + FADV_DONTNEED on %d files:"
-                + " resident %.1f %%", done.mappings(), done.mappedBytes() >> 20, done.files(), 100 * resident);
+        return String.format(
+                Locale.ROOT,
+                "MADV_PAGEOUT over %d mappings (%d MiB) + FADV_DONTNEED on %d files:" + " resident %.1f %%",
+                done.mappings(),
+                done.mappedBytes() >> 20,
+                done.files(),
+                100 * resident);
     }
 
     /**

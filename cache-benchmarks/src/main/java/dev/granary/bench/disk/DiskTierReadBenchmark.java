@@ -94,9 +94,15 @@ import org.openjdk.jmh.annotations.Warmup;
 @OutputTimeUnit(TimeUnit.SECONDS)
 @Warmup(iterations = 5, time = 2)
 @Measurement(iterations = 5, time = 2)
-@Fork(value = 3, jvmArgsAppend = {
-        "--enable-native-access=ALL-UNNAMED", "-Xms1g", "-Xmx1g", "-XX:+AlwaysPreTouch",
-        "-XX:MaxDirectMemorySize=3g"})
+@Fork(
+        value = 3,
+        jvmArgsAppend = {
+            "--enable-native-access=ALL-UNNAMED",
+            "-Xms1g",
+            "-Xmx1g",
+            "-XX:+AlwaysPreTouch",
+            "-XX:MaxDirectMemorySize=3g"
+        })
 @State(Scope.Benchmark)
 public class DiskTierReadBenchmark {
 
@@ -157,8 +163,9 @@ public class DiskTierReadBenchmark {
 
         @TearDown(Level.Iteration)
         public void report() {
-            System.out.printf(" [paged out %d pages before their reads; OS pages still resident after the page-out:"
-                    + " %d]", advised, stayed);
+            System.out.printf(
+                    " [paged out %d pages before their reads; OS pages still resident after the page-out:" + " %d]",
+                    advised, stayed);
             if (stayed != 0) {
                 throw new IllegalStateException(stayed + " OS pages stayed resident after MADV_PAGEOUT (expected: 0):"
                         + " the paged-out figures are not paged out");
@@ -234,10 +241,14 @@ public class DiskTierReadBenchmark {
             sink += consume(slices[i], scratch);
         }
         before = tier.stats();
-        System.out.printf("%n[setup] %s on %s; tier: %s, recovery %s; page cache residency of the files: %s"
-                        + " (sink %x)%n",
-                data, DiskBenchData.describeFileSystem(run), tier, tier.recovery(),
-                PageCache.residency(data.allFiles()), sink);
+        System.out.printf(
+                "%n[setup] %s on %s; tier: %s, recovery %s; page cache residency of the files: %s" + " (sink %x)%n",
+                data,
+                DiskBenchData.describeFileSystem(run),
+                tier,
+                tier.recovery(),
+                PageCache.residency(data.allFiles()),
+                sink);
     }
 
     @TearDown(Level.Trial)

@@ -122,14 +122,20 @@ public final class DiskWriteBenchmark {
             }
         }
         if (rounds < 1 || bytes < FILE_SIZE) {
-            throw new IllegalArgumentException("rounds: " + rounds + ", bytes: " + bytes
-                    + " (expected: rounds >= 1, bytes >= " + FILE_SIZE + ")");
+            throw new IllegalArgumentException(
+                    "rounds: " + rounds + ", bytes: " + bytes + " (expected: rounds >= 1, bytes >= " + FILE_SIZE + ")");
         }
         Path base = DiskBenchData.baseDirectory("/var/tmp/granary-bench");
         DiskBenchData.requireBlockDevice(base);
-        System.out.printf("disk-write: %s on %s; %d MiB per round and contender in files of %d MiB, %d rounds;"
-                + " thread CPU time %s%n", base, DiskBenchData.describeFileSystem(base), bytes >> 20, FILE_SIZE >> 20,
-                rounds, THREADS.isCurrentThreadCpuTimeSupported() ? "measured" : "not available");
+        System.out.printf(
+                "disk-write: %s on %s; %d MiB per round and contender in files of %d MiB, %d rounds;"
+                        + " thread CPU time %s%n",
+                base,
+                DiskBenchData.describeFileSystem(base),
+                bytes >> 20,
+                FILE_SIZE >> 20,
+                rounds,
+                THREADS.isCurrentThreadCpuTimeSupported() ? "measured" : "not available");
         for (String s : pageSizes.split(",")) {
             if (headers) {
                 headers(base, Integer.parseInt(s.strip()), rounds);
@@ -151,8 +157,13 @@ public final class DiskWriteBenchmark {
      * within each round.
      */
     private static void headers(Path base, int pageSize, int rounds) throws IOException {
-        String[] variants = {"payload only", "header by pwrite", "header through the mapping", "payload upwards",
-                "payload only, not mapped"};
+        String[] variants = {
+            "payload only",
+            "header by pwrite",
+            "header through the mapping",
+            "payload upwards",
+            "payload only, not mapped"
+        };
         double[][] cpu = new double[variants.length][rounds];
         long size = FILE_SIZE;
         int header = 136;
@@ -177,8 +188,8 @@ public final class DiskWriteBenchmark {
                         try (Arena mapping = Arena.ofShared()) {
                             MemorySegment map = null;
                             if (v != 4) {
-                                try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ,
-                                        StandardOpenOption.WRITE)) {
+                                try (FileChannel channel =
+                                        FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
                                     map = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, mapping);
                                 }
                                 RawFiles.adviseRandom(map);
@@ -189,16 +200,13 @@ public final class DiskWriteBenchmark {
                                 long at = 64;
                                 for (int i = 0; i < count; i++) {
                                     // Downwards from the end as the tier places payloads; variant 3 upwards.
-                                    RawFiles.pwrite(fd, payload, v == 3 ? 4096 + i * stride
-                                            : size - (i + 1) * stride);
+                                    RawFiles.pwrite(fd, payload, v == 3 ? 4096 + i * stride : size - (i + 1) * stride);
                                     if (v == 1) {
                                         MemorySegment part = scratch.asSlice(0, header);
-                                        MemorySegment.copy(bytes, 0, part, ValueLayout.JAVA_BYTE, 0,
-                                                header);
+                                        MemorySegment.copy(bytes, 0, part, ValueLayout.JAVA_BYTE, 0, header);
                                         RawFiles.pwrite(fd, part, at);
                                     } else if (v == 2) {
-                                        MemorySegment.copy(bytes, 0, map, ValueLayout.JAVA_BYTE, at,
-                                                header);
+                                        MemorySegment.copy(bytes, 0, map, ValueLayout.JAVA_BYTE, at, header);
                                     }
                                     at += header;
                                 }
@@ -215,8 +223,12 @@ public final class DiskWriteBenchmark {
                 for (int v = 0; v < variants.length; v++) {
                     line.append(String.format(Locale.ROOT, "%s%s %.2f", v == 0 ? "" : ", ", variants[v], cpu[v][r]));
                 }
-                System.out.printf(Locale.ROOT, "  %s headers round %d: %s CPU-s/GiB%n",
-                        DiskColdReadBenchmark.size(pageSize), r + 1, line);
+                System.out.printf(
+                        Locale.ROOT,
+                        "  %s headers round %d: %s CPU-s/GiB%n",
+                        DiskColdReadBenchmark.size(pageSize),
+                        r + 1,
+                        line);
             }
         } finally {
             DiskBenchData.deleteTree(directory);
@@ -224,8 +236,13 @@ public final class DiskWriteBenchmark {
         for (int v = 0; v < variants.length; v++) {
             double[] sorted = cpu[v].clone();
             Arrays.sort(sorted);
-            System.out.printf(Locale.ROOT, "%s %-26s %.2f (%.2f-%.2f) CPU-s/GiB of payload%n",
-                    DiskColdReadBenchmark.size(pageSize), variants[v], sorted[rounds / 2], sorted[0],
+            System.out.printf(
+                    Locale.ROOT,
+                    "%s %-26s %.2f (%.2f-%.2f) CPU-s/GiB of payload%n",
+                    DiskColdReadBenchmark.size(pageSize),
+                    variants[v],
+                    sorted[rounds / 2],
+                    sorted[0],
                     sorted[rounds - 1]);
         }
     }
@@ -248,9 +265,15 @@ public final class DiskWriteBenchmark {
                 Files.createDirectories(directory);
                 try {
                     Run run = tier(directory.resolve("tier"), keys, contents, pageSize, bytes);
-                    System.out.printf(Locale.ROOT, "  %s tier round %d: %.0f/%.0f MB/s %.2f CPU-s/GiB (CPU-s: %s)%n",
-                            DiskColdReadBenchmark.size(pageSize), r + 1, run.bufferedMBps, run.durableMBps,
-                            run.cpuSecondsPerGiB, lastTierCpu);
+                    System.out.printf(
+                            Locale.ROOT,
+                            "  %s tier round %d: %.0f/%.0f MB/s %.2f CPU-s/GiB (CPU-s: %s)%n",
+                            DiskColdReadBenchmark.size(pageSize),
+                            r + 1,
+                            run.bufferedMBps,
+                            run.durableMBps,
+                            run.cpuSecondsPerGiB,
+                            lastTierCpu);
                 } finally {
                     DiskBenchData.deleteTree(directory);
                 }
@@ -299,8 +322,12 @@ public final class DiskWriteBenchmark {
                     }
                     continue;
                 }
-                StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "  %s round %d (Dirty %s):",
-                        DiskColdReadBenchmark.size(pageSize), r + 1, dirtyKiB()));
+                StringBuilder line = new StringBuilder(String.format(
+                        Locale.ROOT,
+                        "  %s round %d (Dirty %s):",
+                        DiskColdReadBenchmark.size(pageSize),
+                        r + 1,
+                        dirtyKiB()));
                 for (int k = 0; k < CONTENDERS.length; k++) {
                     int c = (k + r) % CONTENDERS.length; // rotate: each contender takes each place in turn
                     DiskBenchData.deleteTree(directory);
@@ -317,34 +344,54 @@ public final class DiskWriteBenchmark {
                     }
                 }
                 for (int c = 0; c < CONTENDERS.length; c++) {
-                    line.append(String.format(Locale.ROOT, " %s %.0f/%.0f MB/s %.2f CPU-s/GiB;", CONTENDERS[c],
-                            runs[r][c].bufferedMBps, runs[r][c].durableMBps, runs[r][c].cpuSecondsPerGiB));
+                    line.append(String.format(
+                            Locale.ROOT,
+                            " %s %.0f/%.0f MB/s %.2f CPU-s/GiB;",
+                            CONTENDERS[c],
+                            runs[r][c].bufferedMBps,
+                            runs[r][c].durableMBps,
+                            runs[r][c].cpuSecondsPerGiB));
                 }
                 double crc = crcCpuPerGiB(count, contents);
                 crcs[r] = crc;
                 line.append(String.format(Locale.ROOT, " CRC32C alone %.2f CPU-s/GiB;", crc));
-                line.append(String.format(Locale.ROOT, " tier/append %.2f buffered, %.2f durable; tier CPU-s: %s",
+                line.append(String.format(
+                        Locale.ROOT,
+                        " tier/append %.2f buffered, %.2f durable; tier CPU-s: %s",
                         runs[r][0].bufferedMBps / runs[r][1].bufferedMBps,
-                        runs[r][0].durableMBps / runs[r][1].durableMBps, lastTierCpu));
+                        runs[r][0].durableMBps / runs[r][1].durableMBps,
+                        lastTierCpu));
                 System.out.println(line);
             }
             String size = DiskColdReadBenchmark.size(pageSize);
             for (int c = 0; c < CONTENDERS.length; c++) {
                 int cc = c;
-                System.out.printf(Locale.ROOT, "%s %-13s buffered %s MB/s, durable %s MB/s, %s CPU-s/GiB%n", size,
-                        CONTENDERS[c], summary(runs, r -> r[cc].bufferedMBps, "%.0f"),
+                System.out.printf(
+                        Locale.ROOT,
+                        "%s %-13s buffered %s MB/s, durable %s MB/s, %s CPU-s/GiB%n",
+                        size,
+                        CONTENDERS[c],
+                        summary(runs, r -> r[cc].bufferedMBps, "%.0f"),
                         summary(runs, r -> r[cc].durableMBps, "%.0f"),
                         summary(runs, r -> r[cc].cpuSecondsPerGiB, "%.2f"));
             }
             double[] sortedCrcs = crcs.clone();
             Arrays.sort(sortedCrcs);
-            System.out.printf(Locale.ROOT, "%s CRC32C of the same pages alone (in the tier's figures): %.2f (%.2f-%.2f)"
-                    + " CPU-s/GiB; tier CPU / append CPU (per round): %s%n", size, sortedCrcs[rounds / 2],
-                    sortedCrcs[0], sortedCrcs[rounds - 1],
+            System.out.printf(
+                    Locale.ROOT,
+                    "%s CRC32C of the same pages alone (in the tier's figures): %.2f (%.2f-%.2f)"
+                            + " CPU-s/GiB; tier CPU / append CPU (per round): %s%n",
+                    size,
+                    sortedCrcs[rounds / 2],
+                    sortedCrcs[0],
+                    sortedCrcs[rounds - 1],
                     summary(runs, r -> r[0].cpuSecondsPerGiB / r[1].cpuSecondsPerGiB, "%.2f"));
-            System.out.printf(Locale.ROOT, "%s tier/append (per round): buffered %s, durable %s;"
-                    + " tier/append-falloc: buffered %s, durable %s; tier/append-writeback: buffered %s, durable %s%n",
-                    size, summary(runs, r -> r[0].bufferedMBps / r[1].bufferedMBps, "%.2f"),
+            System.out.printf(
+                    Locale.ROOT,
+                    "%s tier/append (per round): buffered %s, durable %s;"
+                            + " tier/append-falloc: buffered %s, durable %s; tier/append-writeback: buffered %s, durable %s%n",
+                    size,
+                    summary(runs, r -> r[0].bufferedMBps / r[1].bufferedMBps, "%.2f"),
                     summary(runs, r -> r[0].durableMBps / r[1].durableMBps, "%.2f"),
                     summary(runs, r -> r[0].bufferedMBps / r[2].bufferedMBps, "%.2f"),
                     summary(runs, r -> r[0].durableMBps / r[2].durableMBps, "%.2f"),
@@ -379,8 +426,8 @@ public final class DiskWriteBenchmark {
         double[] values = Arrays.stream(runs).mapToDouble(figure).sorted().toArray();
         int n = values.length;
         double median = n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-        return String.format(Locale.ROOT, format + " (" + format + "-" + format + ")", median, values[0],
-                values[n - 1]);
+        return String.format(
+                Locale.ROOT, format + " (" + format + "-" + format + ")", median, values[0], values[n - 1]);
     }
 
     /** Puts every page into a fresh tier, closes it, then fsyncs its segment files. */
@@ -393,8 +440,14 @@ public final class DiskWriteBenchmark {
         long cpuPut;
         long direct;
         long handed;
-        try (DiskTier tier = TierInternals.directWriteMin(DiskTier.builder().directory(directory).capacity(capacity)
-                .segmentSize(FILE_SIZE).directWrites(directMin > 0), Math.max(directMin, 1)).writebackEvery(writeback)
+        try (DiskTier tier = TierInternals.directWriteMin(
+                        DiskTier.builder()
+                                .directory(directory)
+                                .capacity(capacity)
+                                .segmentSize(FILE_SIZE)
+                                .directWrites(directMin > 0),
+                        Math.max(directMin, 1))
+                .writebackEvery(writeback)
                 .build()) {
             cpuBuilt = THREADS.getCurrentThreadCpuTime();
             for (int i = 0; i < keys.length; i++) {
@@ -417,9 +470,15 @@ public final class DiskWriteBenchmark {
         long buffered = System.nanoTime();
         long cpuEnd = THREADS.getCurrentThreadCpuTime();
         long cpu = cpuEnd - cpu0;
-        lastTierCpu = String.format(Locale.ROOT, "build %.3f, puts %.3f, close %.3f; %d of %d pages direct;"
-                + " %d ranges to writeback", (cpuBuilt - cpu0) / 1e9, (cpuPut - cpuBuilt) / 1e9,
-                (cpuEnd - cpuPut) / 1e9, direct, keys.length, handed);
+        lastTierCpu = String.format(
+                Locale.ROOT,
+                "build %.3f, puts %.3f, close %.3f; %d of %d pages direct;" + " %d ranges to writeback",
+                (cpuBuilt - cpu0) / 1e9,
+                (cpuPut - cpuBuilt) / 1e9,
+                (cpuEnd - cpuPut) / 1e9,
+                direct,
+                keys.length,
+                handed);
         List<Path> files;
         try (Stream<Path> list = Files.list(directory.resolve("segments"))) {
             files = list.toList();
@@ -433,8 +492,8 @@ public final class DiskWriteBenchmark {
      * writeback as the tier does (every {@link #writeback} bytes, one interval behind, and a file's rest when the
      * next begins), then fsyncs them.
      */
-    private static Run append(Path directory, int count, MemorySegment[] contents, boolean preallocate,
-            boolean handOff) throws IOException {
+    private static Run append(Path directory, int count, MemorySegment[] contents, boolean preallocate, boolean handOff)
+            throws IOException {
         long every = writeback > 0 ? writeback : 8L << 20;
         long cpu0 = THREADS.getCurrentThreadCpuTime();
         long t0 = System.nanoTime();
@@ -492,7 +551,9 @@ public final class DiskWriteBenchmark {
     }
 
     private static Run run(long bytes, long t0, long buffered, long durable, long cpuNanos) {
-        return new Run(bytes / 1e6 / ((buffered - t0) / 1e9), bytes / 1e6 / ((durable - t0) / 1e9),
+        return new Run(
+                bytes / 1e6 / ((buffered - t0) / 1e9),
+                bytes / 1e6 / ((durable - t0) / 1e9),
                 cpuNanos / 1e9 / (bytes / (double) (1L << 30)));
     }
 
@@ -507,8 +568,11 @@ public final class DiskWriteBenchmark {
     /** {@return the kernel's "Dirty:" figure, e.g. "1234 kB", or "?"} */
     private static String dirtyKiB() {
         try {
-            return Files.readAllLines(Path.of("/proc/meminfo")).stream().filter(l -> l.startsWith("Dirty:"))
-                    .map(l -> l.substring(6).strip()).findFirst().orElse("?");
+            return Files.readAllLines(Path.of("/proc/meminfo")).stream()
+                    .filter(l -> l.startsWith("Dirty:"))
+                    .map(l -> l.substring(6).strip())
+                    .findFirst()
+                    .orElse("?");
         } catch (IOException e) {
             return "?";
         }

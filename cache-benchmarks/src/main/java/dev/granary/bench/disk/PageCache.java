@@ -47,6 +47,7 @@ final class PageCache {
     private static final int POSIX_FADV_DONTNEED = 4;
     /** Linux 5.4+: reclaim the range's pages now (file pages: written back if dirty, then dropped). */
     private static final int MADV_PAGEOUT = 21;
+
     private static final StructLayout CAPTURE = Linker.Option.captureStateLayout();
     private static final VarHandle ERRNO = CAPTURE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
     private static final MethodHandle OPEN;
@@ -60,19 +61,34 @@ final class PageCache {
         Linker linker = Linker.nativeLinker();
         var libc = linker.defaultLookup();
         Linker.Option errno = Linker.Option.captureCallState("errno");
-        OPEN = linker.downcallHandle(libc.findOrThrow("open"), FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                ValueLayout.ADDRESS, ValueLayout.JAVA_INT), Linker.Option.firstVariadicArg(2), errno);
-        CLOSE = linker.downcallHandle(libc.findOrThrow("close"), FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                ValueLayout.JAVA_INT));
+        OPEN = linker.downcallHandle(
+                libc.findOrThrow("open"),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT),
+                Linker.Option.firstVariadicArg(2),
+                errno);
+        CLOSE = linker.downcallHandle(
+                libc.findOrThrow("close"), FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
         // Returns the error number itself (not -1 + errno).
-        FADVISE = linker.downcallHandle(libc.findOrThrow("posix_fadvise"), FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
-        MINCORE = linker.downcallHandle(libc.findOrThrow("mincore"), FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS), errno);
-        MADVISE = linker.downcallHandle(libc.findOrThrow("madvise"), FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT), errno);
-        MethodHandle getpagesize = linker.downcallHandle(libc.findOrThrow("getpagesize"),
-                FunctionDescriptor.of(ValueLayout.JAVA_INT));
+        FADVISE = linker.downcallHandle(
+                libc.findOrThrow("posix_fadvise"),
+                FunctionDescriptor.of(
+                        ValueLayout.JAVA_INT,
+                        ValueLayout.JAVA_INT,
+                        ValueLayout.JAVA_LONG,
+                        ValueLayout.JAVA_LONG,
+                        ValueLayout.JAVA_INT));
+        MINCORE = linker.downcallHandle(
+                libc.findOrThrow("mincore"),
+                FunctionDescriptor.of(
+                        ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS),
+                errno);
+        MADVISE = linker.downcallHandle(
+                libc.findOrThrow("madvise"),
+                FunctionDescriptor.of(
+                        ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT),
+                errno);
+        MethodHandle getpagesize =
+                linker.downcallHandle(libc.findOrThrow("getpagesize"), FunctionDescriptor.of(ValueLayout.JAVA_INT));
         try {
             OS_PAGE = (int) getpagesize.invokeExact();
         } catch (Throwable t) {
@@ -184,7 +200,8 @@ final class PageCache {
         try {
             for (String line : Files.readAllLines(Path.of("/proc/meminfo"))) {
                 if (line.startsWith("Cached:")) {
-                    return Long.parseLong(line.substring("Cached:".length()).replace("kB", "").strip());
+                    return Long.parseLong(
+                            line.substring("Cached:".length()).replace("kB", "").strip());
                 }
             }
         } catch (IOException | NumberFormatException e) {
@@ -217,7 +234,9 @@ final class PageCache {
     /** {@return the segment files of a disk-tier directory, in name order} */
     static List<Path> segmentFiles(Path tierDirectory) throws IOException {
         try (var files = Files.list(tierDirectory.resolve("segments"))) {
-            return files.filter(f -> f.getFileName().toString().endsWith(".dat")).sorted().toList();
+            return files.filter(f -> f.getFileName().toString().endsWith(".dat"))
+                    .sorted()
+                    .toList();
         }
     }
 
@@ -247,11 +266,13 @@ final class PageCache {
             }
             int dash = fields[0].indexOf('-');
             if (dash < 0) {
-                throw new IllegalArgumentException("maps line: '" + line + "' (expected: start-end perms offset dev"
-                        + " inode path)");
+                throw new IllegalArgumentException(
+                        "maps line: '" + line + "' (expected: start-end perms offset dev" + " inode path)");
             }
-            found.add(new Mapping(Long.parseUnsignedLong(fields[0], 0, dash, 16),
-                    Long.parseUnsignedLong(fields[0], dash + 1, fields[0].length(), 16), file));
+            found.add(new Mapping(
+                    Long.parseUnsignedLong(fields[0], 0, dash, 16),
+                    Long.parseUnsignedLong(fields[0], dash + 1, fields[0].length(), 16),
+                    file));
         }
         return found;
     }
@@ -278,8 +299,7 @@ final class PageCache {
                 if (!m.file().getFileName().toString().endsWith(suffix)) {
                     continue;
                 }
-                int rc = (int) MADVISE.invokeExact(state, MemorySegment.ofAddress(m.start()), m.length(),
-                        MADV_PAGEOUT);
+                int rc = (int) MADVISE.invokeExact(state, MemorySegment.ofAddress(m.start()), m.length(), MADV_PAGEOUT);
                 if (rc != 0) {
                     int errno = (int) ERRNO.get(state, 0L);
                     if (errno != 12) { // ENOMEM: unmapped since /proc/self/maps was read (a segment evicted)
@@ -295,14 +315,19 @@ final class PageCache {
             throw new IOException(directory + ": madvise(MADV_PAGEOUT) failed", t);
         }
         drop(files);
-        return new PageOut((int) mappings.stream().filter(m -> m.file().getFileName().toString().endsWith(suffix))
-                .count(), bytes, files.size());
+        return new PageOut(
+                (int) mappings.stream()
+                        .filter(m -> m.file().getFileName().toString().endsWith(suffix))
+                        .count(),
+                bytes,
+                files.size());
     }
 
     /** {@return the regular files under {@code directory} whose names end in {@code suffix}, in name order} */
     static List<Path> filesUnder(Path directory, String suffix) throws IOException {
         try (var walk = Files.walk(directory)) {
-            return walk.filter(f -> f.getFileName().toString().endsWith(suffix) && Files.isRegularFile(f)).sorted()
+            return walk.filter(f -> f.getFileName().toString().endsWith(suffix) && Files.isRegularFile(f))
+                    .sorted()
                     .toList();
         }
     }

@@ -37,6 +37,7 @@ final class RawFiles {
     private static final MethodHandle PWRITE;
     /** {@code pwrite} without capturing errno: the common case, with no arena per call. */
     private static final MethodHandle PWRITE_FAST;
+
     private static final MethodHandle FALLOCATE;
     private static final MethodHandle SYNC_FILE_RANGE;
     private static final MethodHandle MADVISE;
@@ -45,22 +46,38 @@ final class RawFiles {
         Linker linker = Linker.nativeLinker();
         var libc = linker.defaultLookup();
         Linker.Option errno = Linker.Option.captureCallState("errno");
-        OPEN = linker.downcallHandle(libc.findOrThrow("open"), FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                ValueLayout.ADDRESS, ValueLayout.JAVA_INT), Linker.Option.firstVariadicArg(2), errno);
-        CLOSE = linker.downcallHandle(libc.findOrThrow("close"), FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                ValueLayout.JAVA_INT));
-        FunctionDescriptor pwrite = FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT,
-                ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG);
+        OPEN = linker.downcallHandle(
+                libc.findOrThrow("open"),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT),
+                Linker.Option.firstVariadicArg(2),
+                errno);
+        CLOSE = linker.downcallHandle(
+                libc.findOrThrow("close"), FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+        FunctionDescriptor pwrite = FunctionDescriptor.of(
+                ValueLayout.JAVA_LONG,
+                ValueLayout.JAVA_INT,
+                ValueLayout.ADDRESS,
+                ValueLayout.JAVA_LONG,
+                ValueLayout.JAVA_LONG);
         PWRITE = linker.downcallHandle(libc.findOrThrow("pwrite"), pwrite, errno);
         PWRITE_FAST = linker.downcallHandle(libc.findOrThrow("pwrite"), pwrite);
         // Returns the error number itself (not -1 + errno).
-        FALLOCATE = linker.downcallHandle(libc.findOrThrow("posix_fallocate"), FunctionDescriptor.of(
-                ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
-        SYNC_FILE_RANGE = linker.downcallHandle(libc.findOrThrow("sync_file_range"), FunctionDescriptor.of(
-                ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
-                ValueLayout.JAVA_INT));
-        MADVISE = linker.downcallHandle(libc.findOrThrow("madvise"), FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
+        FALLOCATE = linker.downcallHandle(
+                libc.findOrThrow("posix_fallocate"),
+                FunctionDescriptor.of(
+                        ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
+        SYNC_FILE_RANGE = linker.downcallHandle(
+                libc.findOrThrow("sync_file_range"),
+                FunctionDescriptor.of(
+                        ValueLayout.JAVA_INT,
+                        ValueLayout.JAVA_INT,
+                        ValueLayout.JAVA_LONG,
+                        ValueLayout.JAVA_LONG,
+                        ValueLayout.JAVA_INT));
+        MADVISE = linker.downcallHandle(
+                libc.findOrThrow("madvise"),
+                FunctionDescriptor.of(
+                        ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
     }
 
     private RawFiles() {}
@@ -115,12 +132,12 @@ final class RawFiles {
                         if (errno == EINTR) {
                             continue;
                         }
-                        throw new IOException("pwrite of " + from.byteSize() + " bytes at " + position
-                                + " failed, errno " + errno);
+                        throw new IOException(
+                                "pwrite of " + from.byteSize() + " bytes at " + position + " failed, errno " + errno);
                     }
                     if (m == 0) {
-                        throw new IOException("pwrite of " + from.byteSize() + " bytes at " + position
-                                + " wrote nothing");
+                        throw new IOException(
+                                "pwrite of " + from.byteSize() + " bytes at " + position + " wrote nothing");
                     }
                     done += m;
                 }

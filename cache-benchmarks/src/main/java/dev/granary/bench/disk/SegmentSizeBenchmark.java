@@ -51,7 +51,8 @@ public final class SegmentSizeBenchmark {
                     double[] r = run(dir, SIZES[s], PAGES[p]);
                     fill[p][s][round] = r[0];
                     reopen[p][s][round] = r[1];
-                    System.out.printf("round %d page %4d KiB segment %3d MiB: fill %7.1f MB/s, reopen %6.1f ms%n",
+                    System.out.printf(
+                            "round %d page %4d KiB segment %3d MiB: fill %7.1f MB/s, reopen %6.1f ms%n",
                             round + 1, PAGES[p] >> 10, SIZES[s] >> 20, r[0], r[1]);
                     DiskBenchData.deleteTree(dir);
                 }
@@ -62,9 +63,17 @@ public final class SegmentSizeBenchmark {
                 + " per 500 GiB");
         for (int p = 0; p < PAGES.length; p++) {
             for (int s = 0; s < SIZES.length; s++) {
-                System.out.printf("%4d KiB  %3d MiB   %7.1f (%6.1f-%6.1f)          %6.1f (%5.1f-%5.1f)            %6d%n",
-                        PAGES[p] >> 10, SIZES[s] >> 20, median(fill[p][s]), min(fill[p][s]), max(fill[p][s]),
-                        median(reopen[p][s]), min(reopen[p][s]), max(reopen[p][s]), (500L << 30) / SIZES[s]);
+                System.out.printf(
+                        "%4d KiB  %3d MiB   %7.1f (%6.1f-%6.1f)          %6.1f (%5.1f-%5.1f)            %6d%n",
+                        PAGES[p] >> 10,
+                        SIZES[s] >> 20,
+                        median(fill[p][s]),
+                        min(fill[p][s]),
+                        max(fill[p][s]),
+                        median(reopen[p][s]),
+                        min(reopen[p][s]),
+                        max(reopen[p][s]),
+                        (500L << 30) / SIZES[s]);
             }
         }
         String maxMapCount = Files.readString(Path.of("/proc/sys/vm/max_map_count"), StandardCharsets.US_ASCII);
@@ -82,7 +91,11 @@ public final class SegmentSizeBenchmark {
         AtomicLong next = new AtomicLong();
         long start;
         long took;
-        try (DiskTier tier = DiskTier.builder().directory(dir).capacity(CAPACITY).segmentSize(segmentSize).build()) {
+        try (DiskTier tier = DiskTier.builder()
+                .directory(dir)
+                .capacity(CAPACITY)
+                .segmentSize(segmentSize)
+                .build()) {
             start = System.nanoTime();
             List<Thread> threads = new ArrayList<>();
             for (int t = 0; t < 2; t++) {
@@ -108,7 +121,11 @@ public final class SegmentSizeBenchmark {
             }
         }
         long reopenStart = System.nanoTime();
-        try (DiskTier tier = DiskTier.builder().directory(dir).capacity(CAPACITY).segmentSize(segmentSize).build()) {
+        try (DiskTier tier = DiskTier.builder()
+                .directory(dir)
+                .capacity(CAPACITY)
+                .segmentSize(segmentSize)
+                .build()) {
             long reopenNanos = System.nanoTime() - reopenStart;
             if (tier.recovery().pages() == 0) {
                 throw new AssertionError("nothing recovered: " + tier.recovery());

@@ -68,7 +68,9 @@ public final class TierHeapBenchmark {
             }
         }
         Path base = DiskBenchData.baseDirectory("/var/tmp/granary-bench");
-        System.out.printf("tier-heap: JVM %s, GC %s, max heap %d MiB%n", Runtime.version(),
+        System.out.printf(
+                "tier-heap: JVM %s, GC %s, max heap %d MiB%n",
+                Runtime.version(),
                 ManagementFactory.getGarbageCollectorMXBeans().getFirst().getName(),
                 Runtime.getRuntime().maxMemory() >> 20);
         System.out.println("tier             pages  pages/object   B/page (after fill)   B/page (after reopen)");
@@ -102,16 +104,22 @@ public final class TierHeapBenchmark {
                 DiskBenchData.deleteTree(directory);
                 long capacity = ((long) count * (256 + 128) / (64L << 20) + 3) * (64L << 20);
                 try {
-                    DiskTier disk = DiskTier.builder().directory(directory).capacity(capacity)
-                            .segmentSize(64L << 20).build();
+                    DiskTier disk = DiskTier.builder()
+                            .directory(directory)
+                            .capacity(capacity)
+                            .segmentSize(64L << 20)
+                            .build();
                     long before = usedHeapAfterGc();
                     fillDisk(disk, count, perObject);
                     long after = usedHeapAfterGc();
                     check(TierInternals.pageCount(disk), count, tier);
                     disk.close();
                     long closed = usedHeapAfterGc();
-                    DiskTier reopened = DiskTier.builder().directory(directory).capacity(capacity)
-                            .segmentSize(64L << 20).build();
+                    DiskTier reopened = DiskTier.builder()
+                            .directory(directory)
+                            .capacity(capacity)
+                            .segmentSize(64L << 20)
+                            .build();
                     long open = usedHeapAfterGc();
                     check(TierInternals.pageCount(reopened), count, tier + " reopened");
                     print(tier, count, perObject, (double) (after - before) / count, (double) (open - closed) / count);
@@ -120,13 +128,19 @@ public final class TierHeapBenchmark {
                     DiskBenchData.deleteTree(directory);
                 }
             }
-            default -> throw new IllegalArgumentException("tier: " + tier
-                    + " (expected: memory, memory-nopolicy or disk)");
+            default ->
+                throw new IllegalArgumentException("tier: " + tier + " (expected: memory, memory-nopolicy or disk)");
         }
     }
 
     private static void print(String tier, int count, int perObject, double fill, double reopen) {
-        System.out.printf(Locale.ROOT, "%-15s %8d %12d %20.1f %22s%n", tier, count, perObject, fill,
+        System.out.printf(
+                Locale.ROOT,
+                "%-15s %8d %12d %20.1f %22s%n",
+                tier,
+                count,
+                perObject,
+                fill,
                 Double.isNaN(reopen) ? "-" : String.format(Locale.ROOT, "%.1f", reopen));
     }
 

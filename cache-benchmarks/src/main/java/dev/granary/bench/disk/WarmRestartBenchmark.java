@@ -55,8 +55,8 @@ import java.util.zip.CRC32C;
  */
 public final class WarmRestartBenchmark {
 
-    private static final Map<String, String> DEFAULTS = new TreeMap<>(Map.of("objects", "2048", "size", "65536",
-            "rounds", "5", "batch", "32", "workers", "2", "paged-out", "0"));
+    private static final Map<String, String> DEFAULTS = new TreeMap<>(
+            Map.of("objects", "2048", "size", "65536", "rounds", "5", "batch", "32", "workers", "2", "paged-out", "0"));
 
     private WarmRestartBenchmark() {}
 
@@ -82,8 +82,8 @@ public final class WarmRestartBenchmark {
         int size = o.get("size").intValue();
         int rounds = o.get("rounds").intValue();
         long dataset = (long) objects * size;
-        Path dir = Files.createTempDirectory(Files.createDirectories(Path.of(System.getProperty("granary.bench.dir",
-                "target"))), "restart-");
+        Path dir = Files.createTempDirectory(
+                Files.createDirectories(Path.of(System.getProperty("granary.bench.dir", "target"))), "restart-");
         Path data = Files.createDirectories(dir.resolve("data/train"));
         long expected = 0;
         SplittableRandom random = new SplittableRandom(17);
@@ -99,11 +99,21 @@ public final class WarmRestartBenchmark {
         long memoryCapacity = Math.max(64L << 20, dataset * 3 / 2);
         long diskCapacity = Math.max(128L << 20, dataset * 2);
         boolean pagedOut = o.get("paged-out") != 0;
-        System.out.printf(Locale.ROOT, "warm restart: %d objects of %d bytes (%.1f MiB), memory tier %d MiB, disk tier"
-                + " %d MiB, batch %d, workers %d, %d rounds, disk pages %s, Java %s, %d CPUs%n", objects, size,
-                dataset / 1048576.0, memoryCapacity >> 20, diskCapacity >> 20, o.get("batch"), o.get("workers"),
-                rounds, pagedOut ? "paged out before each epoch that reads them" : "left in the page cache",
-                Runtime.version(), Runtime.getRuntime().availableProcessors());
+        System.out.printf(
+                Locale.ROOT,
+                "warm restart: %d objects of %d bytes (%.1f MiB), memory tier %d MiB, disk tier"
+                        + " %d MiB, batch %d, workers %d, %d rounds, disk pages %s, Java %s, %d CPUs%n",
+                objects,
+                size,
+                dataset / 1048576.0,
+                memoryCapacity >> 20,
+                diskCapacity >> 20,
+                o.get("batch"),
+                o.get("workers"),
+                rounds,
+                pagedOut ? "paged out before each epoch that reads them" : "left in the page cache",
+                Runtime.version(),
+                Runtime.getRuntime().availableProcessors());
 
         // The first job: memory over disk; at its close the memory tier's pages are carried into the disk tier.
         try (TieredCache first = cache(dir.resolve("data"), memoryCapacity, disk, diskCapacity)) {
@@ -142,8 +152,15 @@ public final class WarmRestartBenchmark {
                 List<Run> r = runs.get(subject);
                 for (int e = 0; e < r.size(); e++) {
                     Run x = r.get(e);
-                    line.append(String.format(Locale.ROOT, "  %s e%d %.0f/s (mem %d, disk %d, origin %d)", subject,
-                            e + 1, x.samplesPerSecond(), x.memoryHits(), x.diskHits(), x.originReads()));
+                    line.append(String.format(
+                            Locale.ROOT,
+                            "  %s e%d %.0f/s (mem %d, disk %d, origin %d)",
+                            subject,
+                            e + 1,
+                            x.samplesPerSecond(),
+                            x.memoryHits(),
+                            x.diskHits(),
+                            x.originReads()));
                 }
                 if (!subject.equals("memory")) {
                     ratios.computeIfAbsent(subject + " epoch 1", k -> new ArrayList<>())
@@ -159,10 +176,17 @@ public final class WarmRestartBenchmark {
         for (Map.Entry<String, List<Double>> e : ratios.entrySet()) {
             List<Double> v = new ArrayList<>(e.getValue());
             Collections.sort(v);
-            System.out.printf(Locale.ROOT, "  %-16s %.2f (%.2f-%.2f)%n", e.getKey(), v.get(v.size() / 2), v.getFirst(),
+            System.out.printf(
+                    Locale.ROOT,
+                    "  %-16s %.2f (%.2f-%.2f)%n",
+                    e.getKey(),
+                    v.get(v.size() / 2),
+                    v.getFirst(),
                     v.getLast());
         }
-        System.out.printf(Locale.ROOT, "load average %.2f%n",
+        System.out.printf(
+                Locale.ROOT,
+                "load average %.2f%n",
                 ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
         deleteTree(dir);
     }
@@ -183,15 +207,20 @@ public final class WarmRestartBenchmark {
      * Runs {@code count} shuffled epochs, checking the sum of CRCs; returns each epoch's figures. If {@code pageOut} is
      * a disk tier's directory, its pages are paged out before each epoch (not timed).
      */
-    private static List<Run> epochs(TieredCache cache, Map<String, Long> o, int count, long expected, long seed,
-            Path pageOut) throws IOException {
+    private static List<Run> epochs(
+            TieredCache cache, Map<String, Long> o, int count, long expected, long seed, Path pageOut)
+            throws IOException {
         Dataset dataset = Dataset.ofObjects(cache, "train/");
         List<Run> runs = new ArrayList<>();
         try (DataLoader<Long> loader = DataLoader.builder(dataset, sample -> {
-            CRC32C crc = new CRC32C();
-            crc.update(sample.bytes());
-            return crc.getValue();
-        }).batchSize(o.get("batch").intValue()).workers(o.get("workers").intValue()).shuffle(seed).build()) {
+                    CRC32C crc = new CRC32C();
+                    crc.update(sample.bytes());
+                    return crc.getValue();
+                })
+                .batchSize(o.get("batch").intValue())
+                .workers(o.get("workers").intValue())
+                .shuffle(seed)
+                .build()) {
             for (int e = 0; e < count; e++) {
                 if (pageOut != null) {
                     PageCache.pageOut(pageOut, ".dat");
@@ -213,10 +242,16 @@ public final class WarmRestartBenchmark {
                     throw new IllegalStateException("CRC sum " + sum + " (expected: " + expected + ")");
                 }
                 var d = cache.stats().minus(before);
-                long memoryHits = d.tiers().stream().filter(t -> t.name().equals("memory")).mapToLong(t -> t.hits())
+                long memoryHits = d.tiers().stream()
+                        .filter(t -> t.name().equals("memory"))
+                        .mapToLong(t -> t.hits())
                         .sum();
-                long diskHits = d.tiers().stream().filter(t -> t.name().equals("disk")).mapToLong(t -> t.hits()).sum();
-                runs.add(new Run(samples / seconds, memoryHits, diskHits, d.origin().reads()));
+                long diskHits = d.tiers().stream()
+                        .filter(t -> t.name().equals("disk"))
+                        .mapToLong(t -> t.hits())
+                        .sum();
+                runs.add(new Run(
+                        samples / seconds, memoryHits, diskHits, d.origin().reads()));
             }
         }
         return runs;

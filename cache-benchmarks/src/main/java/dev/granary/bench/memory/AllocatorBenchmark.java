@@ -48,9 +48,15 @@ import org.openjdk.jmh.infra.BenchmarkParams;
 @OutputTimeUnit(TimeUnit.SECONDS)
 @Warmup(iterations = 5, time = 2)
 @Measurement(iterations = 5, time = 2)
-@Fork(value = 3, jvmArgsAppend = {
-        "--enable-native-access=ALL-UNNAMED", "-Xms1g", "-Xmx1g", "-XX:+AlwaysPreTouch",
-        "-XX:MaxDirectMemorySize=3g"})
+@Fork(
+        value = 3,
+        jvmArgsAppend = {
+            "--enable-native-access=ALL-UNNAMED",
+            "-Xms1g",
+            "-Xmx1g",
+            "-XX:+AlwaysPreTouch",
+            "-XX:MaxDirectMemorySize=3g"
+        })
 @State(Scope.Benchmark)
 public class AllocatorBenchmark {
 
@@ -76,8 +82,9 @@ public class AllocatorBenchmark {
         switch (allocator) {
             case "ffm-slab" -> slab = TierInternals.slabs(SLAB_CAPACITY, SLAB_SIZE);
             case "netty-pooled" -> netty = new PooledByteBufAllocator(true);
-            default -> throw new IllegalArgumentException("allocator: '" + allocator
-                    + "' (expected: ffm-slab or netty-pooled)");
+            default ->
+                throw new IllegalArgumentException(
+                        "allocator: '" + allocator + "' (expected: ffm-slab or netty-pooled)");
         }
     }
 

@@ -59,10 +59,11 @@ public final class AllocatorFootprint {
      */
     public static void main(String[] args) {
         int[] sizes = AllocationSizes.sequence(1 << 16, SEED);
-        System.out.printf("size mix: 40%% exactly 1 MiB, 60%% uniform 4 KiB..1 MiB; target %.0f MiB requested%n",
-                TARGET / MIB);
-        System.out.printf("%-13s %-20s %7s %15s %12s %10s %9s  %s%n", "allocator", "phase", "live", "requested MiB",
-                "held MiB", "overhead", "failures", "detail");
+        System.out.printf(
+                "size mix: 40%% exactly 1 MiB, 60%% uniform 4 KiB..1 MiB; target %.0f MiB requested%n", TARGET / MIB);
+        System.out.printf(
+                "%-13s %-20s %7s %15s %12s %10s %9s  %s%n",
+                "allocator", "phase", "live", "requested MiB", "held MiB", "overhead", "failures", "detail");
 
         TierInternals.Slabs slab = TierInternals.slabs(2 * TARGET, 64L << 20);
         probe("ffm-slab", sizes, new Candidate() {
@@ -108,8 +109,8 @@ public final class AllocatorFootprint {
 
             @Override
             public String detail() {
-                return "chunk " + netty.metric().chunkSize() / (1 << 10) + " KiB, " + netty.metric().numDirectArenas()
-                        + " direct arenas";
+                return "chunk " + netty.metric().chunkSize() / (1 << 10) + " KiB, "
+                        + netty.metric().numDirectArenas() + " direct arenas";
             }
         });
     }
@@ -140,16 +141,16 @@ public final class AllocatorFootprint {
         print(name, "free all", live, 0, candidate, failures[0]);
     }
 
-    private static long fill(int[] sizes, int[] cursor, Candidate candidate, List<Allocation> live, long requested,
-            long[] failures) {
+    private static long fill(
+            int[] sizes, int[] cursor, Candidate candidate, List<Allocation> live, long requested, long[] failures) {
         while (requested < TARGET) {
             int size = sizes[cursor[0]++ % sizes.length];
             Object handle = candidate.allocate(size);
             if (handle == null) {
                 failures[0]++;
                 if (failures[0] > 10_000) {
-                    throw new IllegalStateException("allocator refuses every request (expected: room for "
-                            + TARGET + " bytes)");
+                    throw new IllegalStateException(
+                            "allocator refuses every request (expected: room for " + TARGET + " bytes)");
                 }
                 continue;
             }
@@ -159,11 +160,12 @@ public final class AllocatorFootprint {
         return requested;
     }
 
-    private static void print(String name, String phase, List<Allocation> live, long requested, Candidate candidate,
-            long failures) {
+    private static void print(
+            String name, String phase, List<Allocation> live, long requested, Candidate candidate, long failures) {
         long held = candidate.held();
         String overhead = requested == 0 ? "-" : String.format("%+.2f%%", 100.0 * (held - requested) / requested);
-        System.out.printf("%-13s %-20s %7d %15.1f %12.1f %10s %9d  %s%n", name, phase, live.size(), requested / MIB,
-                held / MIB, overhead, failures, candidate.detail());
+        System.out.printf(
+                "%-13s %-20s %7d %15.1f %12.1f %10s %9d  %s%n",
+                name, phase, live.size(), requested / MIB, held / MIB, overhead, failures, candidate.detail());
     }
 }

@@ -37,8 +37,8 @@ public final class SamplerCostBenchmark {
      */
     public static void main(String[] args) {
         Locale.setDefault(Locale.ROOT);
-        Map<String, Long> o = Options.parse(args, Map.of("samples", "5000000", "ranks", "8", "shard-size", "1000",
-                "block", "8", "repeats", "3"));
+        Map<String, Long> o = Options.parse(
+                args, Map.of("samples", "5000000", "ranks", "8", "shard-size", "1000", "block", "8", "repeats", "3"));
         int n = Math.toIntExact(o.get("samples"));
         int world = Math.toIntExact(o.get("ranks"));
         int shardSize = Math.toIntExact(o.get("shard-size"));
@@ -48,25 +48,51 @@ public final class SamplerCostBenchmark {
         Arrays.fill(sizes, shardSize);
         sizes[sizes.length - 1] = n - shardSize * (sizes.length - 1);
 
-        System.out.printf("# Per-rank cost of one epoch's order: N = %,d samples, W = %d ranks (%d shards of %d for"
-                + " the shard layouts), median over %d repeats x %d ranks; Java %s%n%n", n, world, sizes.length,
-                shardSize, repeats, world, Runtime.version());
+        System.out.printf(
+                "# Per-rank cost of one epoch's order: N = %,d samples, W = %d ranks (%d shards of %d for"
+                        + " the shard layouts), median over %d repeats x %d ranks; Java %s%n%n",
+                n, world, sizes.length, shardSize, repeats, world, Runtime.version());
         System.out.println("| order | per-rank time (ms) | per-rank bytes allocated | of which the rank's int[] |"
                 + " ns per own index |");
         System.out.println("|---|---|---|---|---|");
-        row("previous: Fisher-Yates over N on every rank, strided part", n, world, repeats,
+        row(
+                "previous: Fisher-Yates over N on every rank, strided part",
+                n,
+                world,
+                repeats,
                 rank -> previous(n, 42, 1, rank, world));
         Sampler samples = Sampler.shuffled(n, 42);
-        row("Shuffle.samples, PER_EPOCH", n, world, repeats, rank -> samples.shard(rank, world).epoch(1));
-        row("Shuffle.samples, STABLE", n, world, repeats,
+        row(
+                "Shuffle.samples, PER_EPOCH",
+                n,
+                world,
+                repeats,
+                rank -> samples.shard(rank, world).epoch(1));
+        row(
+                "Shuffle.samples, STABLE",
+                n,
+                world,
+                repeats,
                 rank -> samples.shard(rank, world, Partitioning.STABLE).epoch(1));
         Sampler blocks = Sampler.ofShards(sizes, Shuffle.shardBlocks(42, block));
-        row("Shuffle.shardBlocks(k=" + block + "), PER_EPOCH", n, world, repeats,
+        row(
+                "Shuffle.shardBlocks(k=" + block + "), PER_EPOCH",
+                n,
+                world,
+                repeats,
                 rank -> blocks.shard(rank, world).epoch(1));
-        row("Shuffle.shardBlocks(k=" + block + "), STABLE", n, world, repeats,
+        row(
+                "Shuffle.shardBlocks(k=" + block + "), STABLE",
+                n,
+                world,
+                repeats,
                 rank -> blocks.shard(rank, world, Partitioning.STABLE).epoch(1));
         Sampler shardSamples = Sampler.ofShards(sizes, Shuffle.samples(42));
-        row("Shuffle.samples over shards, STABLE (one block per node)", n, world, repeats,
+        row(
+                "Shuffle.samples over shards, STABLE (one block per node)",
+                n,
+                world,
+                repeats,
                 rank -> shardSamples.shard(rank, world, Partitioning.STABLE).epoch(1));
     }
 
@@ -105,8 +131,9 @@ public final class SamplerCostBenchmark {
         Arrays.sort(bytes);
         long medianNanos = nanos[nanos.length / 2];
         long perRank = ((long) n + world - 1) / world;
-        System.out.printf("| %s | %.1f | %,d | %,d | %.1f |%n", name, medianNanos / 1e6, bytes[bytes.length / 2],
-                own, (double) medianNanos / perRank);
+        System.out.printf(
+                "| %s | %.1f | %,d | %,d | %.1f |%n",
+                name, medianNanos / 1e6, bytes[bytes.length / 2], own, (double) medianNanos / perRank);
     }
 
     /** The sampler Granary shipped before decision 0006: Fisher–Yates over all N, then rank's strided part. */

@@ -46,8 +46,8 @@ public final class ShuffleQualityBenchmark {
      */
     public static void main(String[] args) {
         Locale.setDefault(Locale.ROOT);
-        Map<String, Long> o = Options.parse(args, Map.of("samples", "1000000", "shard-size", "1000", "batch",
-                "256", "epochs", "2"));
+        Map<String, Long> o =
+                Options.parse(args, Map.of("samples", "1000000", "shard-size", "1000", "batch", "256", "epochs", "2"));
         int n = Math.toIntExact(o.get("samples"));
         int shardSize = Math.toIntExact(o.get("shard-size"));
         int batch = Math.toIntExact(o.get("batch"));
@@ -57,8 +57,10 @@ public final class ShuffleQualityBenchmark {
         Arrays.fill(sizes, shardSize);
         sizes[shards - 1] = n - shardSize * (shards - 1);
 
-        System.out.printf("# Shuffle quality: N = %,d samples in %,d shards of %,d, batch %d, %d epochs, one rank;"
-                + " Java %s%n%n", n, shards, shardSize, batch, epochs + 1, Runtime.version());
+        System.out.printf(
+                "# Shuffle quality: N = %,d samples in %,d shards of %,d, batch %d, %d epochs, one rank;"
+                        + " Java %s%n%n",
+                n, shards, shardSize, batch, epochs + 1, Runtime.version());
         System.out.println("| order | distinct shards per batch (of min(B, shards)) | mean consecutive distance / (N/3)"
                 + " | shard spread | rank correlation of consecutive epochs |");
         System.out.println("|---|---|---|---|---|");
@@ -85,8 +87,13 @@ public final class ShuffleQualityBenchmark {
                 correlation += spearman(previous, order);
                 previous = order;
             }
-            System.out.printf("| %s | %.1f (%.2f) | %.4f | %.4f | %.4f |%n", shuffle, distinct / epochs,
-                    distinct / epochs / Math.min(batch, shards), distance / epochs, spread / epochs,
+            System.out.printf(
+                    "| %s | %.1f (%.2f) | %.4f | %.4f | %.4f |%n",
+                    shuffle,
+                    distinct / epochs,
+                    distinct / epochs / Math.min(batch, shards),
+                    distance / epochs,
+                    spread / epochs,
                     correlation / epochs);
         }
     }

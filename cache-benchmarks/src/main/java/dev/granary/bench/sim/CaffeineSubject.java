@@ -15,7 +15,10 @@ final class CaffeineSubject implements Subject {
 
     CaffeineSubject(int capacity) {
         this.capacity = Config.checkCapacity(capacity);
-        cache = Caffeine.newBuilder().maximumSize(capacity).executor(Runnable::run).build();
+        cache = Caffeine.newBuilder()
+                .maximumSize(capacity)
+                .executor(Runnable::run)
+                .build();
     }
 
     @Override

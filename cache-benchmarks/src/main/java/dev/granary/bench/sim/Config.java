@@ -28,7 +28,8 @@ record Config(int items, int epochs, long seed, List<Double> fractions, int gran
     Config {
         require(items >= 1, "items: " + items + " (expected: >= 1)");
         require(epochs >= 2, "epochs: " + epochs + " (expected: >= 2; epoch 0 is cold)");
-        require((long) items * epochs < Integer.MAX_VALUE,
+        require(
+                (long) items * epochs < Integer.MAX_VALUE,
                 "trace: " + items + " x " + epochs + " accesses (expected: fewer than 2^31 - 1)");
         require(!fractions.isEmpty(), "fractions: none (expected: at least one C/N)");
         for (double f : fractions) {
@@ -36,7 +37,8 @@ record Config(int items, int epochs, long seed, List<Double> fractions, int gran
             require(Math.round(f * items) >= 1, "fraction: " + f + " of " + items + " items (expected: >= 1 item)");
         }
         require(granaryItems >= 1, "granary-items: " + granaryItems + " (expected: >= 1)");
-        require((long) granaryItems * epochs < Integer.MAX_VALUE,
+        require(
+                (long) granaryItems * epochs < Integer.MAX_VALUE,
                 "Granary trace: " + granaryItems + " x " + epochs + " accesses (expected: fewer than 2^31 - 1)");
         fractions = List.copyOf(fractions);
     }
@@ -75,8 +77,9 @@ record Config(int items, int epochs, long seed, List<Double> fractions, int gran
                 case "seed" -> seed = value;
                 case "fractions" -> fractions = value;
                 case "granary-items" -> granaryItems = value;
-                default -> throw new IllegalArgumentException("argument: '" + arg + "' (expected: --items=N,"
-                        + " --epochs=E, --seed=S, --fractions=F,F,... or --granary-items=N)");
+                default ->
+                    throw new IllegalArgumentException("argument: '" + arg + "' (expected: --items=N,"
+                            + " --epochs=E, --seed=S, --fractions=F,F,... or --granary-items=N)");
             }
         }
         List<Double> parsed = new ArrayList<>();

@@ -91,8 +91,14 @@ public final class EpochTraceSimulator {
      * @param foreignAfter  foreign items still resident after each epoch (Granary rows), else {@code null}
      * @param seconds       wall time of building the subject and replaying the trace
      */
-    record Outcome(String subject, int capacity, int ceilingItems, int items, long[] hitsPerEpoch,
-                   long[] foreignAfter, double seconds) {
+    record Outcome(
+            String subject,
+            int capacity,
+            int ceilingItems,
+            int items,
+            long[] hitsPerEpoch,
+            long[] foreignAfter,
+            double seconds) {
 
         /** {@return the hit-ratio ceiling: the items the subject can hold over {@code N}} */
         double ceiling() {
@@ -157,8 +163,8 @@ public final class EpochTraceSimulator {
                 }
             }
         }
-        return new Outcome(column.name(), capacity, ceiling, trace[0].length, hits, foreign,
-                (System.nanoTime() - start) / 1e9);
+        return new Outcome(
+                column.name(), capacity, ceiling, trace[0].length, hits, foreign, (System.nanoTime() - start) / 1e9);
     }
 
     /**
@@ -178,7 +184,8 @@ public final class EpochTraceSimulator {
         }
         long t0 = System.nanoTime();
         int[][] trace = Trace.shuffled(config.items(), config.epochs(), config.seed());
-        int[][] granaryTrace = config.granaryItems() == config.items() ? trace
+        int[][] granaryTrace = config.granaryItems() == config.items()
+                ? trace
                 : Trace.shuffled(config.granaryItems(), config.epochs(), config.seed());
         double traceSeconds = (System.nanoTime() - t0) / 1e9;
 
@@ -207,8 +214,10 @@ public final class EpochTraceSimulator {
 
     private static void print(Config config, List<Outcome[]> rows, double traceSeconds, double totalSeconds) {
         int epochs = config.epochs();
-        System.out.printf("# Epoch-shuffled trace: steady-state hit ratio (epochs 1..%d of 0..%d), cell = ratio"
-                + " (ratio / ceiling)%n%n", epochs - 1, epochs - 1);
+        System.out.printf(
+                "# Epoch-shuffled trace: steady-state hit ratio (epochs 1..%d of 0..%d), cell = ratio"
+                        + " (ratio / ceiling)%n%n",
+                epochs - 1, epochs - 1);
         StringBuilder header = new StringBuilder("| C/N | ceiling |");
         StringBuilder rule = new StringBuilder("|---|---|");
         for (Column c : COLUMNS) {
@@ -224,8 +233,8 @@ public final class EpochTraceSimulator {
         System.out.println(header);
         System.out.println(rule);
         for (Outcome[] row : rows) {
-            StringBuilder line = new StringBuilder(String.format("| %s | %.3f |", percent(row[0]),
-                    (double) row[0].capacity() / row[0].items()));
+            StringBuilder line = new StringBuilder(
+                    String.format("| %s | %.3f |", percent(row[0]), (double) row[0].capacity() / row[0].items()));
             for (int c = 0; c < row.length; c++) {
                 if (COLUMNS.get(c).steady()) {
                     Outcome o = row[c];
@@ -248,9 +257,12 @@ public final class EpochTraceSimulator {
                 if (o.foreignAfter() == null) {
                     continue;
                 }
-                StringBuilder line = new StringBuilder(String.format("| %s | %s | %d (%.3f) |", percent(o),
+                StringBuilder line = new StringBuilder(String.format(
+                        "| %s | %s | %d (%.3f) |",
+                        percent(o),
                         o.subject().equals(GRANARY) ? "empty at start" : "pre-filled with foreign pages",
-                        o.ceilingItems(), (double) o.ceilingItems() / o.capacity()));
+                        o.ceilingItems(),
+                        (double) o.ceilingItems() / o.capacity()));
                 for (int e = 0; e < epochs; e++) {
                     line.append(String.format(" %.3f (%.2f) |", o.epoch(e), o.epoch(e) / o.ceiling()));
                 }
@@ -261,11 +273,18 @@ public final class EpochTraceSimulator {
         }
 
         Outcome[] first = rows.getFirst();
-        System.out.printf("%nparameters: N = %d items, E = %d epochs, seed = %d, order = Sampler.shuffled(N, seed)"
+        System.out.printf(
+                "%nparameters: N = %d items, E = %d epochs, seed = %d, order = Sampler.shuffled(N, seed)"
                         + ".epoch(e), equal-size items; capacities C = %s items; Granary rows: N = %d, M:D = C/3 :"
                         + " C - C/3 (%s) items of %d bytes, disk segments of %d bytes%n",
-                config.items(), epochs, config.seed(), capacities(config), config.granaryItems(), splits(config),
-                GranarySubject.ITEM_BYTES, GranarySubject.SEGMENT_BYTES);
+                config.items(),
+                epochs,
+                config.seed(),
+                capacities(config),
+                config.granaryItems(),
+                splits(config),
+                GranarySubject.ITEM_BYTES,
+                GranarySubject.SEGMENT_BYTES);
         StringJoiner seconds = new StringJoiner(", ");
         for (int c = 0; c < first.length; c++) {
             double s = 0;
@@ -274,16 +293,20 @@ public final class EpochTraceSimulator {
             }
             seconds.add(String.format("%s %.2f s", first[c].subject(), s));
         }
-        System.out.printf("time: trace %.2f s; replays (all rows) %s; total %.2f s; Java %s%n", traceSeconds, seconds,
-                totalSeconds, Runtime.version());
-        System.out.printf("command: ./mvnw -q -o -DskipTests -pl cache-benchmarks -am package exec:exec@simulate"
-                + " -Dsim.args=\"%s\"%n%n",
+        System.out.printf(
+                "time: trace %.2f s; replays (all rows) %s; total %.2f s; Java %s%n",
+                traceSeconds, seconds, totalSeconds, Runtime.version());
+        System.out.printf(
+                "command: ./mvnw -q -o -DskipTests -pl cache-benchmarks -am package exec:exec@simulate"
+                        + " -Dsim.args=\"%s\"%n%n",
                 config.toArgs());
 
         for (int c = 0; c < first.length; c++) {
             StringJoiner json = new StringJoiner(",", "{", "}");
-            json.add("\"subject\":\"" + first[c].subject() + "\"").add("\"items\":" + first[c].items())
-                    .add("\"epochs\":" + epochs).add("\"seed\":" + config.seed());
+            json.add("\"subject\":\"" + first[c].subject() + "\"")
+                    .add("\"items\":" + first[c].items())
+                    .add("\"epochs\":" + epochs)
+                    .add("\"seed\":" + config.seed());
             StringJoiner list = new StringJoiner(",", "\"rows\":[", "]");
             for (Outcome[] row : rows) {
                 Outcome o = row[c];
@@ -291,10 +314,17 @@ public final class EpochTraceSimulator {
                 for (int e = 0; e < epochs; e++) {
                     perEpoch.add(String.format("%.6f", o.epoch(e)));
                 }
-                list.add(String.format("{\"fraction\":%s,\"capacity\":%d,\"ceilingItems\":%d,\"ceiling\":%.6f,"
+                list.add(String.format(
+                        "{\"fraction\":%s,\"capacity\":%d,\"ceilingItems\":%d,\"ceiling\":%.6f,"
                                 + "\"hitRatio\":%.6f,\"ofCeiling\":%.6f,\"perEpoch\":%s,\"seconds\":%.3f}",
-                        (double) o.capacity() / o.items(), o.capacity(), o.ceilingItems(), o.ceiling(),
-                        o.steadyState(), o.steadyState() / o.ceiling(), perEpoch, o.seconds()));
+                        (double) o.capacity() / o.items(),
+                        o.capacity(),
+                        o.ceilingItems(),
+                        o.ceiling(),
+                        o.steadyState(),
+                        o.steadyState() / o.ceiling(),
+                        perEpoch,
+                        o.seconds()));
             }
             System.out.println(json.add(list.toString()));
         }

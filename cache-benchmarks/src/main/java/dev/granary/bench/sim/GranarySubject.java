@@ -84,11 +84,16 @@ final class GranarySubject implements Subject {
         int items = Trace.idSpace(trace);
         long memory = (long) (capacity / 3) * ITEM_BYTES;
         long disk = (long) (capacity - capacity / 3) * ITEM_BYTES;
-        Config.require(memory >= MIN_MEMORY, "Granary memory tier: " + capacity / 3 + " items of " + ITEM_BYTES
-                + " bytes = " + memory + " bytes (expected: >= " + MIN_MEMORY + ", the MemoryTier minimum; raise"
-                + " --granary-items or the fraction)");
-        Config.require(disk >= 2 * SEGMENT_BYTES, "Granary disk tier: " + (capacity - capacity / 3) + " items of "
-                + ITEM_BYTES + " bytes = " + disk + " bytes (expected: >= two segments of " + SEGMENT_BYTES + ")");
+        Config.require(
+                memory >= MIN_MEMORY,
+                "Granary memory tier: " + capacity / 3 + " items of " + ITEM_BYTES
+                        + " bytes = " + memory + " bytes (expected: >= " + MIN_MEMORY
+                        + ", the MemoryTier minimum; raise"
+                        + " --granary-items or the fraction)");
+        Config.require(
+                disk >= 2 * SEGMENT_BYTES,
+                "Granary disk tier: " + (capacity - capacity / 3) + " items of " + ITEM_BYTES + " bytes = " + disk
+                        + " bytes (expected: >= two segments of " + SEGMENT_BYTES + ")");
         // Foreign ids follow the trace's; at most every byte of both tiers is one of them.
         int foreignCount = (int) ((memory + disk) / ITEM_BYTES) + REFUSALS_TO_STOP;
         Tiers tiers = new Tiers(items + foreignCount, memory, disk);
@@ -185,11 +190,18 @@ final class GranarySubject implements Subject {
             DiskTier d = null;
             try {
                 m = MemoryTier.builder().capacity(memoryBytes).build();
-                d = DiskTier.builder().directory(directory.resolve("disk")).capacity(diskBytes)
-                        .segmentSize(SEGMENT_BYTES).build();
+                d = DiskTier.builder()
+                        .directory(directory.resolve("disk"))
+                        .capacity(diskBytes)
+                        .segmentSize(SEGMENT_BYTES)
+                        .build();
                 // The version never changes: trust it for the whole run, so no read waits on a metadata request.
-                cache = TieredCache.builder(origin).tier(m).tier(d).metadataTtl(Duration.ofDays(1))
-                        .metadataCapacity(Math.max(1, objects)).build();
+                cache = TieredCache.builder(origin)
+                        .tier(m)
+                        .tier(d)
+                        .metadataTtl(Duration.ofDays(1))
+                        .metadataCapacity(Math.max(1, objects))
+                        .build();
             } catch (RuntimeException | Error e) {
                 if (d != null) {
                     d.close();
@@ -212,8 +224,8 @@ final class GranarySubject implements Subject {
                 for (int i = 0; i < ITEM_BYTES; i++) {
                     expected[i] = ItemOrigin.expected(id, i);
                 }
-                if (bytes.remaining() != ITEM_BYTES || MemorySegment.ofBuffer(bytes)
-                        .mismatch(MemorySegment.ofArray(expected)) != -1) {
+                if (bytes.remaining() != ITEM_BYTES
+                        || MemorySegment.ofBuffer(bytes).mismatch(MemorySegment.ofArray(expected)) != -1) {
                     throw new IllegalStateException("item " + id + ": wrong bytes from the cache (expected: "
                             + ITEM_BYTES + " bytes derived from the id)");
                 }

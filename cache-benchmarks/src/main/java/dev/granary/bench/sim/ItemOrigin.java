@@ -92,8 +92,8 @@ final class ItemOrigin implements Origin {
             throw new ObjectChangedException(URI_, object.key(), object.version(), VERSION);
         }
         if (position < 0 || position + dst.byteSize() > size) {
-            throw new EOFException("range [" + position + ", " + (position + dst.byteSize()) + ") of '"
-                    + object.key() + "': past the end (expected: within " + size + " bytes)");
+            throw new EOFException("range [" + position + ", " + (position + dst.byteSize()) + ") of '" + object.key()
+                    + "': past the end (expected: within " + size + " bytes)");
         }
         reads.incrementAndGet();
         for (int i = 0; i < dst.byteSize(); i++) {
@@ -103,7 +103,9 @@ final class ItemOrigin implements Origin {
 
     @Override
     public Stream<ObjectInfo> list(String prefix) {
-        return IntStream.range(0, count).mapToObj(ItemOrigin::key).filter(k -> k.startsWith(prefix))
+        return IntStream.range(0, count)
+                .mapToObj(ItemOrigin::key)
+                .filter(k -> k.startsWith(prefix))
                 .map(k -> new ObjectInfo(k, size, VERSION));
     }
 

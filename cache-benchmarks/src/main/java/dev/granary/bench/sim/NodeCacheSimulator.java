@@ -80,12 +80,19 @@ public final class NodeCacheSimulator {
         List<Order> orders = List.of(
                 new Order("samples, PER_EPOCH", Shuffle.samples(s.seed), false, Partitioning.PER_EPOCH),
                 new Order("samples, STABLE", Shuffle.samples(s.seed), false, Partitioning.STABLE),
-                new Order("shard blocks k=" + s.block + ", PER_EPOCH", Shuffle.shardBlocks(s.seed, s.block), true,
+                new Order(
+                        "shard blocks k=" + s.block + ", PER_EPOCH",
+                        Shuffle.shardBlocks(s.seed, s.block),
+                        true,
                         Partitioning.PER_EPOCH),
-                new Order("shard blocks k=" + s.block + ", STABLE", Shuffle.shardBlocks(s.seed, s.block), true,
+                new Order(
+                        "shard blocks k=" + s.block + ", STABLE",
+                        Shuffle.shardBlocks(s.seed, s.block),
+                        true,
                         Partitioning.STABLE));
-        System.out.printf("# Per-node caches: N = %d items (1 KiB), %d epochs (steady state = 1..%d), shards of %d,"
-                + " %d rank(s) per node, %d canonical partitions; cell = steady-state hit ratio over all nodes%n%n",
+        System.out.printf(
+                "# Per-node caches: N = %d items (1 KiB), %d epochs (steady state = 1..%d), shards of %d,"
+                        + " %d rank(s) per node, %d canonical partitions; cell = steady-state hit ratio over all nodes%n%n",
                 s.items, s.epochs, s.epochs - 1, s.shardSize, s.ranksPerNode, s.partitions);
         System.out.println("| W nodes | C·W/N | C per node (measured C') | order | hit ratio | worst node |"
                 + " ideal min(1, C'·W/N) | hit ÷ ideal |");
@@ -94,18 +101,21 @@ public final class NodeCacheSimulator {
             for (double f : s.fractions) {
                 int capacity = (int) Math.round(f * s.items / w);
                 for (Order order : orders) {
-                    Sampler base = order.shards() ? Sampler.ofShards(sizes, order.shuffle())
+                    Sampler base = order.shards()
+                            ? Sampler.ofShards(sizes, order.shuffle())
                             : Sampler.of(s.items, order.shuffle());
                     Outcome o = run(base, order.partitioning(), w, s, capacity);
                     double ideal = Math.min(1, (double) o.ceiling() * w / s.items);
-                    System.out.printf("| %d | %.2f | %d (%d) | %s | %.3f | %.3f | %.3f | %.3f |%n", w, f, capacity,
-                            o.ceiling(), order.name(), o.ratio(), o.worst(), ideal, o.ratio() / ideal);
+                    System.out.printf(
+                            "| %d | %.2f | %d (%d) | %s | %.3f | %.3f | %.3f | %.3f |%n",
+                            w, f, capacity, o.ceiling(), order.name(), o.ratio(), o.worst(), ideal, o.ratio() / ideal);
                 }
             }
         }
-        System.out.printf("%ntime: %.1f s; Java %s%ncommand: ./mvnw -q -o -DskipTests -pl cache-benchmarks -am package"
-                + " exec:exec@simulate-nodes -Dnodes.args=\"%s\"%n", (System.nanoTime() - t0) / 1e9,
-                Runtime.version(), s.toArgs());
+        System.out.printf(
+                "%ntime: %.1f s; Java %s%ncommand: ./mvnw -q -o -DskipTests -pl cache-benchmarks -am package"
+                        + " exec:exec@simulate-nodes -Dnodes.args=\"%s\"%n",
+                (System.nanoTime() - t0) / 1e9, Runtime.version(), s.toArgs());
     }
 
     /** Replays every node of a world of {@code w} nodes against a cache of its own. */
@@ -141,7 +151,8 @@ public final class NodeCacheSimulator {
     static int[] nodeOrder(Sampler base, Partitioning partitioning, int w, int g, int partitions, int node, int e) {
         int[][] ranks = new int[g][];
         for (int l = 0; l < g; l++) {
-            Sampler rank = w * g == 1 && partitioning == Partitioning.PER_EPOCH ? base
+            Sampler rank = w * g == 1 && partitioning == Partitioning.PER_EPOCH
+                    ? base
                     : base.shard(node * g + l, w * g, partitioning, g, partitions);
             ranks[l] = rank.epoch(e);
         }
@@ -156,8 +167,16 @@ public final class NodeCacheSimulator {
     }
 
     /** The options, validated. */
-    record Settings(int items, int epochs, long seed, int[] nodes, double[] fractions, int shardSize, int block,
-            int ranksPerNode, int partitions) {
+    record Settings(
+            int items,
+            int epochs,
+            long seed,
+            int[] nodes,
+            double[] fractions,
+            int shardSize,
+            int block,
+            int ranksPerNode,
+            int partitions) {
 
         static Settings parse(String[] args) {
             String items = "20000";
@@ -186,9 +205,10 @@ public final class NodeCacheSimulator {
                     case "block" -> block = value;
                     case "ranks-per-node" -> ranksPerNode = value;
                     case "partitions" -> partitions = value;
-                    default -> throw new IllegalArgumentException("argument: '" + arg + "' (expected: --items=N,"
-                            + " --epochs=E, --seed=S, --nodes=W,W,..., --fractions=F,F,..., --shard-size=S,"
-                            + " --block=K, --ranks-per-node=G or --partitions=P)");
+                    default ->
+                        throw new IllegalArgumentException("argument: '" + arg + "' (expected: --items=N,"
+                                + " --epochs=E, --seed=S, --nodes=W,W,..., --fractions=F,F,..., --shard-size=S,"
+                                + " --block=K, --ranks-per-node=G or --partitions=P)");
                 }
             }
             List<Integer> w = new ArrayList<>();
@@ -205,10 +225,15 @@ public final class NodeCacheSimulator {
                     throw new IllegalArgumentException("fraction: '" + x + "' (expected: a number in (0, 1])", e);
                 }
             }
-            Settings s = new Settings(positive(items, "items"), positive(epochs, "epochs"),
-                    Long.parseLong(seed.strip()), w.stream().mapToInt(Integer::intValue).toArray(),
-                    f.stream().mapToDouble(Double::doubleValue).toArray(), positive(shardSize, "shard-size"),
-                    positive(block, "block"), positive(ranksPerNode, "ranks-per-node"),
+            Settings s = new Settings(
+                    positive(items, "items"),
+                    positive(epochs, "epochs"),
+                    Long.parseLong(seed.strip()),
+                    w.stream().mapToInt(Integer::intValue).toArray(),
+                    f.stream().mapToDouble(Double::doubleValue).toArray(),
+                    positive(shardSize, "shard-size"),
+                    positive(block, "block"),
+                    positive(ranksPerNode, "ranks-per-node"),
                     positive(partitions, "partitions"));
             Config.require(s.epochs >= 2, "epochs: " + s.epochs + " (expected: >= 2; epoch 0 is cold)");
             return s;

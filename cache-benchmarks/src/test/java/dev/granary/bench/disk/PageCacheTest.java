@@ -36,9 +36,12 @@ class PageCacheTest {
                 "7f1600000000-7f1600001000 r--p 00000000 fd:00 99                         /data/tierx/0003.dat",
                 "55d0c0000000-55d0c0021000 rw-p 00000000 00:00 0                          [heap]");
         List<PageCache.Mapping> found = PageCache.mappingsUnder(maps, Path.of("/data/tier"));
-        assertEquals(List.of(
-                new PageCache.Mapping(0x7f1200000000L, 0x7f1204000000L, Path.of("/data/tier/segments/0001.dat")),
-                new PageCache.Mapping(0x7f1300000000L, 0x7f1300001000L, Path.of("/data/tier/segments/a b.dat"))),
+        assertEquals(
+                List.of(
+                        new PageCache.Mapping(
+                                0x7f1200000000L, 0x7f1204000000L, Path.of("/data/tier/segments/0001.dat")),
+                        new PageCache.Mapping(
+                                0x7f1300000000L, 0x7f1300001000L, Path.of("/data/tier/segments/a b.dat"))),
                 found);
         assertEquals(64L << 20, found.getFirst().length());
     }
@@ -57,7 +60,8 @@ class PageCacheTest {
             channel.write(ByteBuffer.wrap(bytes));
             channel.force(true);
         }
-        try (Arena arena = Arena.ofShared(); FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+        try (Arena arena = Arena.ofShared();
+                FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
             MemorySegment map = channel.map(FileChannel.MapMode.READ_ONLY, 0, bytes.length, arena);
             long sum = 0;
             for (long i = 0; i < bytes.length; i += 4096) {
@@ -71,10 +75,14 @@ class PageCacheTest {
             String done = DiskResidency.pageOut(dir);
             double afterPageOut = DiskResidency.resident(dir);
             assertTrue(done.contains("over 1 mappings"), done);
-            assertTrue(afterPageOut < 0.05, "resident after MADV_PAGEOUT: " + afterPageOut + " (after FADV_DONTNEED"
-                    + " alone: " + afterFadvise + "); " + done);
-            assertEquals(-1, MemorySegment.mismatch(map, 0, bytes.length, MemorySegment.ofArray(bytes), 0,
-                    bytes.length), "the mapping reads the same bytes after the page-out");
+            assertTrue(
+                    afterPageOut < 0.05,
+                    "resident after MADV_PAGEOUT: " + afterPageOut + " (after FADV_DONTNEED" + " alone: " + afterFadvise
+                            + "); " + done);
+            assertEquals(
+                    -1,
+                    MemorySegment.mismatch(map, 0, bytes.length, MemorySegment.ofArray(bytes), 0, bytes.length),
+                    "the mapping reads the same bytes after the page-out");
             assertTrue(DiskResidency.warm(dir) > 0.99);
         }
     }

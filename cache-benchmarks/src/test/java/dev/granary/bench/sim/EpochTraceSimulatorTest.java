@@ -43,7 +43,8 @@ class EpochTraceSimulatorTest {
 
         double belady = o.get("Belady MIN").steadyState();
         for (Outcome other : o.values()) {
-            assertTrue(belady >= other.steadyState(),
+            assertTrue(
+                    belady >= other.steadyState(),
                     "Belady " + belady + " < " + other.subject() + " " + other.steadyState());
         }
         assertTrue(belady <= ceiling + 1e-12, "Belady " + belady + " above the ceiling " + ceiling);
@@ -51,9 +52,11 @@ class EpochTraceSimulatorTest {
         // The real tiers hold fewer than C items (record and segment headers, whole segments): their own ceiling.
         Outcome granary = o.get(EpochTraceSimulator.GRANARY);
         double granaryCeiling = granary.ceiling();
-        assertTrue(granary.ceilingItems() <= capacity && granary.ceilingItems() >= 0.8 * capacity,
+        assertTrue(
+                granary.ceilingItems() <= capacity && granary.ceilingItems() >= 0.8 * capacity,
                 "measured ceiling " + granary.ceilingItems() + " items of C = " + capacity);
-        assertTrue(granary.steadyState() >= 0.98 * granaryCeiling,
+        assertTrue(
+                granary.steadyState() >= 0.98 * granaryCeiling,
                 "Granary " + granary.steadyState() + " (measured ceiling " + granaryCeiling + ")");
         assertTrue(granary.steadyState() <= granaryCeiling + 1e-12, "Granary above its measured ceiling");
         double lru = o.get("LRU").steadyState();
@@ -67,13 +70,14 @@ class EpochTraceSimulatorTest {
         assertEquals(granary.ceilingItems(), prefilled.ceilingItems(), "same tiers, same measured capacity");
         assertEquals(0, prefilled.hitsPerEpoch()[0], "foreign pages cannot hit");
         assertEquals(0, prefilled.hitsPerEpoch()[1], "epoch 0 cannot replace live foreign pages");
-        assertEquals(prefilled.ceilingItems(), prefilled.foreignAfter()[0],
-                "foreign pages are not dead in the first epoch");
+        assertEquals(
+                prefilled.ceilingItems(), prefilled.foreignAfter()[0], "foreign pages are not dead in the first epoch");
         for (int e = 1; e < EPOCHS; e++) {
             assertEquals(0, prefilled.foreignAfter()[e], "foreign pages left after epoch " + e);
         }
         for (int e = 2; e < EPOCHS; e++) {
-            assertTrue(prefilled.epoch(e) >= 0.98 * prefilledCeiling,
+            assertTrue(
+                    prefilled.epoch(e) >= 0.98 * prefilledCeiling,
                     "pre-filled, epoch " + e + ": " + prefilled.epoch(e) + " (measured ceiling " + prefilledCeiling
                             + ")");
         }
@@ -123,8 +127,8 @@ class EpochTraceSimulatorTest {
     @Test
     void granaryRefusesAMemoryTierBelowItsMinimum() {
         int[][] trace = Trace.shuffled(100, 2, 1);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> GranarySubject.splitThirds(90, trace, false));
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> GranarySubject.splitThirds(90, trace, false));
         assertTrue(e.getMessage().startsWith("Granary memory tier: 30 items"), e.getMessage());
     }
 
@@ -135,9 +139,13 @@ class EpochTraceSimulatorTest {
             for (int capacity = 1; capacity < items; capacity++) {
                 for (long seed = 0; seed < 20; seed++) {
                     int[][] trace = Trace.shuffled(items, 3, seed);
-                    int[] flat = Arrays.stream(trace).flatMapToInt(Arrays::stream).toArray();
-                    long min = Arrays.stream(Trace.replay(new BeladyMinSubject(capacity, trace), trace)).sum();
-                    assertEquals(optimum(flat, capacity), min,
+                    int[] flat =
+                            Arrays.stream(trace).flatMapToInt(Arrays::stream).toArray();
+                    long min = Arrays.stream(Trace.replay(new BeladyMinSubject(capacity, trace), trace))
+                            .sum();
+                    assertEquals(
+                            optimum(flat, capacity),
+                            min,
                             "items " + items + ", capacity " + capacity + ", seed " + seed);
                 }
             }
@@ -189,6 +197,7 @@ class EpochTraceSimulatorTest {
         assertThrows(IllegalArgumentException.class, () -> Config.parse(new String[] {"--epochs=1"}));
         assertThrows(IllegalArgumentException.class, () -> Config.parse(new String[] {"--fractions=1.5"}));
         assertThrows(IllegalArgumentException.class, () -> Config.parse(new String[] {"--item=5"}));
-        assertThrows(IllegalArgumentException.class, () -> Config.parse(new String[] {"--items=10", "--fractions=0.01"}));
+        assertThrows(
+                IllegalArgumentException.class, () -> Config.parse(new String[] {"--items=10", "--fractions=0.01"}));
     }
 }

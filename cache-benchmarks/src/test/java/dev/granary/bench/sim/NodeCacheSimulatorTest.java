@@ -19,8 +19,8 @@ class NodeCacheSimulatorTest {
     private static final int ITEMS = 2_400;
 
     private static NodeCacheSimulator.Settings settings(int g) {
-        return NodeCacheSimulator.Settings.parse(new String[] {"--items=" + ITEMS, "--epochs=3", "--shard-size=10",
-                "--ranks-per-node=" + g});
+        return NodeCacheSimulator.Settings.parse(
+                new String[] {"--items=" + ITEMS, "--epochs=3", "--shard-size=10", "--ranks-per-node=" + g});
     }
 
     @Test
@@ -52,8 +52,11 @@ class NodeCacheSimulatorTest {
         }
         int[] sorted = Arrays.stream(node).distinct().sorted().toArray();
         int[] other = Arrays.stream(NodeCacheSimulator.nodeOrder(base, Partitioning.STABLE, 2, 2, 960, 0, 0))
-                .distinct().toArray();
-        int[] all = IntStream.concat(Arrays.stream(sorted), Arrays.stream(other)).sorted().toArray();
+                .distinct()
+                .toArray();
+        int[] all = IntStream.concat(Arrays.stream(sorted), Arrays.stream(other))
+                .sorted()
+                .toArray();
         int[] identity = new int[ITEMS];
         Arrays.setAll(identity, i -> i);
         assertArrayEquals(identity, all, "the two nodes' parts partition the dataset");

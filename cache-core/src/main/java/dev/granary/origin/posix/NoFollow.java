@@ -87,17 +87,33 @@ final class NoFollow {
                 Linker linker = Linker.nativeLinker();
                 var libc = linker.defaultLookup();
                 Linker.Option errno = Linker.Option.captureCallState("errno");
-                openat = linker.downcallHandle(libc.findOrThrow("openat"), FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                        ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT),
-                        Linker.Option.firstVariadicArg(3), errno);
-                statx = linker.downcallHandle(libc.findOrThrow("statx"), FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                        ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT,
-                        ValueLayout.ADDRESS), errno);
-                pread = linker.downcallHandle(libc.findOrThrow("pread"), FunctionDescriptor.of(ValueLayout.JAVA_LONG,
-                        ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG),
+                openat = linker.downcallHandle(
+                        libc.findOrThrow("openat"),
+                        FunctionDescriptor.of(
+                                ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT),
+                        Linker.Option.firstVariadicArg(3),
                         errno);
-                close = linker.downcallHandle(libc.findOrThrow("close"), FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                        ValueLayout.JAVA_INT));
+                statx = linker.downcallHandle(
+                        libc.findOrThrow("statx"),
+                        FunctionDescriptor.of(
+                                ValueLayout.JAVA_INT,
+                                ValueLayout.JAVA_INT,
+                                ValueLayout.ADDRESS,
+                                ValueLayout.JAVA_INT,
+                                ValueLayout.JAVA_INT,
+                                ValueLayout.ADDRESS),
+                        errno);
+                pread = linker.downcallHandle(
+                        libc.findOrThrow("pread"),
+                        FunctionDescriptor.of(
+                                ValueLayout.JAVA_LONG,
+                                ValueLayout.JAVA_INT,
+                                ValueLayout.ADDRESS,
+                                ValueLayout.JAVA_LONG,
+                                ValueLayout.JAVA_LONG),
+                        errno);
+                close = linker.downcallHandle(
+                        libc.findOrThrow("close"), FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
             } catch (RuntimeException | LinkageError e) {
                 unavailable = "cannot link openat, statx, pread and close: " + e;
             }

@@ -118,8 +118,8 @@ public final class PosixOrigin implements Origin {
         try {
             real = root.toRealPath();
         } catch (IOException e) {
-            throw new IllegalArgumentException("root directory: " + root + " (expected: an existing directory; "
-                    + e + ")", e);
+            throw new IllegalArgumentException(
+                    "root directory: " + root + " (expected: an existing directory; " + e + ")", e);
         }
         if (!Files.isDirectory(real)) {
             throw new IllegalArgumentException("root directory: " + root + " (expected: a directory, found a file)");
@@ -160,8 +160,11 @@ public final class PosixOrigin implements Origin {
                 state = fstat(key, fd);
             }
             if (!state.regular()) {
-                throw new NoSuchObjectException(uri, key, new IOException("'" + key + "' in " + realRoot
-                        + " is not a regular file (a directory is not an object)"));
+                throw new NoSuchObjectException(
+                        uri,
+                        key,
+                        new IOException("'" + key + "' in " + realRoot
+                                + " is not a regular file (a directory is not an object)"));
             }
             return new ObjectInfo(key, state.size(), version(state));
         } finally {
@@ -214,8 +217,10 @@ public final class PosixOrigin implements Origin {
             try {
                 n = NoFollow.pread(fd, dst.asSlice(done), position + done);
             } catch (NoFollow.Failure e) {
-                throw new IOException("read of '" + object.key() + "' in " + uri + " at " + (position + done)
-                        + " failed: " + e.getMessage(), e);
+                throw new IOException(
+                        "read of '" + object.key() + "' in " + uri + " at " + (position + done) + " failed: "
+                                + e.getMessage(),
+                        e);
             }
             if (n == 0) {
                 // The file shrank under us: that is a new version, whatever its mtime says.
@@ -253,12 +258,16 @@ public final class PosixOrigin implements Origin {
             }
             String relative = realRoot.relativize(realDir).toString();
             Walker walker = new Walker(relative.isEmpty() ? "" : relative + "/", dirKey, namePrefix);
-            return StreamSupport.stream(Spliterators.spliteratorUnknownSize(walker,
-                    Spliterator.ORDERED | Spliterator.NONNULL | Spliterator.DISTINCT), false);
+            return StreamSupport.stream(
+                    Spliterators.spliteratorUnknownSize(
+                            walker, Spliterator.ORDERED | Spliterator.NONNULL | Spliterator.DISTINCT),
+                    false);
         }
         Walker walker = new Walker("", "", namePrefix);
-        return StreamSupport.stream(Spliterators.spliteratorUnknownSize(walker,
-                Spliterator.ORDERED | Spliterator.NONNULL | Spliterator.DISTINCT), false);
+        return StreamSupport.stream(
+                Spliterators.spliteratorUnknownSize(
+                        walker, Spliterator.ORDERED | Spliterator.NONNULL | Spliterator.DISTINCT),
+                false);
     }
 
     /**
@@ -287,8 +296,10 @@ public final class PosixOrigin implements Origin {
             Path temporary = directory.resolve("." + name + "." + Long.toHexString(System.nanoTime())
                     + Long.toHexString(Thread.currentThread().threadId()) + ".partial");
             try {
-                try (FileChannel channel = FileChannel.open(temporary,
-                        StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE,
+                try (FileChannel channel = FileChannel.open(
+                        temporary,
+                        StandardOpenOption.CREATE_NEW,
+                        StandardOpenOption.WRITE,
                         LinkOption.NOFOLLOW_LINKS)) {
                     ByteBuffer buffer = ByteBuffer.wrap(bytes);
                     while (buffer.hasRemaining()) {
@@ -340,8 +351,10 @@ public final class PosixOrigin implements Origin {
         } catch (NoFollow.Failure e) {
             NoFollow.close(dir);
             if (e.errno == NoFollow.ELOOP || e.errno == NoFollow.ENOTDIR) {
-                throw new IOException("write of '" + key + "' in " + uri + " refused: a component of '" + relative
-                        + "' is a symbolic link or not a directory (writes never follow links)", e);
+                throw new IOException(
+                        "write of '" + key + "' in " + uri + " refused: a component of '" + relative
+                                + "' is a symbolic link or not a directory (writes never follow links)",
+                        e);
             }
             throw new IOException("write of '" + key + "' in " + uri + " failed: " + e.getMessage(), e);
         } catch (IOException | RuntimeException e) {
@@ -351,8 +364,8 @@ public final class PosixOrigin implements Origin {
     }
 
     private static int openDirectoryAt(int dir, String name) throws NoFollow.Failure {
-        return NoFollow.openat(dir, name, NoFollow.O_PATH | NoFollow.O_DIRECTORY | NoFollow.O_NOFOLLOW
-                | NoFollow.O_CLOEXEC);
+        return NoFollow.openat(
+                dir, name, NoFollow.O_PATH | NoFollow.O_DIRECTORY | NoFollow.O_NOFOLLOW | NoFollow.O_CLOEXEC);
     }
 
     @Override
@@ -368,7 +381,11 @@ public final class PosixOrigin implements Origin {
     /** Rejects keys that are not normalised relative paths (the cache calls it for {@code invalidate} too). */
     @Override
     public void checkKey(String key) {
-        if (key == null || key.isEmpty() || key.startsWith("/") || key.endsWith("/") || key.contains("\0")
+        if (key == null
+                || key.isEmpty()
+                || key.startsWith("/")
+                || key.endsWith("/")
+                || key.contains("\0")
                 || key.contains("//")) {
             throw new IllegalArgumentException("key: " + (key == null ? "null" : "'" + key + "'")
                     + " (expected: a normalised relative path below " + realRoot + ")");
@@ -429,9 +446,11 @@ public final class PosixOrigin implements Origin {
                 throw new NoSuchObjectException(uri, key, e);
             }
             if (e.errno == NoFollow.ELOOP || e.errno == NoFollow.ENOTDIR) {
-                throw new IOException("open of '" + key + "' in " + uri + " refused: its real path " + real
-                        + " changed to go through a symbolic link while it was being opened (" + e.getMessage()
-                        + "; links are never followed unchecked)", e);
+                throw new IOException(
+                        "open of '" + key + "' in " + uri + " refused: its real path " + real
+                                + " changed to go through a symbolic link while it was being opened (" + e.getMessage()
+                                + "; links are never followed unchecked)",
+                        e);
             }
             throw new IOException("open of '" + key + "' in " + uri + " failed: " + e.getMessage(), e);
         }
@@ -449,10 +468,12 @@ public final class PosixOrigin implements Origin {
             while (true) {
                 int slash = relative.indexOf('/', from);
                 if (slash < 0) {
-                    return NoFollow.openat(dir, relative.substring(from),
-                            flags | NoFollow.O_NOFOLLOW | NoFollow.O_CLOEXEC);
+                    return NoFollow.openat(
+                            dir, relative.substring(from), flags | NoFollow.O_NOFOLLOW | NoFollow.O_CLOEXEC);
                 }
-                int next = NoFollow.openat(dir, relative.substring(from, slash),
+                int next = NoFollow.openat(
+                        dir,
+                        relative.substring(from, slash),
                         NoFollow.O_PATH | NoFollow.O_DIRECTORY | NoFollow.O_NOFOLLOW | NoFollow.O_CLOEXEC);
                 NoFollow.close(dir);
                 dir = next;
@@ -500,7 +521,8 @@ public final class PosixOrigin implements Origin {
 
     /** Whether a path lookup failed because the path does not exist: ENOENT, or ENOTDIR (a file in the middle). */
     private static boolean absent(FileSystemException e) {
-        return e instanceof NoSuchFileException || e instanceof NotDirectoryException
+        return e instanceof NoSuchFileException
+                || e instanceof NotDirectoryException
                 || "Not a directory".equals(e.getReason());
     }
 
@@ -589,8 +611,10 @@ public final class PosixOrigin implements Origin {
         private List<Item> entries(String relative, String dirKey, String namePrefix) {
             int fd;
             try {
-                fd = relative.isEmpty() ? NoFollow.openDirectory(realRoot.toString())
-                        : openChain(relative.substring(0, relative.length() - 1), NoFollow.O_PATH | NoFollow.O_DIRECTORY);
+                fd = relative.isEmpty()
+                        ? NoFollow.openDirectory(realRoot.toString())
+                        : openChain(
+                                relative.substring(0, relative.length() - 1), NoFollow.O_PATH | NoFollow.O_DIRECTORY);
             } catch (NoFollow.Failure e) {
                 if (e.errno == NoFollow.ENOENT || e.errno == NoFollow.ENOTDIR || e.errno == NoFollow.ELOOP) {
                     return List.of(); // gone, or now a link: links to directories are not followed

@@ -4,8 +4,8 @@ package dev.granary.origin.support;
 import dev.granary.ObjectInfo;
 import java.io.EOFException;
 import java.io.InterruptedIOException;
-import java.net.URI;
 import java.net.SocketTimeoutException;
+import java.net.URI;
 import java.nio.channels.ClosedByInterruptException;
 import java.time.Duration;
 
@@ -51,7 +51,9 @@ public final class OriginLimits {
      * @throws IllegalArgumentException otherwise, naming the value
      */
     public static Duration requestTimeout(Duration timeout) {
-        if (timeout == null || timeout.compareTo(Duration.ofMillis(1)) < 0 || timeout.compareTo(Duration.ofHours(1)) > 0) {
+        if (timeout == null
+                || timeout.compareTo(Duration.ofMillis(1)) < 0
+                || timeout.compareTo(Duration.ofHours(1)) > 0) {
             throw new IllegalArgumentException("request timeout: " + timeout + " (expected: 1 ms .. 1 h)");
         }
         return timeout;
@@ -105,7 +107,8 @@ public final class OriginLimits {
             return true;
         }
         for (Throwable t = failure; t != null; t = t.getCause()) {
-            if (t instanceof InterruptedException || t instanceof ClosedByInterruptException
+            if (t instanceof InterruptedException
+                    || t instanceof ClosedByInterruptException
                     || (t instanceof InterruptedIOException && !(t instanceof SocketTimeoutException))) {
                 return true;
             }

@@ -135,7 +135,9 @@ class PosixOriginTest extends OriginContractTest {
         assertEquals(100, info.size());
         assertArrayEquals(bytes, read(info, 0, 100));
         try (Stream<ObjectInfo> listing = origin.list("")) {
-            assertEquals(List.of("alias.bin", "real/data.bin"), listing.map(ObjectInfo::key).toList());
+            assertEquals(
+                    List.of("alias.bin", "real/data.bin"),
+                    listing.map(ObjectInfo::key).toList());
         }
     }
 
@@ -238,10 +240,14 @@ class PosixOriginTest extends OriginContractTest {
                 // renameat2(RENAME_EXCHANGE) swaps the two names in one step, so the directory never goes missing
                 // and every swap flips what a reader's next path lookup finds.
                 var linker = Linker.nativeLinker();
-                var renameat2 = linker.downcallHandle(linker.defaultLookup().findOrThrow("renameat2"),
-                        FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                                ValueLayout.JAVA_INT, ValueLayout.ADDRESS,
-                                ValueLayout.JAVA_INT, ValueLayout.ADDRESS,
+                var renameat2 = linker.downcallHandle(
+                        linker.defaultLookup().findOrThrow("renameat2"),
+                        FunctionDescriptor.of(
+                                ValueLayout.JAVA_INT,
+                                ValueLayout.JAVA_INT,
+                                ValueLayout.ADDRESS,
+                                ValueLayout.JAVA_INT,
+                                ValueLayout.ADDRESS,
                                 ValueLayout.JAVA_INT));
                 int atFdCwd = -100;
                 int renameExchange = 2;
@@ -298,7 +304,8 @@ class PosixOriginTest extends OriginContractTest {
         swapper.join();
         assertEquals(List.of(), List.copyOf(unexpected), "failures other than naming the key");
         assertEquals(0, leaks.get(), "reads that returned the bytes of a file outside the root, of " + reads.get());
-        assertTrue(reads.get() > 100 && swaps.get() > 100, "the race ran: " + reads.get() + " reads, " + served.get()
-                + " served, " + swaps.get() + " swaps");
+        assertTrue(
+                reads.get() > 100 && swaps.get() > 100,
+                "the race ran: " + reads.get() + " reads, " + served.get() + " served, " + swaps.get() + " swaps");
     }
 }

@@ -29,8 +29,11 @@ class RetryLoopTest {
         assertEquals(3, loop.attempt());
         IOException cause = new IOException("Connection refused");
         IOException e = assertThrows(IOException.class, () -> loop.backOff("Connection refused", cause, false));
-        assertTrue(e.getMessage().matches("GET of 'k' in s3://bucket/prefix/ failed after 3 attempts over \\d+\\.\\d s:"
-                + " Connection refused"), e.getMessage());
+        assertTrue(
+                e.getMessage()
+                        .matches("GET of 'k' in s3://bucket/prefix/ failed after 3 attempts over \\d+\\.\\d s:"
+                                + " Connection refused"),
+                e.getMessage());
         assertEquals(cause, e.getCause());
         assertEquals(2, retries.sum(), "retries are the attempts after the first");
     }
@@ -39,8 +42,9 @@ class RetryLoopTest {
     void theBudgetEndsTheLoopAndTheLastSleepIsCutToIt() throws Exception {
         LongAdder retries = new LongAdder();
         // A backoff far longer than the budget: the sleep is cut to the budget, then the loop gives up.
-        RetryLoop loop = new RetryLoop.Policy(100, Duration.ofMillis(300),
-                new Backoff(Duration.ofSeconds(10), Duration.ofSeconds(10))).start("HEAD", "k", URI_, retries);
+        RetryLoop loop = new RetryLoop.Policy(
+                        100, Duration.ofMillis(300), new Backoff(Duration.ofSeconds(10), Duration.ofSeconds(10)))
+                .start("HEAD", "k", URI_, retries);
         int attempts = 1;
         IOException e;
         while (true) {
@@ -56,7 +60,8 @@ class RetryLoopTest {
         assertTrue(loop.elapsed().compareTo(Duration.ofSeconds(5)) < 0, "never slept past it: " + loop.elapsed());
         assertEquals(attempts, loop.attempt());
         assertEquals(attempts - 1, retries.sum());
-        assertTrue(e.getMessage().startsWith("HEAD of 'k' in s3://bucket/prefix/ failed after " + attempts + " attempt"),
+        assertTrue(
+                e.getMessage().startsWith("HEAD of 'k' in s3://bucket/prefix/ failed after " + attempts + " attempt"),
                 e.getMessage());
         assertTrue(e.getMessage().endsWith(" s: HTTP 503"), e.getMessage());
     }
@@ -73,12 +78,13 @@ class RetryLoopTest {
 
     @Test
     void anInterruptDuringTheSleepIsAnInterruptedIOExceptionWithTheFlagSet() {
-        RetryLoop loop = new RetryLoop.Policy(5, Duration.ofMinutes(1),
-                new Backoff(Duration.ofSeconds(30), Duration.ofSeconds(30))).start("GET", "k", URI_, null);
+        RetryLoop loop = new RetryLoop.Policy(
+                        5, Duration.ofMinutes(1), new Backoff(Duration.ofSeconds(30), Duration.ofSeconds(30)))
+                .start("GET", "k", URI_, null);
         Thread.currentThread().interrupt();
         try {
-            InterruptedIOException e = assertThrows(InterruptedIOException.class,
-                    () -> loop.backOff("reset", null, false));
+            InterruptedIOException e =
+                    assertThrows(InterruptedIOException.class, () -> loop.backOff("reset", null, false));
             assertTrue(e.getMessage().contains("GET of 'k'"), e.getMessage());
             assertTrue(Thread.currentThread().isInterrupted());
         } finally {
@@ -89,8 +95,8 @@ class RetryLoopTest {
     @Test
     void badPoliciesAreRejectedWithClearMessages() {
         Backoff backoff = OriginLimits.backoff(Duration.ofMillis(50));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> new RetryLoop.Policy(5, Duration.ofMillis(-1), backoff));
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class, () -> new RetryLoop.Policy(5, Duration.ofMillis(-1), backoff));
         assertEquals("retry budget: PT-0.001S (expected: 0 .. 1 h)", e.getMessage());
         e = assertThrows(IllegalArgumentException.class, () -> new RetryLoop.Policy(5, null, backoff));
         assertEquals("retry budget: null (expected: 0 .. 1 h)", e.getMessage());

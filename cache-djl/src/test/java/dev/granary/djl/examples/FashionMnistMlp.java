@@ -54,7 +54,7 @@ public final class FashionMnistMlp {
     public static void main(String[] args) throws Exception {
         String location = args.length > 0 ? args[0] : "s3://my-datasets/fashion-mnist/";
         Path checkpoints = Path.of(args.length > 1 ? args[1] : "checkpoints");
-        int rank = Integer.parseInt(System.getenv().getOrDefault("RANK", "0"));          // as torchrun sets them
+        int rank = Integer.parseInt(System.getenv().getOrDefault("RANK", "0")); // as torchrun sets them
         int worldSize = Integer.parseInt(System.getenv().getOrDefault("WORLD_SIZE", "1"));
         double accuracy = train(origin(location), rank, worldSize, 2, checkpoints);
         System.out.printf("rank %d of %d: test accuracy %.3f%n", rank, worldSize, accuracy);
@@ -68,7 +68,7 @@ public final class FashionMnistMlp {
             String bucket = slash < 0 ? path : path.substring(0, slash);
             String prefix = slash < 0 ? "" : path.substring(slash + 1);
             return location.startsWith("s3://")
-                    ? S3Origin.builder().bucket(bucket).prefix(prefix).build()   // credentials: the AWS default chain
+                    ? S3Origin.builder().bucket(bucket).prefix(prefix).build() // credentials: the AWS default chain
                     : GcsOrigin.builder().bucket(bucket).prefix(prefix).build(); // credentials: ADC
         }
         return PosixOrigin.of(Path.of(location));
@@ -77,7 +77,7 @@ public final class FashionMnistMlp {
     /** Trains until {@code epochs} epochs are done (fewer after a resume), checkpointing after each; tests it. */
     static double train(Origin origin, int rank, int worldSize, int epochs, Path checkpoints) throws Exception {
         try (TieredCache cache = TieredCache.builder(origin)
-                        .tier(MemoryTier.builder().capacity(1L << 30).build())    // all of it: epoch 2 on from memory
+                        .tier(MemoryTier.builder().capacity(1L << 30).build()) // all of it: epoch 2 on from memory
                         .build();
                 GranaryDataset train = dataset(cache, "train-", rank, worldSize, true);
                 GranaryDataset test = dataset(cache, "t10k-", 0, 1, false);
@@ -87,20 +87,20 @@ public final class FashionMnistMlp {
                     .add(Activation::relu)
                     .add(Linear.builder().setUnits(10).build()));
             Path loaderState = checkpoints.resolve("loader-state.txt");
-            if (Files.exists(loaderState)) {                              // resume: the weights and the data position
+            if (Files.exists(loaderState)) { // resume: the weights and the data position
                 model.load(checkpoints, "fashion-mlp");
                 train.resume(LoaderState.decode(Files.readString(loaderState)));
             }
             DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
                     .optOptimizer(Optimizer.adam().build())
-                    .optDevices(Engine.getInstance().getDevices())            // every GPU here (or the CPU)
+                    .optDevices(Engine.getInstance().getDevices()) // every GPU here (or the CPU)
                     .addEvaluator(new Accuracy());
             try (Trainer trainer = model.newTrainer(config)) {
                 trainer.initialize(new Shape(1, 784));
                 for (long epoch = train.state().epoch(); epoch < epochs; epoch++) {
-                    EasyTrain.fit(trainer, 1, train, null);                // one Granary epoch: the next getData
+                    EasyTrain.fit(trainer, 1, train, null); // one Granary epoch: the next getData
                     Files.createDirectories(checkpoints);
-                    model.setProperty("Epoch", String.valueOf(epoch + 1));     // fashion-mlp-0001.params, …
+                    model.setProperty("Epoch", String.valueOf(epoch + 1)); // fashion-mlp-0001.params, …
                     model.save(checkpoints, "fashion-mlp");
                     Files.writeString(loaderState, train.state().encode());
                 }
@@ -114,12 +114,14 @@ public final class FashionMnistMlp {
             throws Exception {
         List<String> shards;
         try (Stream<ObjectInfo> listed = cache.list(prefix)) {
-            shards = listed.map(ObjectInfo::key).filter(key -> key.endsWith(".tar")).toList();
+            shards = listed.map(ObjectInfo::key)
+                    .filter(key -> key.endsWith(".tar"))
+                    .toList();
         }
-        GranaryDataset.Builder<Image> builder = GranaryDataset.builder(WebDataset.of(cache, shards),
-                        FashionMnistMlp::decode)
+        GranaryDataset.Builder<Image> builder = GranaryDataset.builder(
+                        WebDataset.of(cache, shards), FashionMnistMlp::decode)
                 .batchSize(64)
-                .shard(rank, worldSize)                                 // this rank's disjoint part of every epoch
+                .shard(rank, worldSize) // this rank's disjoint part of every epoch
                 .data(new Shape(784), DataType.FLOAT32, FashionMnistMlp::pixels)
                 .label(new Shape(), DataType.FLOAT32, FashionMnistMlp::label)
                 .loader(options -> options.workers(4).prefetch(8));
@@ -131,7 +133,10 @@ public final class FashionMnistMlp {
         ByteBuffer raw = sample.fields().get("raw");
         byte[] pixels = new byte[raw.remaining()];
         raw.get(pixels);
-        String cls = StandardCharsets.US_ASCII.decode(sample.fields().get("cls")).toString().trim();
+        String cls = StandardCharsets.US_ASCII
+                .decode(sample.fields().get("cls"))
+                .toString()
+                .trim();
         return new Image(pixels, Integer.parseInt(cls));
     }
 
@@ -153,7 +158,8 @@ public final class FashionMnistMlp {
         long total = 0;
         for (Batch batch : trainer.iterateDataset(test)) {
             try (batch) {
-                NDArray predicted = trainer.evaluate(batch.getData()).singletonOrThrow().argMax(1);
+                NDArray predicted =
+                        trainer.evaluate(batch.getData()).singletonOrThrow().argMax(1);
                 NDArray labels = batch.getLabels().singletonOrThrow().toType(DataType.INT64, false);
                 correct += predicted.eq(labels).countNonzero().getLong();
                 total += batch.getSize();

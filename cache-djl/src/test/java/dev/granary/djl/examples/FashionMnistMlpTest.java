@@ -60,7 +60,9 @@ class FashionMnistMlpTest {
         // A restart with the checkpoint: only epoch 1 is left to train.
         double second = FashionMnistMlp.train(FashionMnistMlp.origin(data.toString()), 0, 1, 2, checkpoints);
         assertEquals(new LoaderState(2, 0, 640, 64, false, true, 42, 0, 1), state(checkpoints));
-        assertEquals(List.of("fashion-mlp-0001.params", "fashion-mlp-0002.params"), params(checkpoints),
+        assertEquals(
+                List.of("fashion-mlp-0001.params", "fashion-mlp-0002.params"),
+                params(checkpoints),
                 "one more epoch saved, not two: the run resumed");
         System.out.printf("accuracy after 1 epoch %.3f, after 2 (resumed) %.3f%n", first, second);
         assertTrue(second >= 0.9, "accuracy after 2 epochs: " + second + " (after 1: " + first + ")");
@@ -77,7 +79,10 @@ class FashionMnistMlpTest {
 
     private static List<String> params(Path checkpoints) throws IOException {
         try (Stream<Path> files = Files.list(checkpoints)) {
-            return files.map(p -> p.getFileName().toString()).filter(n -> n.endsWith(".params")).sorted().toList();
+            return files.map(p -> p.getFileName().toString())
+                    .filter(n -> n.endsWith(".params"))
+                    .sorted()
+                    .toList();
         }
     }
 }

@@ -58,8 +58,10 @@ class FashionMnistTrainingTest {
             try (GranaryDataset train = FashionMnistMlp.dataset(cache, "train-", 0, 1, true);
                     GranaryDataset test = FashionMnistMlp.dataset(cache, "t10k-", 0, 1, false)) {
                 indexingReads = cache.stats().origin().reads();
-                System.out.printf("listing and indexing the %d shards: %.1f s, %d requests to S3%n",
-                        data.trainShards().size() + data.testShards().size(), (System.nanoTime() - t0) / 1e9,
+                System.out.printf(
+                        "listing and indexing the %d shards: %.1f s, %d requests to S3%n",
+                        data.trainShards().size() + data.testShards().size(),
+                        (System.nanoTime() - t0) / 1e9,
                         cache.stats().origin().reads());
                 accuracy = train(train, test, epochs);
             }
@@ -67,9 +69,16 @@ class FashionMnistTrainingTest {
         for (int e = 0; e < epochs.size(); e++) {
             LoaderStats s = epochs.get(e).stats();
             double seconds = epochs.get(e).nanos() / 1e9;
-            System.out.printf("epoch %d: %.2f s wall, %.0f samples/s, hit ratio %.4f, origin reads %d (%.1f MB),"
-                    + " trainer waited %.2f s for data%n", e + 1, seconds, s.samples() / seconds, s.hitRatio(0),
-                    s.originReads(), s.originBytes() / 1e6, s.dataWaitNanos() / 1e9);
+            System.out.printf(
+                    "epoch %d: %.2f s wall, %.0f samples/s, hit ratio %.4f, origin reads %d (%.1f MB),"
+                            + " trainer waited %.2f s for data%n",
+                    e + 1,
+                    seconds,
+                    s.samples() / seconds,
+                    s.hitRatio(0),
+                    s.originReads(),
+                    s.originBytes() / 1e6,
+                    s.dataWaitNanos() / 1e9);
         }
         assertEquals(2, epochs.size());
         assertEquals(60_000, epochs.get(0).stats().samples());
@@ -85,8 +94,7 @@ class FashionMnistTrainingTest {
     }
 
     /** Trains the MLP for 2 epochs, recording each, and returns its accuracy on {@code test}. */
-    private static double train(GranaryDataset train, GranaryDataset test, List<EpochRecord> epochs)
-            throws Exception {
+    private static double train(GranaryDataset train, GranaryDataset test, List<EpochRecord> epochs) throws Exception {
         try (Model model = Model.newInstance("fashion-mlp")) {
             model.setBlock(new SequentialBlock()
                     .add(Linear.builder().setUnits(256).build())

@@ -28,11 +28,21 @@ final class GuideSnippets {
 
     static List<Origin> origins(String accessKey, String secretKey) {
         // snippet: origins
-        Origin s3    = S3Origin.builder().bucket("my-datasets").prefix("fashion-mnist/").build();   // cache-origin-s3
-        Origin minio = S3Origin.builder().bucket("datasets").endpoint(URI.create("http://minio:9000")).pathStyle(true)
-                .credentials(StaticCredentialsProvider.create(AwsBasicCredentials.create(accessKey, secretKey))).build();
-        Origin gcs   = GcsOrigin.builder().bucket("my-datasets").prefix("fashion-mnist/").build();  // cache-origin-gcs
-        Origin posix = PosixOrigin.of(Path.of("/mnt/lustre/fashion-mnist"));                        // cache-core
+        Origin s3 = S3Origin.builder()
+                .bucket("my-datasets")
+                .prefix("fashion-mnist/")
+                .build(); // cache-origin-s3
+        Origin minio = S3Origin.builder()
+                .bucket("datasets")
+                .endpoint(URI.create("http://minio:9000"))
+                .pathStyle(true)
+                .credentials(StaticCredentialsProvider.create(AwsBasicCredentials.create(accessKey, secretKey)))
+                .build();
+        Origin gcs = GcsOrigin.builder()
+                .bucket("my-datasets")
+                .prefix("fashion-mnist/")
+                .build(); // cache-origin-gcs
+        Origin posix = PosixOrigin.of(Path.of("/mnt/lustre/fashion-mnist")); // cache-core
         // end
         return List.of(s3, minio, gcs, posix);
     }
@@ -42,7 +52,8 @@ final class GuideSnippets {
         LoaderStats before = train.stats();
         EasyTrain.fit(trainer, 1, train, null);
         LoaderStats epoch = train.stats().minus(before);
-        System.out.printf("hit ratio %.3f, origin reads %d, trainer waited %.1f s for data%n",
+        System.out.printf(
+                "hit ratio %.3f, origin reads %d, trainer waited %.1f s for data%n",
                 epoch.hitRatio(), epoch.originReads(), epoch.dataWaitNanos() / 1e9);
         // end
         return epoch;
@@ -52,13 +63,14 @@ final class GuideSnippets {
             throws Exception {
         // snippet: checkpoints
         long steps = 0;
-        for (Batch batch : trainer.iterateDataset(train)) {               // what EasyTrain.fit does for one epoch
+        for (Batch batch : trainer.iterateDataset(train)) { // what EasyTrain.fit does for one epoch
             EasyTrain.trainBatch(trainer, batch);
             trainer.step();
             batch.close();
-            if (++steps % 500 == 0) {                                     // the weights and the position, together
+            if (++steps % 500 == 0) { // the weights and the position, together
                 model.save(checkpoints, "fashion-mlp");
-                Files.writeString(checkpoints.resolve("loader-state.txt"), train.state().encode());
+                Files.writeString(
+                        checkpoints.resolve("loader-state.txt"), train.state().encode());
             }
         }
         trainer.notifyListeners(listener -> listener.onEpoch(trainer));

@@ -28,8 +28,11 @@ class GuideTest {
     void theGuideShowsTheExampleAsCompiled() throws IOException {
         String guide = Files.readString(GUIDE);
         String example = Files.readString(EXAMPLES.resolve("FashionMnistMlp.java"));
-        assertEquals(example, blockAfter(guide,
-                "<!-- example: cache-djl/src/test/java/dev/granary/djl/examples/FashionMnistMlp.java -->"));
+        assertEquals(
+                example,
+                blockAfter(
+                        guide,
+                        "<!-- example: cache-djl/src/test/java/dev/granary/djl/examples/FashionMnistMlp.java -->"));
     }
 
     @Test
@@ -44,7 +47,8 @@ class GuideTest {
             String indent = "        ";
             StringBuilder code = new StringBuilder();
             for (String line : source.substring(start, end).split("\n")) {
-                code.append(line.startsWith(indent) ? line.substring(indent.length()) : line.strip()).append('\n');
+                code.append(line.startsWith(indent) ? line.substring(indent.length()) : line.strip())
+                        .append('\n');
             }
             String trimmed = code.toString().replaceAll("(?m)^\\s+$", "").stripTrailing() + "\n";
             assertEquals(trimmed, blockAfter(guide, "<!-- snippet: GuideSnippets " + name + " -->"), name);

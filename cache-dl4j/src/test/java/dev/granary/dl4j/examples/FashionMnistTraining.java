@@ -48,10 +48,11 @@ public final class FashionMnistTraining {
     public static final SampleEncoder ENCODER = (sample, features, labels) -> {
         ByteBuffer raw = sample.fields().get("raw");
         for (int i = 0; i < features.length; i++) {
-            features[i] = raw.get(i) & 0xFF;                 // 0..255: the pre-processor scales to [0, 1]
+            features[i] = raw.get(i) & 0xFF; // 0..255: the pre-processor scales to [0, 1]
         }
-        String cls = StandardCharsets.US_ASCII.decode(sample.fields().get("cls")).toString();
-        labels[Integer.parseInt(cls.trim())] = 1f;          // one-hot
+        String cls =
+                StandardCharsets.US_ASCII.decode(sample.fields().get("cls")).toString();
+        labels[Integer.parseInt(cls.trim())] = 1f; // one-hot
     };
 
     /**
@@ -67,9 +68,11 @@ public final class FashionMnistTraining {
         int rank = args.length > 1 ? Integer.parseInt(args[1]) : 0;
         int worldSize = args.length > 2 ? Integer.parseInt(args[2]) : 1;
         try (TieredCache cache = TieredCache.builder(origin(data))
-                .tier(MemoryTier.builder().capacity(512L << 20).build())              // off-heap, this run
-                .tier(DiskTier.builder().directory(Path.of("/var/tmp/granary"))        // local disk, kept across runs
-                        .capacity(20L << 30).build())
+                .tier(MemoryTier.builder().capacity(512L << 20).build()) // off-heap, this run
+                .tier(DiskTier.builder()
+                        .directory(Path.of("/var/tmp/granary")) // local disk, kept across runs
+                        .capacity(20L << 30)
+                        .build())
                 .build()) {
             double accuracy = train(cache, rank, worldSize, 2, Path.of("checkpoint-rank-" + rank));
             System.out.printf("rank %d of %d: test accuracy %.4f%n", rank, worldSize, accuracy);
@@ -80,8 +83,10 @@ public final class FashionMnistTraining {
     static Origin origin(URI data) {
         String prefix = data.getPath() == null ? "" : data.getPath().replaceFirst("^/", "");
         return switch (data.getScheme()) {
-            case "s3" -> S3Origin.builder().bucket(data.getHost()).prefix(prefix).build(); // SDK's default credentials
-            case "gs" -> GcsOrigin.builder().bucket(data.getHost()).prefix(prefix).build(); // Application Default
+            case "s3" ->
+                S3Origin.builder().bucket(data.getHost()).prefix(prefix).build(); // SDK's default credentials
+            case "gs" ->
+                GcsOrigin.builder().bucket(data.getHost()).prefix(prefix).build(); // Application Default
             case "file" -> PosixOrigin.of(Path.of(data));
             default -> throw new IllegalArgumentException("data: " + data + " (expected: s3://, gs:// or file://)");
         };
@@ -89,8 +94,13 @@ public final class FashionMnistTraining {
 
     /** An S3-compatible store (MinIO, Ceph, an Alluxio or JuiceFS S3 gateway): its endpoint, path-style URLs. */
     public static Origin s3Compatible(URI endpoint, String bucket, String prefix, AwsCredentialsProvider credentials) {
-        return S3Origin.builder().endpoint(endpoint).pathStyle(true).credentials(credentials)
-                .bucket(bucket).prefix(prefix).build();
+        return S3Origin.builder()
+                .endpoint(endpoint)
+                .pathStyle(true)
+                .credentials(credentials)
+                .bucket(bucket)
+                .prefix(prefix)
+                .build();
     }
 
     /**
@@ -108,16 +118,18 @@ public final class FashionMnistTraining {
             throws IOException {
         Path modelFile = checkpoint.resolve("model.zip");
         Path stateFile = checkpoint.resolve("loader-state.txt");
-        GranaryDataSetIterator.Builder trainBuilder = GranaryDataSetIterator
-                .builder(WebDataset.of(cache, shards(cache, "train-")), ENCODER)
-                .features(784).labels(10)
+        GranaryDataSetIterator.Builder trainBuilder = GranaryDataSetIterator.builder(
+                        WebDataset.of(cache, shards(cache, "train-")), ENCODER)
+                .features(784)
+                .labels(10)
                 .batchSize(64)
-                .shuffle(42L)                 // epoch e visits a permutation of (42, e), the same on every machine
-                .shard(rank, worldSize)       // this rank's disjoint part of every epoch
-                .workers(4).prefetch(4)
+                .shuffle(42L) // epoch e visits a permutation of (42, e), the same on every machine
+                .shard(rank, worldSize) // this rank's disjoint part of every epoch
+                .workers(4)
+                .prefetch(4)
                 .preProcessor(new ImagePreProcessingScaler(0, 1));
         MultiLayerNetwork net;
-        if (Files.exists(stateFile)) {        // resume: the model, and exactly the batches it has not seen
+        if (Files.exists(stateFile)) { // resume: the model, and exactly the batches it has not seen
             net = MultiLayerNetwork.load(modelFile.toFile(), true);
             trainBuilder.resume(LoaderState.decode(Files.readString(stateFile)));
         } else {
@@ -126,16 +138,17 @@ public final class FashionMnistTraining {
         }
         try (GranaryDataSetIterator train = trainBuilder.build()) {
             for (long epoch = train.epoch(); epoch < epochs; epoch++) {
-                net.fit(train);               // the rest of this epoch; fit resets an exhausted iterator first
+                net.fit(train); // the rest of this epoch; fit resets an exhausted iterator first
                 Files.createDirectories(checkpoint);
                 net.save(modelFile.toFile(), true);
                 Files.writeString(stateFile, train.state().encode());
             }
         }
-        try (GranaryDataSetIterator test = GranaryDataSetIterator
-                .builder(WebDataset.of(cache, shards(cache, "t10k-")), ENCODER)
-                .features(784).labels(10)
-                .batchSize(256)               // no shuffle, no shard: every rank evaluates the whole test split
+        try (GranaryDataSetIterator test = GranaryDataSetIterator.builder(
+                        WebDataset.of(cache, shards(cache, "t10k-")), ENCODER)
+                .features(784)
+                .labels(10)
+                .batchSize(256) // no shuffle, no shard: every rank evaluates the whole test split
                 .preProcessor(new ImagePreProcessingScaler(0, 1))
                 .build()) {
             return net.evaluate(test).accuracy();
@@ -145,7 +158,10 @@ public final class FashionMnistTraining {
     /** The shard keys under a prefix, sorted: every rank must see the same list. */
     public static List<String> shards(TieredCache cache, String prefix) throws IOException {
         try (Stream<ObjectInfo> objects = cache.list(prefix)) {
-            return objects.map(ObjectInfo::key).filter(key -> key.endsWith(".tar")).sorted().toList();
+            return objects.map(ObjectInfo::key)
+                    .filter(key -> key.endsWith(".tar"))
+                    .sorted()
+                    .toList();
         }
     }
 
@@ -156,9 +172,16 @@ public final class FashionMnistTraining {
                 .updater(new Adam(1e-3))
                 .weightInit(WeightInit.XAVIER)
                 .list()
-                .layer(new DenseLayer.Builder().nIn(784).nOut(256).activation(Activation.RELU).build())
+                .layer(new DenseLayer.Builder()
+                        .nIn(784)
+                        .nOut(256)
+                        .activation(Activation.RELU)
+                        .build())
                 .layer(new OutputLayer.Builder(LossFunctions.LossFunction.MCXENT)
-                        .nIn(256).nOut(10).activation(Activation.SOFTMAX).build())
+                        .nIn(256)
+                        .nOut(10)
+                        .activation(Activation.SOFTMAX)
+                        .build())
                 .build();
     }
 }

@@ -46,7 +46,10 @@ class GuideExampleTest {
 
     private static void pack(Path dir, String split, int count, long seed) {
         SplittableRandom random = new SplittableRandom(seed);
-        try (ShardWriter writer = ShardWriter.builder(dir).pattern(split + "-%05d.tar").maxCount(256).build()) {
+        try (ShardWriter writer = ShardWriter.builder(dir)
+                .pattern(split + "-%05d.tar")
+                .maxCount(256)
+                .build()) {
             for (int i = 0; i < count; i++) {
                 int cls = random.nextInt(10);
                 byte[] raw = new byte[784];
@@ -66,11 +69,15 @@ class GuideExampleTest {
         pack(data, "train", TRAIN, 1);
         pack(data, "t10k", 200, 2);
         Files.writeString(data.resolve("README.txt"), "not a shard");
-        MemoryTier memory = MemoryTier.builder().capacity(16L << 20).slabSize(1 << 20).build();
+        MemoryTier memory =
+                MemoryTier.builder().capacity(16L << 20).slabSize(1 << 20).build();
         leaks.released("memory tier", () -> memory.stats().usedBytes() == 0);
         TieredCache cache = leaks.watch(TieredCache.builder(FashionMnistTraining.origin(data.toUri()))
-                .tier(memory).leakDetection(LeakDetection.PARANOID).build());
-        assertEquals(PosixOrigin.class, FashionMnistTraining.origin(data.toUri()).getClass());
+                .tier(memory)
+                .leakDetection(LeakDetection.PARANOID)
+                .build());
+        assertEquals(
+                PosixOrigin.class, FashionMnistTraining.origin(data.toUri()).getClass());
         assertEquals(3, FashionMnistTraining.shards(cache, "train-").size());
 
         double accuracy = FashionMnistTraining.train(cache, 0, 1, 2, checkpoint);
@@ -82,14 +89,26 @@ class GuideExampleTest {
         assertEquals(2 * BATCHES, iterations());
 
         // As if the job had died 3 batches into epoch 2, with the model of the end of epoch 1.
-        Files.writeString(stateFile, new LoaderState(2, 3, state.datasetSize(), state.batchSize(), state.dropLast(),
-                state.shuffled(), state.seed(), state.rank(), state.worldSize()).encode());
+        Files.writeString(
+                stateFile,
+                new LoaderState(
+                                2,
+                                3,
+                                state.datasetSize(),
+                                state.batchSize(),
+                                state.dropLast(),
+                                state.shuffled(),
+                                state.seed(),
+                                state.rank(),
+                                state.worldSize())
+                        .encode());
         FashionMnistTraining.train(cache, 0, 1, 3, checkpoint);
         assertEquals(2 * BATCHES + (BATCHES - 3), iterations(), "exactly the batches left in epoch 2");
         assertEquals(3, LoaderState.decode(Files.readString(stateFile)).epoch());
     }
 
     private int iterations() throws IOException {
-        return MultiLayerNetwork.load(checkpoint.resolve("model.zip").toFile(), false).getIterationCount();
+        return MultiLayerNetwork.load(checkpoint.resolve("model.zip").toFile(), false)
+                .getIterationCount();
     }
 }

@@ -19,8 +19,8 @@ import org.junit.jupiter.api.Test;
 class GuideSnippetsTest {
 
     private static final Path GUIDE = Path.of("..", "docs", "guide-dl4j.md");
-    private static final Path EXAMPLE = Path.of("src", "test", "java", "dev", "granary", "dl4j", "examples",
-            "FashionMnistTraining.java");
+    private static final Path EXAMPLE =
+            Path.of("src", "test", "java", "dev", "granary", "dl4j", "examples", "FashionMnistTraining.java");
 
     @Test
     void everyJavaBlockOfTheGuideIsCompiledCode() throws IOException {
@@ -38,15 +38,22 @@ class GuideSnippetsTest {
                 block.add(line);
             }
         }
-        assertTrue(blocks.size() >= 4, "the guide's Java blocks: " + blocks.size() + " (expected: the example and"
-                + " its origin, sharding and resume parts)");
+        assertTrue(
+                blocks.size() >= 4,
+                "the guide's Java blocks: " + blocks.size() + " (expected: the example and"
+                        + " its origin, sharding and resume parts)");
         for (List<String> b : blocks) {
-            assertTrue(Collections.indexOfSubList(example, b) >= 0, "this block of " + GUIDE + " is not in " + EXAMPLE
-                    + " (copy it from there):\n" + String.join("\n", b));
+            assertTrue(
+                    Collections.indexOfSubList(example, b) >= 0,
+                    "this block of " + GUIDE + " is not in " + EXAMPLE + " (copy it from there):\n"
+                            + String.join("\n", b));
         }
         String text = String.join("\n", guide);
-        for (String needle : List.of("<artifactId>cache-bom</artifactId>", "<artifactId>cache-dl4j</artifactId>",
-                "--enable-native-access=ALL-UNNAMED", "asyncSupported")) {
+        for (String needle : List.of(
+                "<artifactId>cache-bom</artifactId>",
+                "<artifactId>cache-dl4j</artifactId>",
+                "--enable-native-access=ALL-UNNAMED",
+                "asyncSupported")) {
             assertTrue(text.contains(needle), GUIDE + " lacks " + needle);
         }
     }

@@ -23,8 +23,8 @@ import java.util.zip.GZIPInputStream;
 public final class FashionMnist {
 
     /** Where the Debian package installs the files. */
-    public static final Path DIR = Path.of(System.getProperty("granary.fashion-mnist.dir",
-            "/usr/share/datasets/fashion-mnist"));
+    public static final Path DIR =
+            Path.of(System.getProperty("granary.fashion-mnist.dir", "/usr/share/datasets/fashion-mnist"));
 
     /** Pixels per image. */
     public static final int PIXELS = 28 * 28;
@@ -52,8 +52,11 @@ public final class FashionMnist {
      * @throws IllegalStateException naming the directory and the command that installs it
      */
     public static void requireInstalled() {
-        for (String f : List.of("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
-                "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")) {
+        for (String f : List.of(
+                "train-images-idx3-ubyte.gz",
+                "train-labels-idx1-ubyte.gz",
+                "t10k-images-idx3-ubyte.gz",
+                "t10k-labels-idx1-ubyte.gz")) {
             if (!Files.isRegularFile(DIR.resolve(f))) {
                 throw new IllegalStateException("Fashion-MNIST is not installed: " + DIR.resolve(f) + " is missing."
                         + " Install Debian's package with 'sudo apt-get install dataset-fashion-mnist' (.ci/run does),"
@@ -108,7 +111,10 @@ public final class FashionMnist {
      * @return the shard file names, in order
      */
     public static List<String> pack(Split split, int count, String prefix, int perShard, Path dir) {
-        try (ShardWriter writer = ShardWriter.builder(dir).pattern(prefix + "-%05d.tar").maxCount(perShard).build()) {
+        try (ShardWriter writer = ShardWriter.builder(dir)
+                .pattern(prefix + "-%05d.tar")
+                .maxCount(perShard)
+                .build()) {
             for (int i = 0; i < count; i++) {
                 Map<String, byte[]> fields = new LinkedHashMap<>();
                 fields.put("raw", split.image(i));

@@ -102,8 +102,8 @@ public final class TierInternals {
      */
     public static synchronized void grant(Access access) {
         if (granted != null) {
-            throw new IllegalStateException("TierInternals granted twice (expected: once, by"
-                    + " dev.granary.tier.InternalAccess)");
+            throw new IllegalStateException(
+                    "TierInternals granted twice (expected: once, by" + " dev.granary.tier.InternalAccess)");
         }
         granted = access;
     }

@@ -134,8 +134,8 @@ public final class GcsOrigin implements Origin {
     private ObjectInfo info(String key, Blob blob) throws IOException {
         Long generation = blob.getGeneration();
         if (generation == null) {
-            throw new IOException("object '" + key + "' in " + uri + " has no generation: cannot pin reads to a"
-                    + " version");
+            throw new IOException(
+                    "object '" + key + "' in " + uri + " has no generation: cannot pin reads to a" + " version");
         }
         return new ObjectInfo(key, blob.getSize() == null ? 0 : blob.getSize(), Long.toString(generation));
     }
@@ -153,8 +153,10 @@ public final class GcsOrigin implements Origin {
         try {
             generation = Long.parseLong(object.version());
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("version of '" + object.key() + "': '" + object.version()
-                    + "' (expected: a GCS generation, as stat or list gave it)", e);
+            throw new IllegalArgumentException(
+                    "version of '" + object.key() + "': '" + object.version()
+                            + "' (expected: a GCS generation, as stat or list gave it)",
+                    e);
         }
         String name = name(object.key());
         long done = 0;
@@ -164,8 +166,8 @@ public final class GcsOrigin implements Origin {
             boolean throttling = false;
             // Pinned twice: the generation in the id asks for exactly those bytes (404 once it is gone), and the
             // precondition makes GCS refuse (412) if the live object has another generation.
-            try (ReadChannel channel = storage.reader(BlobId.of(bucket, name, generation),
-                    Storage.BlobSourceOption.generationMatch(generation))) {
+            try (ReadChannel channel = storage.reader(
+                    BlobId.of(bucket, name, generation), Storage.BlobSourceOption.generationMatch(generation))) {
                 channel.setChunkSize((int) Math.min(16L << 20, Math.max(256 * 1024, length - done)));
                 channel.seek(position + done);
                 channel.limit(position + length);
@@ -200,7 +202,9 @@ public final class GcsOrigin implements Origin {
                 if (!retryable(e)) {
                     throw failure("read", object.key(), e, attempts);
                 }
-                attempts.backOff(detail(e) + (done > 0 ? " (" + done + " of " + length + " bytes received)" : ""), e,
+                attempts.backOff(
+                        detail(e) + (done > 0 ? " (" + done + " of " + length + " bytes received)" : ""),
+                        e,
                         throttling);
             }
         }
@@ -209,10 +213,11 @@ public final class GcsOrigin implements Origin {
     /** A 404 while reading a generation: the object is gone, or (some servers) it has another generation now. */
     private IOException notFoundDuringRead(ObjectInfo object, Exception cause) throws IOException {
         Blob now = call("stat", object.key(), () -> storage.get(BlobId.of(bucket, name(object.key()))));
-        if (now != null && now.getGeneration() != null
+        if (now != null
+                && now.getGeneration() != null
                 && !Long.toString(now.getGeneration()).equals(object.version())) {
-            return new ObjectChangedException(uri, object.key(), object.version(),
-                    Long.toString(now.getGeneration()), cause);
+            return new ObjectChangedException(
+                    uri, object.key(), object.version(), Long.toString(now.getGeneration()), cause);
         }
         if (now == null) {
             checkBucket(cause);
@@ -235,7 +240,8 @@ public final class GcsOrigin implements Origin {
         }
         String name = name(key);
         call("write", key, () -> {
-            try (WriteChannel writer = storage.writer(BlobInfo.newBuilder(bucket, name).build())) {
+            try (WriteChannel writer =
+                    storage.writer(BlobInfo.newBuilder(bucket, name).build())) {
                 ByteBuffer buffer = ByteBuffer.wrap(bytes);
                 while (buffer.hasRemaining()) {
                     writer.write(buffer);
@@ -255,8 +261,10 @@ public final class GcsOrigin implements Origin {
         checkOpen();
         Listing listing = new Listing(listPrefix);
         listing.first();
-        return StreamSupport.stream(Spliterators.spliteratorUnknownSize(listing,
-                Spliterator.ORDERED | Spliterator.DISTINCT | Spliterator.NONNULL), false);
+        return StreamSupport.stream(
+                Spliterators.spliteratorUnknownSize(
+                        listing, Spliterator.ORDERED | Spliterator.DISTINCT | Spliterator.NONNULL),
+                false);
     }
 
     private final class Listing implements Iterator<ObjectInfo> {
@@ -269,9 +277,13 @@ public final class GcsOrigin implements Origin {
         }
 
         void first() throws IOException {
-            take(call("list", listPrefix, () -> storage.list(bucket,
-                    Storage.BlobListOption.prefix(prefix + listPrefix),
-                    Storage.BlobListOption.pageSize(LIST_PAGE))));
+            take(call(
+                    "list",
+                    listPrefix,
+                    () -> storage.list(
+                            bucket,
+                            Storage.BlobListOption.prefix(prefix + listPrefix),
+                            Storage.BlobListOption.pageSize(LIST_PAGE))));
         }
 
         private void take(Page<Blob> next) throws IOException {
@@ -353,8 +365,10 @@ public final class GcsOrigin implements Origin {
     }
 
     private IOException noSuchBucket(Throwable cause) {
-        return new IOException("no such bucket: '" + bucket + "' (origin " + uri + "); check the bucket name and,"
-                + " for an emulator, the host", cause);
+        return new IOException(
+                "no such bucket: '" + bucket + "' (origin " + uri + "); check the bucket name and,"
+                        + " for an emulator, the host",
+                cause);
     }
 
     private static StorageException storageException(Throwable e) {
@@ -397,9 +411,11 @@ public final class GcsOrigin implements Origin {
         String tries = attempts.attempt() > 1 ? " " + attempts.summary() : "";
         StorageException s = storageException(e);
         if (s != null && (s.getCode() == 401 || s.getCode() == 403)) {
-            return new IOException(where + " was refused (" + s.getCode() + " " + s.getReason() + "): check the"
-                    + " credentials (Application Default Credentials unless set) and their permissions on bucket '"
-                    + bucket + "'", e);
+            return new IOException(
+                    where + " was refused (" + s.getCode() + " " + s.getReason() + "): check the"
+                            + " credentials (Application Default Credentials unless set) and their permissions on bucket '"
+                            + bucket + "'",
+                    e);
         }
         String status = s != null && s.getCode() > 0 ? "HTTP " + s.getCode() + ": " : "";
         return new IOException(where + " failed" + tries + ": " + status + e.getMessage(), e);
@@ -512,7 +528,9 @@ public final class GcsOrigin implements Origin {
             } catch (URISyntaxException e) {
                 parsed = null;
             }
-            if (parsed == null || parsed.getScheme() == null || parsed.getHost() == null
+            if (parsed == null
+                    || parsed.getScheme() == null
+                    || parsed.getHost() == null
                     || !(parsed.getScheme().equals("http") || parsed.getScheme().equals("https"))) {
                 throw new IllegalArgumentException("host: " + quote(host) + " (expected: an http or https URI with a"
                         + " host, e.g. http://127.0.0.1:9199)");
@@ -604,9 +622,12 @@ public final class GcsOrigin implements Origin {
             }
             int timeoutMillis = (int) Math.min(Integer.MAX_VALUE, requestTimeout.toMillis());
             var options = StorageOptions.http()
-                    .setRetrySettings(RetrySettings.newBuilder().setMaxAttempts(1).build()) // the origin retries
+                    .setRetrySettings(
+                            RetrySettings.newBuilder().setMaxAttempts(1).build()) // the origin retries
                     .setTransportOptions(HttpTransportOptions.newBuilder()
-                            .setConnectTimeout(timeoutMillis).setReadTimeout(timeoutMillis).build());
+                            .setConnectTimeout(timeoutMillis)
+                            .setReadTimeout(timeoutMillis)
+                            .build());
             if (projectId != null) {
                 options.setProjectId(projectId);
             }

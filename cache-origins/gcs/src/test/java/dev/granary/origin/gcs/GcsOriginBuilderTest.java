@@ -36,27 +36,37 @@ class GcsOriginBuilderTest {
         assertMentions(rejects(() -> GcsOrigin.builder().requestTimeout(Duration.ZERO)), "request timeout");
         assertMentions(rejects(() -> GcsOrigin.builder().projectId(" ")), "project id");
         assertMentions(rejects(() -> GcsOrigin.builder().credentials(null)), "credentials: null");
-        assertMentions(assertThrows(IllegalStateException.class, () -> GcsOrigin.builder().build()), "bucket: not set");
+        assertMentions(
+                assertThrows(
+                        IllegalStateException.class, () -> GcsOrigin.builder().build()),
+                "bucket: not set");
     }
 
     @Test
     void keysTheCacheCannotAddressAreRejectedBeforeAnyRequest() throws IOException {
-        try (GcsOrigin origin = GcsOrigin.builder().bucket("b-1")
-                .storage(LocalStorageHelper.customOptions(false).getService()).build()) {
-            assertMentions(rejects(() -> {
-                try {
-                    origin.stat("a/../../x");
-                } catch (IOException e) {
-                    throw new AssertionError(e);
-                }
-            }), "key: 'a/../../x'");
+        try (GcsOrigin origin = GcsOrigin.builder()
+                .bucket("b-1")
+                .storage(LocalStorageHelper.customOptions(false).getService())
+                .build()) {
+            assertMentions(
+                    rejects(() -> {
+                        try {
+                            origin.stat("a/../../x");
+                        } catch (IOException e) {
+                            throw new AssertionError(e);
+                        }
+                    }),
+                    "key: 'a/../../x'");
             assertEquals("gs://b-1/", origin.uri().toString());
         }
     }
 
     @Test
     void anEmulatorHostIsAccepted() throws IOException {
-        try (GcsOrigin origin = GcsOrigin.builder().bucket("b-1").host("http://127.0.0.1:9199").projectId("demo")
+        try (GcsOrigin origin = GcsOrigin.builder()
+                .bucket("b-1")
+                .host("http://127.0.0.1:9199")
+                .projectId("demo")
                 .build()) {
             assertEquals("gs://b-1/", origin.uri().toString());
         }

@@ -57,7 +57,11 @@ class GcsOriginContractTest extends OriginContractTest {
     protected Fixture createFixture() {
         Storage storage = LocalStorageHelper.customOptions(false).getService();
         write(storage, "rootless.txt", new byte[] {1});
-        GcsOrigin origin = GcsOrigin.builder().bucket(BUCKET).prefix("root/").storage(storage).build();
+        GcsOrigin origin = GcsOrigin.builder()
+                .bucket(BUCKET)
+                .prefix("root/")
+                .storage(storage)
+                .build();
         return new Fixture() {
             @Override
             public void put(String key, byte[] bytes) throws Exception {
@@ -78,7 +82,8 @@ class GcsOriginContractTest extends OriginContractTest {
 
     /** Writes through a WriteChannel, which is how the fake assigns generations. */
     private static void write(Storage storage, String name, byte[] bytes) {
-        try (WriteChannel writer = storage.writer(BlobInfo.newBuilder(BUCKET, name).build())) {
+        try (WriteChannel writer =
+                storage.writer(BlobInfo.newBuilder(BUCKET, name).build())) {
             writer.write(ByteBuffer.wrap(bytes));
         } catch (IOException e) {
             throw new UncheckedIOException(e);
@@ -101,9 +106,9 @@ class GcsOriginContractTest extends OriginContractTest {
     @Test
     void aVersionThatIsNotAGenerationIsRejected() throws Exception {
         fixture.put("g.bin", new byte[10]);
-        var e = assertThrows(IllegalArgumentException.class, () -> origin.read(
-                new ObjectInfo("g.bin", 10, "\"etag\""), 0,
-                MemorySegment.ofArray(new byte[10])));
+        var e = assertThrows(
+                IllegalArgumentException.class,
+                () -> origin.read(new ObjectInfo("g.bin", 10, "\"etag\""), 0, MemorySegment.ofArray(new byte[10])));
         assertTrue(e.getMessage().contains("expected: a GCS generation"), e.getMessage());
     }
 }

@@ -51,6 +51,7 @@ class GcsOriginFaultTest {
     private volatile boolean bucketGone;
     /** Until this System.nanoTime(), every get and reader fails as a refused connection does: the store is down. */
     private volatile long downUntil; // 0: up
+
     private final List<Long> seeks = new ArrayList<>();
     private GcsOrigin origin;
     private byte[] bytes;
@@ -60,25 +61,34 @@ class GcsOriginFaultTest {
         fake = LocalStorageHelper.customOptions(false).getService();
         bytes = new byte[300_000];
         new SplittableRandom(3).nextBytes(bytes);
-        try (WriteChannel writer = fake.writer(BlobInfo.newBuilder(BUCKET, "data/a.bin").build())) {
+        try (WriteChannel writer =
+                fake.writer(BlobInfo.newBuilder(BUCKET, "data/a.bin").build())) {
             writer.write(ByteBuffer.wrap(bytes));
         }
         origin = origin(4);
     }
 
     private GcsOrigin origin(int attempts) {
-        return GcsOrigin.builder().bucket(BUCKET).prefix("data").storage(faulty()).maxAttempts(attempts)
-                .retryBackoff(Duration.ofMillis(1)).build();
+        return GcsOrigin.builder()
+                .bucket(BUCKET)
+                .prefix("data")
+                .storage(faulty())
+                .maxAttempts(attempts)
+                .retryBackoff(Duration.ofMillis(1))
+                .build();
     }
 
     /** The fake behind a dynamic proxy that throws what it is told to, on get (stat), reader and list. */
     private Storage faulty() {
-        return (Storage) Proxy.newProxyInstance(Storage.class.getClassLoader(), new Class<?>[] {Storage.class},
-                (proxy, method, args) -> {
+        return (Storage) Proxy.newProxyInstance(
+                Storage.class.getClassLoader(), new Class<?>[] {Storage.class}, (proxy, method, args) -> {
                     String name = method.getName();
-                    if ((name.equals("get") || name.equals("reader")) && downUntil != 0
+                    if ((name.equals("get") || name.equals("reader"))
+                            && downUntil != 0
                             && System.nanoTime() - downUntil < 0) {
-                        throw new StorageException(0, "injected: the store is down",
+                        throw new StorageException(
+                                0,
+                                "injected: the store is down",
                                 new ConnectException("Connection refused (injected)"));
                     }
                     if ((name.equals("get") && failStats.getAndUpdate(n -> Math.max(0, n - 1)) > 0)
@@ -101,8 +111,8 @@ class GcsOriginFaultTest {
     /** A ReadChannel that records seeks and, once armed, breaks off after a number of bytes with an IOException. */
     private ReadChannel resetting(ReadChannel real) {
         long[] delivered = {0};
-        return (ReadChannel) Proxy.newProxyInstance(ReadChannel.class.getClassLoader(),
-                new Class<?>[] {ReadChannel.class}, (proxy, method, args) -> {
+        return (ReadChannel) Proxy.newProxyInstance(
+                ReadChannel.class.getClassLoader(), new Class<?>[] {ReadChannel.class}, (proxy, method, args) -> {
                     if (method.getName().equals("seek")) {
                         synchronized (seeks) {
                             seeks.add((Long) args[0]);
@@ -170,9 +180,12 @@ class GcsOriginFaultTest {
         ObjectInfo info = origin.stat("a.bin");
         try (GcsOrigin impatient = origin(3)) {
             failReaders.set(100);
-            IOException e = assertThrows(IOException.class,
-                    () -> impatient.read(info, 0, MemorySegment.ofArray(new byte[10])));
-            assertTrue(e.getMessage().contains("after 3 attempts") && e.getMessage().contains("503"), e.getMessage());
+            IOException e =
+                    assertThrows(IOException.class, () -> impatient.read(info, 0, MemorySegment.ofArray(new byte[10])));
+            assertTrue(
+                    e.getMessage().contains("after 3 attempts")
+                            && e.getMessage().contains("503"),
+                    e.getMessage());
             assertEquals(2, impatient.retries());
         }
     }
@@ -211,7 +224,11 @@ class GcsOriginFaultTest {
     @Test
     void withTheDefaultsAShortOutageIsRiddenOut() throws Exception {
         ObjectInfo info = origin.stat("a.bin");
-        try (GcsOrigin patient = GcsOrigin.builder().bucket(BUCKET).prefix("data").storage(faulty()).build()) {
+        try (GcsOrigin patient = GcsOrigin.builder()
+                .bucket(BUCKET)
+                .prefix("data")
+                .storage(faulty())
+                .build()) {
             long start = System.nanoTime();
             downUntil = start + Duration.ofSeconds(2).toNanos();
             byte[] out = new byte[bytes.length];
@@ -231,24 +248,30 @@ class GcsOriginFaultTest {
     @Test
     void aRequestGivenUpSaysHowManyAttemptsOverHowLong() throws Exception {
         ObjectInfo info = origin.stat("a.bin");
-        try (GcsOrigin brief = GcsOrigin.builder().bucket(BUCKET).prefix("data").storage(faulty())
-                .retryBudget(Duration.ofMillis(600)).build()) {
+        try (GcsOrigin brief = GcsOrigin.builder()
+                .bucket(BUCKET)
+                .prefix("data")
+                .storage(faulty())
+                .retryBudget(Duration.ofMillis(600))
+                .build()) {
             downUntil = System.nanoTime() + Duration.ofMinutes(5).toNanos();
             long start = System.nanoTime();
-            IOException e = assertThrows(IOException.class,
-                    () -> brief.read(info, 0, MemorySegment.ofArray(new byte[10])));
+            IOException e =
+                    assertThrows(IOException.class, () -> brief.read(info, 0, MemorySegment.ofArray(new byte[10])));
             double took = (System.nanoTime() - start) / 1e9;
             Matcher m = Pattern.compile("read of 'a\\.bin' in gs://faults/data/? failed"
-                    + " after (\\d+) attempts over (\\d+\\.\\d) s: injected: the store is down").matcher(e.getMessage());
+                            + " after (\\d+) attempts over (\\d+\\.\\d) s: injected: the store is down")
+                    .matcher(e.getMessage());
             assertTrue(m.matches(), e.getMessage());
             int attempts = Integer.parseInt(m.group(1));
             double over = Double.parseDouble(m.group(2));
             assertTrue(attempts >= 2, e.getMessage());
             assertEquals(attempts - 1, brief.retries(), "every attempt after the first is a counted retry");
-            assertTrue(over >= 0.6 && over <= took + 0.05, "the budget was used, and reported: " + over + " s of "
-                    + took + " s");
-            IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
-                    () -> GcsOrigin.builder().retryBudget(Duration.ofSeconds(-1)));
+            assertTrue(
+                    over >= 0.6 && over <= took + 0.05,
+                    "the budget was used, and reported: " + over + " s of " + took + " s");
+            IllegalArgumentException bad = assertThrows(
+                    IllegalArgumentException.class, () -> GcsOrigin.builder().retryBudget(Duration.ofSeconds(-1)));
             assertEquals("retry budget: PT-1S (expected: 0 .. 1 h)", bad.getMessage());
         } finally {
             downUntil = 0;

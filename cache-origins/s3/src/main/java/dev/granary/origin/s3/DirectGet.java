@@ -53,8 +53,8 @@ final class DirectGet {
     /** The encoded path up to the key: {@code /bucket/} in path style, {@code /} in virtual-hosted style. */
     private final String basePath;
 
-    private DirectGet(SdkHttpClient http, AwsCredentialsProvider credentials, Region region, URL base,
-            String basePath) {
+    private DirectGet(
+            SdkHttpClient http, AwsCredentialsProvider credentials, Region region, URL base, String basePath) {
         this.http = http;
         this.credentials = credentials;
         this.region = region.id();
@@ -90,8 +90,8 @@ final class DirectGet {
      *
      * @throws IllegalStateException if the URL the SDK makes has no recognisable key part
      */
-    static DirectGet create(S3Client s3, SdkHttpClient http, AwsCredentialsProvider credentials, Region region,
-            String bucket) {
+    static DirectGet create(
+            S3Client s3, SdkHttpClient http, AwsCredentialsProvider credentials, Region region, String bucket) {
         URL url = s3.utilities().getUrl(r -> r.bucket(bucket).key(PROBE_KEY));
         String path = url.getPath(); // as the SDK encoded it (URL does not decode)
         if (url.getQuery() != null || !path.endsWith("/" + PROBE_KEY)) {
@@ -116,6 +116,7 @@ final class DirectGet {
         long done;
         /** For a fault: what it was, for the retry message, and whether the store asked to slow down. */
         String detail;
+
         Exception failure;
         boolean throttled;
 
@@ -150,8 +151,16 @@ final class DirectGet {
      * @param done      how many bytes of {@code dst} hold data already; the body goes after them
      * @param chunk     a transfer buffer
      */
-    Attempt get(String s3Key, long from, long last, long objectSize, String ifMatch, String version,
-            MemorySegment dst, long done, byte[] chunk) {
+    Attempt get(
+            String s3Key,
+            long from,
+            long last,
+            long objectSize,
+            String ifMatch,
+            String version,
+            MemorySegment dst,
+            long done,
+            byte[] chunk) {
         Attempt attempt = new Attempt();
         attempt.done = done;
         SdkHttpRequest signed;
@@ -184,7 +193,8 @@ final class DirectGet {
         } catch (RuntimeException e) {
             return attempt.answer("cannot sign: " + e);
         }
-        ExecutableHttpRequest call = http.prepareRequest(HttpExecuteRequest.builder().request(signed).build());
+        ExecutableHttpRequest call =
+                http.prepareRequest(HttpExecuteRequest.builder().request(signed).build());
         HttpExecuteResponse response;
         try {
             response = call.call();
@@ -236,8 +246,8 @@ final class DirectGet {
     }
 
     /** {@return what in the response head differs from the request, or null}: the ETag, the range, the length */
-    private static String mismatch(SdkHttpResponse head, int status, long from, long last, long objectSize,
-            long expected, String version) {
+    private static String mismatch(
+            SdkHttpResponse head, int status, long from, long last, long objectSize, long expected, String version) {
         String etag = head.firstMatchingHeader("ETag").orElse(null);
         if (!version.equals(etag)) {
             return "ETag " + etag + " (expected: " + version + ")";

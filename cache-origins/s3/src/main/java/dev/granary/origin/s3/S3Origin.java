@@ -111,6 +111,7 @@ public final class S3Origin implements Origin {
     private final SdkHttpClient http;
     /** The ranged GET without the S3 client's pipeline (decision 0012), or null where it does not apply. */
     private final DirectGet direct;
+
     private final LongAdder directReads = new LongAdder();
     private final LongAdder directFallbacks = new LongAdder();
     private final String bucket;
@@ -125,9 +126,11 @@ public final class S3Origin implements Origin {
      * (allocated outside the TLAB and zeroed) was 14 % of the origin's CPU in a cold loader epoch (JFR).
      */
     private final ArrayBlockingQueue<byte[]> chunks;
+
     private static final int CHUNK = 64 * 1024;
     /** Set once any request proved the bucket exists: from then on a {@code 404} on HEAD means a missing key. */
     private volatile boolean bucketSeen;
+
     private volatile boolean closed;
 
     private S3Origin(Builder b, S3Client s3, boolean ownsClient, SdkHttpClient http, DirectGet direct) {
@@ -205,7 +208,8 @@ public final class S3Origin implements Origin {
     public ObjectInfo stat(String key) throws IOException {
         String s3Key = s3Key(key);
         try {
-            HeadObjectResponse head = call("HEAD", key, () -> s3.headObject(r -> r.bucket(bucket).key(s3Key)));
+            HeadObjectResponse head =
+                    call("HEAD", key, () -> s3.headObject(r -> r.bucket(bucket).key(s3Key)));
             bucketSeen = true;
             return new ObjectInfo(key, head.contentLength(), requireEtag(key, head.eTag()));
         } catch (S3Exception e) {
@@ -248,7 +252,8 @@ public final class S3Origin implements Origin {
                     }
                     // A counted attempt like any other; when it was the last one allowed, the S3 client's attempt
                     // follows at once instead, so that a request given up always ends with the S3 client's account.
-                    if (attempts.attempt() < retry.maxAttempts() && attempts.elapsed().compareTo(retry.budget()) < 0) {
+                    if (attempts.attempt() < retry.maxAttempts()
+                            && attempts.elapsed().compareTo(retry.budget()) < 0) {
                         attempts.backOff(first.detail, first.failure, first.throttled);
                     }
                 }
@@ -258,7 +263,8 @@ public final class S3Origin implements Origin {
             checkOpen();
             long from = position + done;
             String range = "bytes=" + from + "-" + (position + length - 1);
-            GetObjectRequest.Builder get = GetObjectRequest.builder().bucket(bucket).key(s3Key).range(range);
+            GetObjectRequest.Builder get =
+                    GetObjectRequest.builder().bucket(bucket).key(s3Key).range(range);
             if (ifMatch) {
                 get.ifMatch(object.version());
             }
@@ -285,8 +291,10 @@ public final class S3Origin implements Origin {
                 switch (e.statusCode()) {
                     case 412 -> throw new ObjectChangedException(uri, object.key(), object.version(), null, e);
                     case 404 -> throw missing(object.key(), e);
-                    case 416 -> throw (EOFException) new EOFException("read of '" + object.key() + "' in " + uri
-                            + " at " + from + " is past the end of the object (416 from S3)").initCause(e);
+                    case 416 ->
+                        throw (EOFException) new EOFException("read of '" + object.key() + "' in " + uri + " at " + from
+                                        + " is past the end of the object (416 from S3)")
+                                .initCause(e);
                     default -> {
                         if (!retryable(e)) {
                             throw failure("GET", object.key(), e, attempts);
@@ -325,8 +333,16 @@ public final class S3Origin implements Origin {
             chunk = new byte[CHUNK];
         }
         try {
-            return direct.get(s3Key, position, position + dst.byteSize() - 1, object.size(),
-                    ifMatch ? object.version() : null, object.version(), dst, 0, chunk);
+            return direct.get(
+                    s3Key,
+                    position,
+                    position + dst.byteSize() - 1,
+                    object.size(),
+                    ifMatch ? object.version() : null,
+                    object.version(),
+                    dst,
+                    0,
+                    chunk);
         } finally {
             chunks.offer(chunk); // bounded: a full pool drops it
         }
@@ -379,8 +395,8 @@ public final class S3Origin implements Origin {
                     chunks.offer(chunk); // bounded: a full pool drops it
                 }
                 if (done != length) {
-                    throw new IOException("GET of '" + object.key() + "' in " + uri + " ended after " + done
-                            + " of " + length + " bytes");
+                    throw new IOException("GET of '" + object.key() + "' in " + uri + " ended after " + done + " of "
+                            + length + " bytes");
                 }
                 if (body.read() != -1) {
                     throw new ProtocolException("GET of '" + object.key() + "' in " + uri + " sent more than the "
@@ -410,8 +426,8 @@ public final class S3Origin implements Origin {
             }
             Long contentLength = response.contentLength();
             if (contentLength != null && contentLength != expected) {
-                throw new ProtocolException("GET of '" + object.key() + "' in " + uri + " " + range
-                        + " answered " + contentLength + " bytes (expected: " + expected + ")");
+                throw new ProtocolException("GET of '" + object.key() + "' in " + uri + " " + range + " answered "
+                        + contentLength + " bytes (expected: " + expected + ")");
             }
         }
     }
@@ -441,10 +457,18 @@ public final class S3Origin implements Origin {
         String s3Key = s3Key(key);
         PutObjectResponse response;
         try {
-            response = call("PUT", key, () -> s3.putObject(r -> r.bucket(bucket).key(s3Key)
-                    .contentLength((long) bytes.length), RequestBody.fromBytes(bytes)));
+            response = call(
+                    "PUT",
+                    key,
+                    () -> s3.putObject(
+                            r -> r.bucket(bucket).key(s3Key).contentLength((long) bytes.length),
+                            RequestBody.fromBytes(bytes)));
         } catch (S3Exception e) {
-            if ("NoSuchBucket".equals(e.awsErrorDetails() == null ? null : e.awsErrorDetails().errorCode())) {
+            if ("NoSuchBucket"
+                    .equals(
+                            e.awsErrorDetails() == null
+                                    ? null
+                                    : e.awsErrorDetails().errorCode())) {
                 throw noSuchBucket(e);
             }
             throw failure("PUT", key, e);
@@ -462,8 +486,10 @@ public final class S3Origin implements Origin {
         checkOpen();
         Listing listing = new Listing(listPrefix);
         listing.fetch(); // the first page now: a missing bucket or bad credentials fail here, as IOException
-        return StreamSupport.stream(Spliterators.spliteratorUnknownSize(listing,
-                Spliterator.ORDERED | Spliterator.DISTINCT | Spliterator.NONNULL), false);
+        return StreamSupport.stream(
+                Spliterators.spliteratorUnknownSize(
+                        listing, Spliterator.ORDERED | Spliterator.DISTINCT | Spliterator.NONNULL),
+                false);
     }
 
     /** Pages through ListObjectsV2 one page at a time, each page fetched with the origin's retries. */
@@ -481,8 +507,11 @@ public final class S3Origin implements Origin {
             String token = continuation;
             ListObjectsV2Response response;
             try {
-                response = call("LIST", listPrefix, () -> s3.listObjectsV2(r -> r.bucket(bucket)
-                        .prefix(prefix + listPrefix).continuationToken(token)));
+                response = call(
+                        "LIST",
+                        listPrefix,
+                        () -> s3.listObjectsV2(r ->
+                                r.bucket(bucket).prefix(prefix + listPrefix).continuationToken(token)));
             } catch (S3Exception e) {
                 throw failure("LIST", listPrefix, e);
             }
@@ -555,8 +584,12 @@ public final class S3Origin implements Origin {
     static boolean retryable(S3Exception e) {
         int status = e.statusCode();
         String code = e.awsErrorDetails() == null ? null : e.awsErrorDetails().errorCode();
-        return status >= 500 || status == 429 || status == 408 || "SlowDown".equals(code)
-                || "RequestTimeout".equals(code) || "InternalError".equals(code);
+        return status >= 500
+                || status == 429
+                || status == 408
+                || "SlowDown".equals(code)
+                || "RequestTimeout".equals(code)
+                || "InternalError".equals(code);
     }
 
     /** A client-side failure is worth another attempt if the network failed (I/O, a timeout), not the setup. */
@@ -598,14 +631,17 @@ public final class S3Origin implements Origin {
     }
 
     private IOException noSuchBucket(Throwable cause) {
-        return new IOException("no such bucket: '" + bucket + "' (origin " + uri + "); check the bucket name"
-                + " and, for an S3-compatible store, the endpoint", cause);
+        return new IOException(
+                "no such bucket: '" + bucket + "' (origin " + uri + "); check the bucket name"
+                        + " and, for an S3-compatible store, the endpoint",
+                cause);
     }
 
     /** What a failed attempt said, for the message of a request given up after retries. */
     private static String detail(SdkException e) {
         if (e instanceof S3Exception s3e) {
-            String code = s3e.awsErrorDetails() == null ? null : s3e.awsErrorDetails().errorCode();
+            String code =
+                    s3e.awsErrorDetails() == null ? null : s3e.awsErrorDetails().errorCode();
             return "HTTP " + s3e.statusCode() + (code == null ? "" : " " + code) + ": " + s3e.getMessage();
         }
         return e.getMessage();
@@ -620,21 +656,28 @@ public final class S3Origin implements Origin {
         String where = what + " of '" + key + "' in " + uri;
         String tries = attempts != null && attempts.attempt() > 1 ? " " + attempts.summary() : "";
         if (e instanceof S3Exception s3e) {
-            String code = s3e.awsErrorDetails() == null ? null : s3e.awsErrorDetails().errorCode();
+            String code =
+                    s3e.awsErrorDetails() == null ? null : s3e.awsErrorDetails().errorCode();
             if ("NoSuchBucket".equals(code) || (what.equals("LIST") && s3e.statusCode() == 404)) {
                 return noSuchBucket(e);
             }
             if (s3e.statusCode() == 403) {
-                return new IOException(where + " was refused (403" + (code == null ? "" : " " + code) + "): check"
-                        + " the credentials (access key, secret, session token), their permissions on bucket '"
-                        + bucket + "', and the region", e);
+                return new IOException(
+                        where + " was refused (403" + (code == null ? "" : " " + code) + "): check"
+                                + " the credentials (access key, secret, session token), their permissions on bucket '"
+                                + bucket + "', and the region",
+                        e);
             }
             if (s3e.statusCode() == 301 || "PermanentRedirect".equals(code)) {
-                return new IOException(where + " failed: bucket '" + bucket + "' is in another region than the"
-                        + " one configured (301 PermanentRedirect); set S3Origin.builder().region(...)", e);
+                return new IOException(
+                        where + " failed: bucket '" + bucket + "' is in another region than the"
+                                + " one configured (301 PermanentRedirect); set S3Origin.builder().region(...)",
+                        e);
             }
-            return new IOException(where + " failed" + tries + ": HTTP " + s3e.statusCode()
-                    + (code == null ? "" : " " + code) + ": " + s3e.getMessage(), e);
+            return new IOException(
+                    where + " failed" + tries + ": HTTP " + s3e.statusCode() + (code == null ? "" : " " + code) + ": "
+                            + s3e.getMessage(),
+                    e);
         }
         return new IOException(where + " failed" + tries + ": " + e.getMessage(), e);
     }
@@ -782,8 +825,8 @@ public final class S3Origin implements Origin {
          */
         public Builder region(String region) {
             if (region == null || !REGION.matcher(region).matches()) {
-                throw new IllegalArgumentException("region: " + quote(region)
-                        + " (expected: a region name such as 'us-east-1')");
+                throw new IllegalArgumentException(
+                        "region: " + quote(region) + " (expected: a region name such as 'us-east-1')");
             }
             this.region = region;
             return this;
@@ -796,9 +839,13 @@ public final class S3Origin implements Origin {
          *                                  no query or fragment
          */
         public Builder endpoint(URI endpoint) {
-            if (endpoint == null || endpoint.getScheme() == null
-                    || !(endpoint.getScheme().equalsIgnoreCase("http") || endpoint.getScheme().equalsIgnoreCase("https"))
-                    || endpoint.getHost() == null || endpoint.getQuery() != null || endpoint.getFragment() != null) {
+            if (endpoint == null
+                    || endpoint.getScheme() == null
+                    || !(endpoint.getScheme().equalsIgnoreCase("http")
+                            || endpoint.getScheme().equalsIgnoreCase("https"))
+                    || endpoint.getHost() == null
+                    || endpoint.getQuery() != null
+                    || endpoint.getFragment() != null) {
                 throw new IllegalArgumentException("endpoint: " + endpoint + " (expected: an http or https URI with a"
                         + " host, e.g. http://127.0.0.1:9000)");
             }
@@ -921,7 +968,8 @@ public final class S3Origin implements Origin {
                 return new S3Origin(this, client, false, null, null);
             }
             Region resolved = resolveRegion();
-            AwsCredentialsProvider provider = credentials != null ? credentials
+            AwsCredentialsProvider provider = credentials != null
+                    ? credentials
                     : DefaultCredentialsProvider.builder().build();
             // ApacheHttpClient is deprecated in this SDK version; it is the client decision 0004 chose and measured.
             @SuppressWarnings("deprecation")
@@ -944,8 +992,10 @@ public final class S3Origin implements Origin {
                 try {
                     fast = DirectGet.create(s3, http, provider, resolved, bucket);
                 } catch (RuntimeException e) { // an endpoint setup the direct path does not know: the S3 client's
-                    LOG.log(System.Logger.Level.WARNING, "S3 origin over bucket '" + bucket + "': ranged GETs go"
-                            + " through the S3 client, the direct path does not apply: " + e);
+                    LOG.log(
+                            System.Logger.Level.WARNING,
+                            "S3 origin over bucket '" + bucket + "': ranged GETs go"
+                                    + " through the S3 client, the direct path does not apply: " + e);
                 }
             }
             return new S3Origin(this, s3, true, http, fast);
@@ -960,8 +1010,8 @@ public final class S3Origin implements Origin {
             if (value.equals("false")) {
                 return false;
             }
-            throw new IllegalArgumentException("system property " + DirectGet.PROPERTY + ": '" + value
-                    + "' (expected: true or false)");
+            throw new IllegalArgumentException(
+                    "system property " + DirectGet.PROPERTY + ": '" + value + "' (expected: true or false)");
         }
 
         private S3Client makeClient(Region resolved, AwsCredentialsProvider provider, SdkHttpClient http) {
@@ -993,8 +1043,10 @@ public final class S3Origin implements Origin {
             try {
                 return new DefaultAwsRegionProviderChain().getRegion();
             } catch (SdkClientException e) {
-                throw new IllegalStateException("region: not set and none found (AWS_REGION, aws.region,"
-                        + " ~/.aws/config, instance metadata) (expected: S3Origin.builder().region(\"us-east-1\"))", e);
+                throw new IllegalStateException(
+                        "region: not set and none found (AWS_REGION, aws.region,"
+                                + " ~/.aws/config, instance metadata) (expected: S3Origin.builder().region(\"us-east-1\"))",
+                        e);
             }
         }
 

@@ -41,7 +41,9 @@ class S3OriginBuilderTest {
             assertMentions(rejects(() -> S3Origin.builder().bucket(bad)), "bucket: '" + bad + "'", "expected");
         }
         assertMentions(rejects(() -> S3Origin.builder().bucket(null)), "bucket: null");
-        assertMentions(assertThrows(IllegalStateException.class, () -> S3Origin.builder().build()),
+        assertMentions(
+                assertThrows(
+                        IllegalStateException.class, () -> S3Origin.builder().build()),
                 "bucket: not set");
     }
 
@@ -50,8 +52,15 @@ class S3OriginBuilderTest {
         for (String bad : new String[] {"/abs", "a/../b", "a//b", "./a"}) {
             assertMentions(rejects(() -> S3Origin.builder().prefix(bad)), "prefix: '" + bad + "'");
         }
-        assertEquals("imagenet/", S3Origin.builder().bucket("b-1").prefix("imagenet").region("us-east-1")
-                .credentials(S3ProxyServer.credentials()).build().prefix());
+        assertEquals(
+                "imagenet/",
+                S3Origin.builder()
+                        .bucket("b-1")
+                        .prefix("imagenet")
+                        .region("us-east-1")
+                        .credentials(S3ProxyServer.credentials())
+                        .build()
+                        .prefix());
     }
 
     @Test
@@ -64,7 +73,9 @@ class S3OriginBuilderTest {
         assertMentions(rejects(() -> S3Origin.builder().maxConcurrency(-1)), "max concurrency: -1", "1..4096");
         assertMentions(rejects(() -> S3Origin.builder().maxConcurrency(0)), "max concurrency: 0");
         assertMentions(rejects(() -> S3Origin.builder().maxAttempts(0)), "max attempts: 0");
-        assertMentions(rejects(() -> S3Origin.builder().retryBudget(Duration.ofHours(2))), "retry budget: PT2H",
+        assertMentions(
+                rejects(() -> S3Origin.builder().retryBudget(Duration.ofHours(2))),
+                "retry budget: PT2H",
                 "expected: 0 .. 1 h");
         assertMentions(rejects(() -> S3Origin.builder().retryBudget(null)), "retry budget: null");
         assertMentions(rejects(() -> S3Origin.builder().requestTimeout(Duration.ZERO)), "request timeout: PT0S");
@@ -74,8 +85,11 @@ class S3OriginBuilderTest {
 
     @Test
     void keysTheCacheCannotAddressAreRejected() {
-        try (S3Origin origin = S3Origin.builder().bucket("b-1").region("us-east-1")
-                .credentials(S3ProxyServer.credentials()).build()) {
+        try (S3Origin origin = S3Origin.builder()
+                .bucket("b-1")
+                .region("us-east-1")
+                .credentials(S3ProxyServer.credentials())
+                .build()) {
             assertMentions(rejects(() -> stat(origin, "a/../../etc")), "key: 'a/../../etc'");
             assertMentions(rejects(() -> stat(origin, "/abs")), "key: '/abs'");
             assertMentions(rejects(() -> stat(origin, "dir/")), "key: 'dir/'");
@@ -95,12 +109,17 @@ class S3OriginBuilderTest {
     @Test
     void aBucketThatDoesNotExistIsNamedNotMistakenForAMissingKey() throws Exception {
         S3ProxyServer server = S3ProxyServer.shared();
-        try (S3Origin origin = S3Origin.builder().bucket("no-such-bucket").endpoint(server.endpoint())
-                .pathStyle(true).credentials(S3ProxyServer.credentials()).build()) {
+        try (S3Origin origin = S3Origin.builder()
+                .bucket("no-such-bucket")
+                .endpoint(server.endpoint())
+                .pathStyle(true)
+                .credentials(S3ProxyServer.credentials())
+                .build()) {
             IOException stat = assertThrows(IOException.class, () -> origin.stat("a.bin"));
             assertFalse(stat instanceof NoSuchObjectException, stat.toString());
             assertMentions(stat, "no such bucket: 'no-such-bucket'");
-            IOException read = assertThrows(IOException.class,
+            IOException read = assertThrows(
+                    IOException.class,
                     () -> origin.read(new ObjectInfo("a.bin", 10, "\"x\""), 0, MemorySegment.ofArray(new byte[10])));
             assertMentions(read, "no such bucket: 'no-such-bucket'");
             assertMentions(assertThrows(IOException.class, () -> origin.list("")), "no such bucket");
@@ -114,7 +133,10 @@ class S3OriginBuilderTest {
             client.createBucket(b -> b.bucket("creds"));
             client.putObject(b -> b.bucket("creds").key("a.bin"), RequestBody.fromBytes(new byte[10]));
         }
-        try (S3Origin origin = S3Origin.builder().bucket("creds").endpoint(server.endpoint()).pathStyle(true)
+        try (S3Origin origin = S3Origin.builder()
+                .bucket("creds")
+                .endpoint(server.endpoint())
+                .pathStyle(true)
                 .credentials(StaticCredentialsProvider.create(AwsBasicCredentials.create("wrong", "wrong")))
                 .build()) {
             IOException e = assertThrows(IOException.class, () -> origin.stat("a.bin"));
@@ -130,9 +152,14 @@ class S3OriginBuilderTest {
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             port = s.getLocalPort();
         } // closed: nothing listens there now
-        try (S3Origin origin = S3Origin.builder().bucket("b-1").endpoint(URI.create("http://127.0.0.1:" + port))
-                .pathStyle(true).credentials(S3ProxyServer.credentials()).maxAttempts(2)
-                .retryBackoff(Duration.ofMillis(1)).build()) {
+        try (S3Origin origin = S3Origin.builder()
+                .bucket("b-1")
+                .endpoint(URI.create("http://127.0.0.1:" + port))
+                .pathStyle(true)
+                .credentials(S3ProxyServer.credentials())
+                .maxAttempts(2)
+                .retryBackoff(Duration.ofMillis(1))
+                .build()) {
             IOException e = assertThrows(IOException.class, () -> origin.stat("a.bin"));
             assertMentions(e, "HEAD of 'a.bin' in s3://b-1/", "after 2 attempts");
             assertEquals(1, origin.retries());
@@ -141,8 +168,11 @@ class S3OriginBuilderTest {
 
     @Test
     void useAfterCloseIsAnIllegalState() {
-        S3Origin origin = S3Origin.builder().bucket("b-1").region("us-east-1")
-                .credentials(S3ProxyServer.credentials()).build();
+        S3Origin origin = S3Origin.builder()
+                .bucket("b-1")
+                .region("us-east-1")
+                .credentials(S3ProxyServer.credentials())
+                .build();
         origin.close();
         origin.close(); // idempotent
         assertMentions(assertThrows(IllegalStateException.class, () -> origin.stat("a")), "closed");

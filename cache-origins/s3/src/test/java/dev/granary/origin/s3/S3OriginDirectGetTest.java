@@ -86,8 +86,14 @@ class S3OriginDirectGetTest {
     }
 
     private S3Origin.Builder builder() {
-        return S3Origin.builder().bucket(bucket).prefix("root").endpoint(proxy.endpoint()).pathStyle(true)
-                .credentials(S3ProxyServer.credentials()).maxAttempts(5).retryBackoff(Duration.ofMillis(1));
+        return S3Origin.builder()
+                .bucket(bucket)
+                .prefix("root")
+                .endpoint(proxy.endpoint())
+                .pathStyle(true)
+                .credentials(S3ProxyServer.credentials())
+                .maxAttempts(5)
+                .retryBackoff(Duration.ofMillis(1));
     }
 
     private byte[] put(String key, int size, long seed) {
@@ -106,9 +112,17 @@ class S3OriginDirectGetTest {
     @Test
     void theDirectPathReadsTheSameBytesAsTheS3ClientForManyRangesAndKeys() throws Exception {
         int page = 16 * 1024;
-        String[] keys = {"plain.bin", "dir/sub dir/a+b=c&d.bin", "ünï/cödé/€ 1.bin", "tilde~star*(paren)!'.bin",
-            "percent%20and%2F.bin", "semi;colon:at@dollar$,comma.bin", "./dot/x.bin",
-            "question?hash#.bin", "caret^back`pipe|brace{}.bin"};
+        String[] keys = {
+            "plain.bin",
+            "dir/sub dir/a+b=c&d.bin",
+            "ünï/cödé/€ 1.bin",
+            "tilde~star*(paren)!'.bin",
+            "percent%20and%2F.bin",
+            "semi;colon:at@dollar$,comma.bin",
+            "./dot/x.bin",
+            "question?hash#.bin",
+            "caret^back`pipe|brace{}.bin"
+        };
         // Not "a//b": S3Proxy's filesystem backend refuses the S3 client's own PUT of it (signature mismatch).
         int[] sizes = {1, 4095, 64 * 1024, 64 * 1024 + 1, 5 * page + 123, 300_000, 16 * 1024, 1000, 70_000};
         int reads = 0;
@@ -196,8 +210,8 @@ class S3OriginDirectGetTest {
         put("changing.bin", 50_000, 3);
         byte[] out = new byte[50_000];
         Arrays.fill(out, (byte) 0x5A);
-        ObjectChangedException e = assertThrows(ObjectChangedException.class,
-                () -> direct.read(old, 0, MemorySegment.ofArray(out)));
+        ObjectChangedException e =
+                assertThrows(ObjectChangedException.class, () -> direct.read(old, 0, MemorySegment.ofArray(out)));
         assertEquals(old.version(), e.expectedVersion());
         assertTrue(allEqual(out, (byte) 0x5A), "nothing of the other version was written");
         assertEquals(1, direct.directFallbacks());
@@ -206,8 +220,8 @@ class S3OriginDirectGetTest {
         // Without If-Match the store serves the new version; the ETag check refuses its bytes on both paths.
         try (S3Origin unconditional = builder().ifMatch(false).build()) {
             assertTrue(unconditional.directGet());
-            ObjectChangedException refused = assertThrows(ObjectChangedException.class,
-                    () -> unconditional.read(old, 0, MemorySegment.ofArray(out)));
+            ObjectChangedException refused = assertThrows(
+                    ObjectChangedException.class, () -> unconditional.read(old, 0, MemorySegment.ofArray(out)));
             assertEquals(direct.stat("changing.bin").version(), refused.actualVersion());
             assertTrue(allEqual(out, (byte) 0x5A), "nothing of the other version was written");
             assertEquals(1, unconditional.directFallbacks());
@@ -217,7 +231,8 @@ class S3OriginDirectGetTest {
     @Test
     void aRangePastTheEndIsEofAsThroughTheS3Client() throws Exception {
         put("short.bin", 1000, 4);
-        ObjectInfo claimed = new ObjectInfo("short.bin", 5000, direct.stat("short.bin").version());
+        ObjectInfo claimed =
+                new ObjectInfo("short.bin", 5000, direct.stat("short.bin").version());
         EOFException viaDirect = assertThrows(EOFException.class, () -> read(direct, claimed, 2000, 100));
         EOFException viaSdk = assertThrows(EOFException.class, () -> read(sdk, claimed, 2000, 100));
         assertEquals(viaSdk.getMessage(), viaDirect.getMessage());
@@ -249,14 +264,22 @@ class S3OriginDirectGetTest {
         try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             port = probe.getLocalPort(); // closed again: nothing listens there
         }
-        try (S3Origin dead = S3Origin.builder().bucket(bucket).endpoint(URI.create("http://127.0.0.1:" + port))
-                .pathStyle(true).credentials(S3ProxyServer.credentials()).maxAttempts(3)
-                .retryBackoff(Duration.ofMillis(1)).requestTimeout(Duration.ofSeconds(2)).build()) {
+        try (S3Origin dead = S3Origin.builder()
+                .bucket(bucket)
+                .endpoint(URI.create("http://127.0.0.1:" + port))
+                .pathStyle(true)
+                .credentials(S3ProxyServer.credentials())
+                .maxAttempts(3)
+                .retryBackoff(Duration.ofMillis(1))
+                .requestTimeout(Duration.ofSeconds(2))
+                .build()) {
             assertTrue(dead.directGet());
             byte[] out = new byte[100];
-            IOException e = assertThrows(IOException.class,
+            IOException e = assertThrows(
+                    IOException.class,
                     () -> dead.read(new ObjectInfo("x.bin", 100, "\"e\""), 0, MemorySegment.ofArray(out)));
-            assertTrue(e.getMessage().startsWith("GET of 'x.bin' in s3://" + bucket + "/ failed after 3 attempts"),
+            assertTrue(
+                    e.getMessage().startsWith("GET of 'x.bin' in s3://" + bucket + "/ failed after 3 attempts"),
                     e.getMessage());
             assertTrue(e.getMessage().contains("refused") || e.getMessage().contains("Connect"), e.getMessage());
             assertEquals(1, dead.directFallbacks());
@@ -317,8 +340,11 @@ class S3OriginDirectGetTest {
                 S3Origin given = S3Origin.builder().bucket(bucket).client(own).build()) {
             assertFalse(given.directGet(), "a client passed in is used as it is");
         }
-        try (S3Origin express = S3Origin.builder().bucket("train--usw2-az1--x-s3").region("us-west-2")
-                .credentials(S3ProxyServer.credentials()).build()) {
+        try (S3Origin express = S3Origin.builder()
+                .bucket("train--usw2-az1--x-s3")
+                .region("us-west-2")
+                .credentials(S3ProxyServer.credentials())
+                .build()) {
             assertFalse(express.directGet(), "directory buckets keep the SDK's session handling");
         }
         String before = System.getProperty("granary.s3.directGet");
@@ -335,7 +361,8 @@ class S3OriginDirectGetTest {
                 assertTrue(on.directGet());
             }
             System.setProperty("granary.s3.directGet", "yes");
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> builder().build());
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, () -> builder().build());
             assertEquals("system property granary.s3.directGet: 'yes' (expected: true or false)", e.getMessage());
         } finally {
             if (before == null) {

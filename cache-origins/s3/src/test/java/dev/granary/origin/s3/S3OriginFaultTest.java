@@ -36,7 +36,6 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
 import software.amazon.awssdk.core.interceptor.Context;
 import software.amazon.awssdk.core.interceptor.ExecutionAttributes;
@@ -89,9 +88,15 @@ class S3OriginFaultTest {
     }
 
     private S3Origin origin(int attempts, Duration requestTimeout) {
-        return S3Origin.builder().bucket(BUCKET).endpoint(proxy.endpoint()).pathStyle(true)
-                .credentials(S3ProxyServer.credentials()).maxAttempts(attempts).requestTimeout(requestTimeout)
-                .retryBackoff(Duration.ofMillis(2)).build();
+        return S3Origin.builder()
+                .bucket(BUCKET)
+                .endpoint(proxy.endpoint())
+                .pathStyle(true)
+                .credentials(S3ProxyServer.credentials())
+                .maxAttempts(attempts)
+                .requestTimeout(requestTimeout)
+                .retryBackoff(Duration.ofMillis(2))
+                .build();
     }
 
     private static byte[] put(String key, int size, long seed) {
@@ -163,7 +168,8 @@ class S3OriginFaultTest {
         assertEquals(1, origin.retries());
         assertEquals(1, origin.directFallbacks(), "the direct GET broke off; the S3 client resumed it");
         long moved = proxy.responseBytes() - before;
-        assertTrue(moved < bytes.length + 100_000 - 10_000,
+        assertTrue(
+                moved < bytes.length + 100_000 - 10_000,
                 "the retry asks only for the bytes still missing; response bytes moved: " + moved);
     }
 
@@ -174,24 +180,30 @@ class S3OriginFaultTest {
         ObjectInfo info = origin.stat("killed.bin");
         proxy.bandwidth(1 << 20);
         try (S3Origin impatient = origin(3, Duration.ofSeconds(2))) {
-            CompletableFuture<byte[]> reading = CompletableFuture.supplyAsync(() -> {
-                byte[] out = new byte[bytes.length];
-                try {
-                    impatient.read(info, 0, MemorySegment.ofArray(out));
-                } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                }
-                return out;
-            }, task -> Thread.ofVirtual().start(task));
+            CompletableFuture<byte[]> reading = CompletableFuture.supplyAsync(
+                    () -> {
+                        byte[] out = new byte[bytes.length];
+                        try {
+                            impatient.read(info, 0, MemorySegment.ofArray(out));
+                        } catch (IOException e) {
+                            throw new UncheckedIOException(e);
+                        }
+                        return out;
+                    },
+                    task -> Thread.ofVirtual().start(task));
             long before = proxy.responseBytes();
             Await.until(() -> proxy.responseBytes() > before + 100_000, () -> "the read has started");
             server.kill();
             proxy.bandwidth(0); // what the dead server had sent goes through at once; then the body breaks off
-            ExecutionException failed = assertTimeoutPreemptively(Duration.ofSeconds(30),
-                    () -> assertThrows(ExecutionException.class, reading::get));
-            assertTrue(failed.getCause() instanceof UncheckedIOException, failed.getCause().toString());
+            ExecutionException failed = assertTimeoutPreemptively(
+                    Duration.ofSeconds(30), () -> assertThrows(ExecutionException.class, reading::get));
+            assertTrue(
+                    failed.getCause() instanceof UncheckedIOException,
+                    failed.getCause().toString());
             IOException cause = (IOException) failed.getCause().getCause();
-            assertTrue(cause.getMessage().contains("killed.bin") && cause.getMessage().contains("attempt"),
+            assertTrue(
+                    cause.getMessage().contains("killed.bin")
+                            && cause.getMessage().contains("attempt"),
                     cause.getMessage());
         } finally {
             proxy.heal();
@@ -210,12 +222,16 @@ class S3OriginFaultTest {
         ObjectInfo info = origin.stat("silent.bin");
         proxy.blackhole(true);
         try (S3Origin impatient = origin(2, Duration.ofMillis(500))) {
-            IOException read = assertTimeoutPreemptively(Duration.ofSeconds(20), () -> assertThrows(
-                    IOException.class, () -> impatient.read(info, 0, MemorySegment.ofArray(new byte[1000]))));
-            assertTrue(read.getMessage().contains("silent.bin") && read.getMessage().contains("2 attempt"),
+            IOException read = assertTimeoutPreemptively(
+                    Duration.ofSeconds(20),
+                    () -> assertThrows(
+                            IOException.class, () -> impatient.read(info, 0, MemorySegment.ofArray(new byte[1000]))));
+            assertTrue(
+                    read.getMessage().contains("silent.bin")
+                            && read.getMessage().contains("2 attempt"),
                     read.getMessage());
-            IOException stat = assertTimeoutPreemptively(Duration.ofSeconds(20),
-                    () -> assertThrows(IOException.class, () -> impatient.stat("silent.bin")));
+            IOException stat = assertTimeoutPreemptively(
+                    Duration.ofSeconds(20), () -> assertThrows(IOException.class, () -> impatient.stat("silent.bin")));
             assertTrue(stat.getMessage().contains("after 2 attempts"), stat.getMessage());
         }
     }
@@ -236,20 +252,27 @@ class S3OriginFaultTest {
         ObjectInfo old = origin.stat("ignored.bin");
         put("ignored.bin", 10_000, 12);
         // A gateway that drops If-Match: the header is removed before the request is signed and sent.
-        try (S3Client careless = S3Client.builder().endpointOverride(proxy.endpoint()).forcePathStyle(true)
-                .region(Region.US_EAST_1).credentialsProvider(S3ProxyServer.credentials())
-                .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry())
-                        .addExecutionInterceptor(new ExecutionInterceptor() {
-                            @Override
-                            public SdkHttpRequest modifyHttpRequest(Context.ModifyHttpRequest context,
-                                    ExecutionAttributes attributes) {
-                                return context.httpRequest().toBuilder().removeHeader("If-Match").build();
-                            }
-                        }))
-                .build();
-                S3Origin pinnedByEtagOnly = S3Origin.builder().bucket(BUCKET).client(careless).build()) {
-            ObjectChangedException e = assertThrows(ObjectChangedException.class, () -> pinnedByEtagOnly.read(old,
-                    0, MemorySegment.ofArray(new byte[10_000])));
+        try (S3Client careless = S3Client.builder()
+                        .endpointOverride(proxy.endpoint())
+                        .forcePathStyle(true)
+                        .region(Region.US_EAST_1)
+                        .credentialsProvider(S3ProxyServer.credentials())
+                        .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry())
+                                .addExecutionInterceptor(new ExecutionInterceptor() {
+                                    @Override
+                                    public SdkHttpRequest modifyHttpRequest(
+                                            Context.ModifyHttpRequest context, ExecutionAttributes attributes) {
+                                        return context.httpRequest().toBuilder()
+                                                .removeHeader("If-Match")
+                                                .build();
+                                    }
+                                }))
+                        .build();
+                S3Origin pinnedByEtagOnly =
+                        S3Origin.builder().bucket(BUCKET).client(careless).build()) {
+            ObjectChangedException e = assertThrows(
+                    ObjectChangedException.class,
+                    () -> pinnedByEtagOnly.read(old, 0, MemorySegment.ofArray(new byte[10_000])));
             assertEquals(old.version(), e.expectedVersion());
             assertEquals(origin.stat("ignored.bin").version(), e.actualVersion(), "the version actually served");
         }
@@ -258,15 +281,20 @@ class S3OriginFaultTest {
     @Test
     void withoutIfMatchTheResponseEtagStillPinsTheRead() throws Exception {
         byte[] first = put("etag-only.bin", 10_000, 13);
-        try (S3Origin etagOnly = S3Origin.builder().bucket(BUCKET).endpoint(proxy.endpoint()).pathStyle(true)
-                .credentials(S3ProxyServer.credentials()).ifMatch(false).build()) {
+        try (S3Origin etagOnly = S3Origin.builder()
+                .bucket(BUCKET)
+                .endpoint(proxy.endpoint())
+                .pathStyle(true)
+                .credentials(S3ProxyServer.credentials())
+                .ifMatch(false)
+                .build()) {
             ObjectInfo old = etagOnly.stat("etag-only.bin");
             byte[] out = new byte[10_000];
             etagOnly.read(old, 0, MemorySegment.ofArray(out));
             assertArrayEquals(first, out);
             put("etag-only.bin", 10_000, 14);
-            ObjectChangedException e = assertThrows(ObjectChangedException.class,
-                    () -> etagOnly.read(old, 0, MemorySegment.ofArray(new byte[10_000])));
+            ObjectChangedException e = assertThrows(
+                    ObjectChangedException.class, () -> etagOnly.read(old, 0, MemorySegment.ofArray(new byte[10_000])));
             assertEquals(etagOnly.stat("etag-only.bin").version(), e.actualVersion());
         }
     }
@@ -286,11 +314,14 @@ class S3OriginFaultTest {
             byte[] second = put("epoch/shard.bin", 20 * pageSize, 9);
             try (Lease whole = cache.read("epoch/shard.bin")) {
                 byte[] got = Bytes.toArray(whole.bytes());
-                assertTrue(Arrays.equals(got, second),
+                assertTrue(
+                        Arrays.equals(got, second),
                         "all bytes of the new version (the cache re-learned it after a 412), never a mix");
             }
             try (Lease again = cache.read("epoch/shard.bin", 0, pageSize)) {
-                Bytes.assertSame(Arrays.copyOf(second, pageSize), again.bytes(),
+                Bytes.assertSame(
+                        Arrays.copyOf(second, pageSize),
+                        again.bytes(),
                         "the old version's page is not served once the new version is known");
             }
         }
@@ -307,8 +338,12 @@ class S3OriginFaultTest {
         int objects = 16;
         byte[][] bytes = new byte[objects][];
         ObjectInfo[] infos = new ObjectInfo[objects];
-        try (S3Origin patient = S3Origin.builder().bucket(BUCKET).endpoint(proxy.endpoint()).pathStyle(true)
-                .credentials(S3ProxyServer.credentials()).build()) {
+        try (S3Origin patient = S3Origin.builder()
+                .bucket(BUCKET)
+                .endpoint(proxy.endpoint())
+                .pathStyle(true)
+                .credentials(S3ProxyServer.credentials())
+                .build()) {
             for (int i = 0; i < objects; i++) {
                 bytes[i] = put("outage/" + i + ".bin", 64 * 1024, 100 + i);
                 infos[i] = patient.stat("outage/" + i + ".bin");
@@ -316,21 +351,23 @@ class S3OriginFaultTest {
             AtomicInteger reads = new AtomicInteger();
             AtomicInteger readsAfterBack = new AtomicInteger();
             AtomicBoolean back = new AtomicBoolean();
-            CompletableFuture<Void> run = CompletableFuture.runAsync(() -> {
-                byte[] out = new byte[64 * 1024];
-                for (int i = 0; !back.get() || readsAfterBack.get() < 2 * objects; i++) {
-                    try {
-                        patient.read(infos[i % objects], 0, MemorySegment.ofArray(out));
-                    } catch (IOException e) {
-                        throw new UncheckedIOException("read " + i + " failed", e);
-                    }
-                    assertArrayEquals(bytes[i % objects], out, "read " + i);
-                    reads.incrementAndGet();
-                    if (back.get()) {
-                        readsAfterBack.incrementAndGet();
-                    }
-                }
-            }, task -> Thread.ofVirtual().start(task));
+            CompletableFuture<Void> run = CompletableFuture.runAsync(
+                    () -> {
+                        byte[] out = new byte[64 * 1024];
+                        for (int i = 0; !back.get() || readsAfterBack.get() < 2 * objects; i++) {
+                            try {
+                                patient.read(infos[i % objects], 0, MemorySegment.ofArray(out));
+                            } catch (IOException e) {
+                                throw new UncheckedIOException("read " + i + " failed", e);
+                            }
+                            assertArrayEquals(bytes[i % objects], out, "read " + i);
+                            reads.incrementAndGet();
+                            if (back.get()) {
+                                readsAfterBack.incrementAndGet();
+                            }
+                        }
+                    },
+                    task -> Thread.ofVirtual().start(task));
             Await.until(() -> reads.get() >= objects, () -> "the run has started: " + reads.get() + " reads");
             long down = System.nanoTime();
             try {
@@ -347,8 +384,10 @@ class S3OriginFaultTest {
             int readsBefore = reads.get();
             assertTimeoutPreemptively(Duration.ofSeconds(60), () -> run.get()); // a failed read fails here
             assertTrue(outage >= 2 && outage < 15, "an outage of a few seconds: " + outage + " s");
-            assertTrue(patient.retries() > 0, "the outage was waited out in retries: " + patient.retries()
-                    + " over an outage of " + outage + " s, " + readsBefore + " reads before it ended");
+            assertTrue(
+                    patient.retries() > 0,
+                    "the outage was waited out in retries: " + patient.retries() + " over an outage of " + outage
+                            + " s, " + readsBefore + " reads before it ended");
             assertTrue(reads.get() >= readsBefore + 2 * objects, "reads went on after the outage: " + reads.get());
         }
     }
@@ -357,24 +396,31 @@ class S3OriginFaultTest {
     @Test
     void aRequestGivenUpSaysHowManyAttemptsOverHowLong() throws Exception {
         put("budget.bin", 1000, 20);
-        try (S3Origin brief = S3Origin.builder().bucket(BUCKET).endpoint(proxy.endpoint()).pathStyle(true)
-                .credentials(S3ProxyServer.credentials()).retryBudget(Duration.ofMillis(800)).build()) {
+        try (S3Origin brief = S3Origin.builder()
+                .bucket(BUCKET)
+                .endpoint(proxy.endpoint())
+                .pathStyle(true)
+                .credentials(S3ProxyServer.credentials())
+                .retryBudget(Duration.ofMillis(800))
+                .build()) {
             ObjectInfo info = brief.stat("budget.bin");
             proxy.failNext(10_000);
             long start = System.nanoTime();
-            IOException e = assertThrows(IOException.class, () -> brief.read(info, 0, MemorySegment.ofArray(
-                    new byte[1000])));
+            IOException e =
+                    assertThrows(IOException.class, () -> brief.read(info, 0, MemorySegment.ofArray(new byte[1000])));
             double took = (System.nanoTime() - start) / 1e9;
             Matcher m = Pattern.compile("GET of 'budget\\.bin' in s3://faults/ failed"
-                    + " after (\\d+) attempts over (\\d+\\.\\d) s: HTTP 503 SlowDown: .*").matcher(e.getMessage());
+                            + " after (\\d+) attempts over (\\d+\\.\\d) s: HTTP 503 SlowDown: .*")
+                    .matcher(e.getMessage());
             assertTrue(m.matches(), e.getMessage());
             int attempts = Integer.parseInt(m.group(1));
             double over = Double.parseDouble(m.group(2));
             assertTrue(attempts >= 2, e.getMessage());
             assertEquals(attempts - 1, brief.retries(), "every attempt after the first is a counted retry");
             assertEquals(attempts, proxy.injectedFailures());
-            assertTrue(over >= 0.8 && over <= took + 0.05, "the budget was used, and reported: " + over + " s of "
-                    + took + " s");
+            assertTrue(
+                    over >= 0.8 && over <= took + 0.05,
+                    "the budget was used, and reported: " + over + " s of " + took + " s");
             proxy.heal();
         }
     }

@@ -42,8 +42,7 @@ public final class FaultProxy implements AutoCloseable {
     private volatile int failureStatus = 503;
     private volatile String failureCode = "SlowDown";
     private final AtomicLong resetAfter = new AtomicLong(-1);
-    private final AtomicReference<byte[]> cannedAnswer =
-            new AtomicReference<>();
+    private final AtomicReference<byte[]> cannedAnswer = new AtomicReference<>();
     private final AtomicInteger requests = new AtomicInteger();
     private final AtomicInteger injected = new AtomicInteger();
     private final AtomicInteger resets = new AtomicInteger();

@@ -143,17 +143,27 @@ public final class S3ProxyServer implements AutoCloseable {
                 candidate = probe.getLocalPort();
             }
             Path properties = dataDir.resolveSibling(dataDir.getFileName() + "-s3proxy.properties");
-            Files.writeString(properties, String.join("\n",
-                    "s3proxy.endpoint=http://127.0.0.1:" + candidate,
-                    "s3proxy.authorization=aws-v2-or-v4",
-                    "s3proxy.identity=" + IDENTITY,
-                    "s3proxy.credential=" + CREDENTIAL,
-                    "jclouds.provider=filesystem-nio2",
-                    "jclouds.filesystem.basedir=" + dataDir.toAbsolutePath(),
-                    ""));
+            Files.writeString(
+                    properties,
+                    String.join(
+                            "\n",
+                            "s3proxy.endpoint=http://127.0.0.1:" + candidate,
+                            "s3proxy.authorization=aws-v2-or-v4",
+                            "s3proxy.identity=" + IDENTITY,
+                            "s3proxy.credential=" + CREDENTIAL,
+                            "jclouds.provider=filesystem-nio2",
+                            "jclouds.filesystem.basedir=" + dataDir.toAbsolutePath(),
+                            ""));
             String java = ProcessHandle.current().info().command().orElse("java");
-            Process p = new ProcessBuilder(List.of(java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                    "-jar", jar.toString(), "--properties", properties.toString()))
+            Process p = new ProcessBuilder(List.of(
+                            java,
+                            "-Xmx256m",
+                            "-XX:+UseSerialGC",
+                            "-XX:TieredStopAtLevel=1",
+                            "-jar",
+                            jar.toString(),
+                            "--properties",
+                            properties.toString()))
                     .redirectErrorStream(true)
                     .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile()))
                     .start();
@@ -190,8 +200,8 @@ public final class S3ProxyServer implements AutoCloseable {
                 }
             }
         }
-        throw new IOException("S3Proxy did not listen on " + candidate + " within " + START_TIMEOUT + "; its output: "
-                + tail());
+        throw new IOException(
+                "S3Proxy did not listen on " + candidate + " within " + START_TIMEOUT + "; its output: " + tail());
     }
 
     private String tail() {
