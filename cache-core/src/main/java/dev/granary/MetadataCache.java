@@ -98,7 +98,7 @@ final class MetadataCache {
                 inflight.remove(key, mine);
             }
         }
-        return OriginFetcher.await(flight, deadlineNanos, () -> "the metadata of '" + key + "'");
+        return Deadlines.await(flight, deadlineNanos, () -> "the metadata of '" + key + "'");
     }
 
     private Known revalidate(String key, long deadlineNanos) throws IOException {

@@ -440,7 +440,7 @@ final class Prestage {
             }
             task.pending.incrementAndGet();
             task.fetching = true;
-            OriginFetcher.Flight flight;
+            PageFlights.Flight flight;
             try {
                 flight = cache.stageFetch(info, key, from);
             } catch (RuntimeException e) {

@@ -66,6 +66,9 @@ public final class TieredCache implements AutoCloseable {
     private final int pageSize;
     private final long readTimeoutNanos;
     private final OriginFetcher fetcher;
+    /** Concurrent misses on one page: one fill, on the fill threads. */
+    private final PageFlights pageFlights;
+
     private final MetadataCache metadata;
     private final LeaseTracker leases;
     /** The loaders' epochs: while one runs, fills go to one tier only and hits are not promoted. */
@@ -207,7 +210,7 @@ public final class TieredCache implements AutoCloseable {
         if (length == 0) {
             return Lease.empty(key, offset);
         }
-        OriginFetcher.Filler filler = keep ? k -> fill(object, k) : k -> load(object, new HeapPage(k));
+        PageFlights.Filler filler = keep ? k -> fill(object, k) : k -> load(object, new HeapPage(k));
         try {
             return extent(object, offset, length, filler);
         } catch (ObjectChangedException e) {
@@ -223,7 +226,7 @@ public final class TieredCache implements AutoCloseable {
      * one of them is held (what {@link #prestage} staged, or what {@link #read} cached); else read from the origin by
      * {@code filler} as one unit. See docs/decisions/0008-staged-pages-serve-extents.md.
      */
-    private Lease extent(ObjectInfo info, long offset, int length, OriginFetcher.Filler filler) throws IOException {
+    private Lease extent(ObjectInfo info, long offset, int length, PageFlights.Filler filler) throws IOException {
         PageKey unit = extentKey(info, offset, length);
         Page page = lookup(unit);
         if (page == null) {
@@ -662,7 +665,7 @@ public final class TieredCache implements AutoCloseable {
     }
 
     /** Starts (or joins) the fill of a page into the staging tiers; the caller releases the flight's page. */
-    OriginFetcher.Flight stageFetch(ObjectInfo info, PageKey key, int from) {
+    PageFlights.Flight stageFetch(ObjectInfo info, PageKey key, int from) {
         ensureOpen();
         return fetcher.fetch(
                 key,
@@ -778,6 +781,7 @@ public final class TieredCache implements AutoCloseable {
         closed = true;
         leases.warnIfOpen(originUri);
         epochs.cacheClosed();
+        pageFlights.close();
         fetcher.close();
         if (carryOnClose) {
             carryDown();
@@ -932,14 +936,14 @@ public final class TieredCache implements AutoCloseable {
     private Page[] pages(ObjectInfo info, long first, long last) throws IOException {
         int n = (int) (last - first + 1);
         Page[] pages = new Page[n];
-        OriginFetcher.Flight[] flights = new OriginFetcher.Flight[n];
+        PageFlights.Flight[] flights = new PageFlights.Flight[n];
         for (int i = 0; i < n; i++) {
             PageKey key = pageKey(info, first + i);
             pages[i] = lookup(key);
             if (pages[i] == null) {
                 ReadAccount.missed();
                 epochs.missed();
-                flights[i] = fetcher.fetch(key, this::recheck, k -> fill(info, k));
+                flights[i] = pageFlights.fetch(key, this::recheck, k -> fill(info, k));
             }
         }
         // The clock starts when there is something to wait for: hits never read it.
@@ -951,7 +955,7 @@ public final class TieredCache implements AutoCloseable {
                     deadline = deadline();
                 }
                 if (flights[i] != null) {
-                    pages[i] = OriginFetcher.await(flights[i], deadline, describe(info, first + i));
+                    pages[i] = Deadlines.await(flights[i], deadline, describe(info, first + i));
                 }
             }
             return pages;
@@ -959,7 +963,7 @@ public final class TieredCache implements AutoCloseable {
             // Pages before the failed one are ours; from it on, flights are abandoned and looked-up pages released.
             for (int j = 0; j < n; j++) {
                 if (j >= i && flights[j] != null) {
-                    OriginFetcher.abandon(flights[j]);
+                    PageFlights.abandon(flights[j]);
                 } else if (pages[j] != null) {
                     pages[j].release();
                 }
@@ -999,18 +1003,18 @@ public final class TieredCache implements AutoCloseable {
     }
 
     /** A page, looked up from tier {@code fromTier} down, else made by {@code filler} on a fill's thread. */
-    private Page page(ObjectInfo info, PageKey key, int fromTier, OriginFetcher.Filler filler) throws IOException {
+    private Page page(ObjectInfo info, PageKey key, int fromTier, PageFlights.Filler filler) throws IOException {
         Page page = lookup(key, fromTier, false);
         if (page != null) {
             return page;
         }
         ReadAccount.missed();
         epochs.missed();
-        OriginFetcher.Flight flight = fetcher.fetch(key, this::recheck, filler);
+        PageFlights.Flight flight = pageFlights.fetch(key, this::recheck, filler);
         try {
-            return OriginFetcher.await(flight, deadline(), describe(info, key.offset() / pageSize));
+            return Deadlines.await(flight, deadline(), describe(info, key.offset() / pageSize));
         } catch (IOException | RuntimeException | Error e) {
-            OriginFetcher.abandon(flight);
+            PageFlights.abandon(flight);
             throw e;
         }
     }
@@ -1083,7 +1087,7 @@ public final class TieredCache implements AutoCloseable {
 
     /**
      * Fills a page from the origin: into memory the first willing tier allocates (no extra copy), else into a heap
-     * page of its own; then offers it to every tier. Runs on a fill thread (OriginFetcher). With a
+     * page of its own; then offers it to every tier. Runs on a fill thread (FillThreads). With a
      * {@linkplain Tier#shared() shared} tier (a disk directory other processes use), the fill first asks it whether
      * another process is reading the same page, and takes that one's page instead of reading the origin; else it
      * claims the page and puts it into the shared tier before the claim ends.

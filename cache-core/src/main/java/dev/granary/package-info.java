@@ -15,7 +15,10 @@
  * object, other {@link java.io.IOException}s for failing or silent origins.
  *
  * <p>Inside, the read path is: {@code TieredCache} (page math, tier lookups, fills) → {@code MetadataCache} (versions
- * and their TTL, single-flight stats, stale-if-error) → {@code OriginFetcher} (virtual threads, the concurrency
- * limit, timeouts, single-flight page fills) → the origin; {@code LeaseTracker} counts leases and finds leaks.
+ * and their TTL, single-flight stats, stale-if-error) → {@code OriginFetcher} (each request metered, data reads
+ * bounded by the concurrency limit, metadata requests on virtual threads) → the origin. A page miss goes through
+ * {@code PageFlights} (one fill per page however many readers miss it), which runs fills on {@code FillThreads}; every
+ * wait for the origin is bounded by the read timeout ({@code Deadlines}). {@code LeaseTracker} counts leases and finds
+ * leaks.
  */
 package dev.granary;

@@ -10,7 +10,10 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.SplittableRandom;
 
-/** Real files with random bytes in a directory, remembered so tests can compare what the cache returns. */
+/**
+ * Real files with random bytes in a directory, remembered so tests can compare what the cache returns. Thread-safe: tests
+ * replace objects from origin callbacks, which run on several fill threads at once.
+ */
 public final class Dataset {
 
     private final Path root;
@@ -27,14 +30,14 @@ public final class Dataset {
     }
 
     /** Writes a file of {@code size} random bytes under {@code key}; replaces it if it exists (a new inode). */
-    public byte[] put(String key, int size) {
+    public synchronized byte[] put(String key, int size) {
         byte[] bytes = new byte[size];
         random.nextBytes(bytes);
         put(key, bytes);
         return bytes;
     }
 
-    public void put(String key, byte[] bytes) {
+    public synchronized void put(String key, byte[] bytes) {
         try {
             Path file = root.resolve(key);
             Files.createDirectories(file.getParent());
@@ -47,7 +50,7 @@ public final class Dataset {
         }
     }
 
-    public void delete(String key) {
+    public synchronized void delete(String key) {
         try {
             Files.delete(root.resolve(key));
             objects.remove(key);
@@ -56,7 +59,7 @@ public final class Dataset {
         }
     }
 
-    public byte[] bytes(String key) {
+    public synchronized byte[] bytes(String key) {
         byte[] bytes = objects.get(key);
         if (bytes == null) {
             throw new IllegalArgumentException("no such test object: " + key);

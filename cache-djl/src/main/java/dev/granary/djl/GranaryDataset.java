@@ -12,8 +12,6 @@ import dev.granary.loader.Decoder;
 import dev.granary.loader.Epoch;
 import dev.granary.loader.LoaderState;
 import dev.granary.loader.LoaderStats;
-import dev.granary.loader.Partitioning;
-import dev.granary.loader.Shuffle;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -30,7 +28,7 @@ import java.util.function.Consumer;
  *
  * {@snippet :
  * try (GranaryDataset train = GranaryDataset.builder(shards, sample -> decode(sample))
- *         .batchSize(64).shuffle(42L).shard(rank, worldSize)
+ *         .loader(options -> options.batchSize(64).shuffle(42L).shard(rank, worldSize))
  *         .data(new Shape(784), DataType.FLOAT32, (image, slot) -> writePixels(image, slot))
  *         .label(new Shape(), DataType.FLOAT32, (image, slot) -> slot.set(ValueLayout.JAVA_FLOAT, 0, image.label()))
  *         .build()) {
@@ -292,8 +290,10 @@ public final class GranaryDataset implements ai.djl.training.dataset.Dataset, Au
     }
 
     /**
-     * Configures a {@link GranaryDataset}: the loader's main options, the arrays of a batch, and the loader's other
-     * options through {@link #loader(Consumer)}. Every setter validates its argument at once. Not thread-safe.
+     * Configures a {@link GranaryDataset}: the arrays of a batch here ({@link #data}, {@link #label}), and every option
+     * of the loader — batch size, shuffle, shard, workers, prefetch, … — on the loader's own builder through
+     * {@link #loader(Consumer)}, their one home (docs/decisions/0020-one-home-per-option.md). Every setter validates
+     * its argument at once. Not thread-safe.
      *
      * @param <T> the decoded type
      */
@@ -302,92 +302,9 @@ public final class GranaryDataset implements ai.djl.training.dataset.Dataset, Au
         private final DataLoader.Builder<T> options;
         private final List<BatchLayout.Declared<T>> data = new ArrayList<>();
         private final List<BatchLayout.Declared<T>> labels = new ArrayList<>();
-        private int batchSize = 32;
 
         private Builder(dev.granary.loader.Dataset samples, Decoder<T> decoder) {
-            this.options = DataLoader.builder(samples, decoder).batchSize(batchSize);
-        }
-
-        /**
-         * Sets the number of samples per batch. Default 32.
-         *
-         * @param size {@code >= 1}
-         * @return this builder
-         * @throws IllegalArgumentException if less than 1
-         */
-        public Builder<T> batchSize(int size) {
-            options.batchSize(size);
-            this.batchSize = size;
-            return this;
-        }
-
-        /**
-         * Shuffles every epoch with a permutation derived from {@code (seed, epoch)}, the same on every machine.
-         * Default: sequential.
-         *
-         * @param seed any value
-         * @return this builder
-         */
-        public Builder<T> shuffle(long seed) {
-            options.shuffle(seed);
-            return this;
-        }
-
-        /**
-         * Sets how every epoch is ordered: {@code Shuffle.samples(seed)} (as {@link #shuffle(long)}),
-         * {@code Shuffle.shardBlocks(seed, k)} — shards permuted, samples shuffled within blocks of {@code k} shards,
-         * each shard read whole in large parts (a {@code WebDataset} only) — or {@code Shuffle.none()}.
-         *
-         * @param shuffle the order
-         * @return this builder
-         * @throws IllegalArgumentException if null
-         */
-        public Builder<T> shuffle(Shuffle shuffle) {
-            options.shuffle(shuffle);
-            return this;
-        }
-
-        /**
-         * Makes this dataset rank {@code rank} of {@code worldSize}: it yields its disjoint part of every epoch (one
-         * rank per process: per GPU, or per node). Default: rank 0 of 1.
-         *
-         * @param rank      {@code 0 <= rank < worldSize}
-         * @param worldSize {@code >= 1}
-         * @return this builder
-         * @throws IllegalArgumentException if out of range
-         */
-        public Builder<T> shard(int rank, int worldSize) {
-            options.shard(rank, worldSize);
-            return this;
-        }
-
-        /**
-         * Makes this dataset rank {@code rank} of {@code worldSize}, split as {@code partitioning} says:
-         * {@code Partitioning.STABLE} keeps each rank's (each node's) part across epochs, reshuffled within it, so a
-         * node's cache keeps hitting; {@code Partitioning.PER_EPOCH} is {@link #shard(int, int)}.
-         *
-         * @param rank         {@code 0 <= rank < worldSize}
-         * @param worldSize    {@code >= 1}
-         * @param partitioning how epochs are split between ranks
-         * @return this builder
-         * @throws IllegalArgumentException if out of range or null
-         */
-        public Builder<T> shard(int rank, int worldSize, Partitioning partitioning) {
-            options.shard(rank, worldSize, partitioning);
-            return this;
-        }
-
-        /**
-         * Sets how many consecutive ranks share one node and its cache (under {@code Partitioning.STABLE} they share
-         * the node's part). Must divide the world size. Default 1.
-         *
-         * @param ranks {@code >= 1}
-         * @return this builder
-         * @throws IllegalArgumentException if less than 1
-         */
-        public Builder<T> ranksPerNode(int ranks) {
-            options.ranksPerNode(ranks);
-            return this;
+            this.options = DataLoader.builder(samples, decoder);
         }
 
         /**
@@ -423,22 +340,40 @@ public final class GranaryDataset implements ai.djl.training.dataset.Dataset, Au
         }
 
         /**
-         * Sets the loader's other options: {@code workers}, {@code prefetch}, {@code readAhead},
-         * {@code maxBytesInFlight}, {@code dropLast}, {@code skipFailedSamples}, {@code pinnedStaging},
-         * {@code driveCache}. Applied now, to the loader's builder, which validates each at once. The batch size is
-         * this builder's ({@link #batchSize(int)}: it sizes the staging buffers), and the staging buffers are the
-         * dataset's own: {@code staging(...)} here is replaced.
+         * Sets the loader's options on the loader's own builder, {@link DataLoader.Builder}, with its defaults: the
+         * batch size (default 32), the order ({@code shuffle}), this rank's part ({@code shard}, {@code ranksPerNode}),
+         * {@code workers}, {@code prefetch}, {@code dropLast}, {@code skipFailedSamples}, {@code pinnedStaging}, and
+         * every other option the loader has or gains. Applied now, to the loader's builder, which validates each at
+         * once; calls add up, the last setting of an option wins. Only the staging buffers are the dataset's own — it
+         * sizes them from the batch size and the declared arrays, and fills them — so {@code staging(...)} is refused.
+         *
+         * {@snippet :
+         * GranaryDataset.builder(samples, decoder)
+         *         .loader(options -> options.batchSize(64).shuffle(42L).shard(rank, worldSize).workers(8))
+         *         .data(new Shape(784), DataType.FLOAT32, writer)
+         *         .build();
+         * }
+         *
+         * <p>The function may be a {@code Consumer<DataLoader.Builder<?>>}, shared with other loaders' builders (the
+         * DL4J adapter's {@code loader(...)} takes the same).
          *
          * @param configure sets options on the loader's builder
          * @return this builder
-         * @throws IllegalArgumentException if null, or if it sets an option out of range
+         * @throws IllegalArgumentException if null, if it sets an option out of range, or if it sets staging buffers
          */
-        public Builder<T> loader(Consumer<DataLoader.Builder<T>> configure) {
+        public Builder<T> loader(Consumer<? super DataLoader.Builder<T>> configure) {
             if (configure == null) {
                 throw new IllegalArgumentException("loader options: null (expected: a function that sets options on"
-                        + " the DataLoader.Builder, such as options -> options.workers(8))");
+                        + " the DataLoader.Builder, such as options -> options.batchSize(64).workers(8))");
             }
+            long staging = options.options().stagingBytes();
             configure.accept(options);
+            long set = options.options().stagingBytes();
+            if (set != staging) {
+                throw new IllegalArgumentException("staging: " + set + " bytes per batch, set through loader(...)"
+                        + " (expected: no staging(...): the dataset sizes its staging buffers from the batch size and"
+                        + " its arrays, and fills them; pinnedStaging(true) page-locks them)");
+            }
             return this;
         }
 
@@ -447,8 +382,7 @@ public final class GranaryDataset implements ai.djl.training.dataset.Dataset, Au
          *
          * @return a new dataset; close it
          * @throws IllegalArgumentException if no data array was declared, a batch's array is larger than a
-         *                                  {@code ByteBuffer} holds, {@link #loader(Consumer)} changed the batch
-         *                                  size, or the loader's builder refuses its options
+         *                                  {@code ByteBuffer} holds, or the loader's builder refuses its options
          */
         public GranaryDataset build() {
             if (data.isEmpty()) {
@@ -465,6 +399,10 @@ public final class GranaryDataset implements ai.djl.training.dataset.Dataset, Au
                         + " (expected: " + batchSize + ", this builder's batchSize(...), which sizes the staging"
                         + " buffers: set it there)");
             }
+            BatchLayout<T> layout =
+                    new BatchLayout<>(data, labels, options.options().batchSize());
+            DataLoader<T> loader =
+                    options.staging(layout.bytesPerBatch(), layout).build();
             return new GranaryDataset(loader, layout);
         }
 

@@ -72,7 +72,6 @@ class AdapterOverheadTest {
                                 new Shape(),
                                 DataType.FLOAT32,
                                 (image, slot) -> slot.set(ValueLayout.JAVA_FLOAT, 0, image.label()))
-                        .loader(options -> options.workers(4).prefetch(8))
                         .build();
                 NDManager manager = NDManager.newBaseManager()) {
             djlEpoch(dataset, manager); // warms the cache (from S3) and the JIT

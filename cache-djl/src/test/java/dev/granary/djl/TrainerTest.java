@@ -57,7 +57,7 @@ class TrainerTest {
 
     private static GranaryDataset dataset(Dataset samples, boolean shuffle) {
         GranaryDataset.Builder<DjlFixture.Item> builder = GranaryDataset.builder(samples, DjlFixture::decode)
-                .batchSize(8)
+                .loader(options -> options.batchSize(8))
                 .data(new Shape(2), DataType.FLOAT32, (item, slot) -> {
                     slot.setAtIndex(ValueLayout.JAVA_FLOAT, 0, item.index() % 2);
                     slot.setAtIndex(ValueLayout.JAVA_FLOAT, 1, 1 - item.index() % 2);

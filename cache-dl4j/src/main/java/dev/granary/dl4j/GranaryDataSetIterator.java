@@ -9,10 +9,8 @@ import dev.granary.loader.Decoder;
 import dev.granary.loader.Epoch;
 import dev.granary.loader.LoaderState;
 import dev.granary.loader.LoaderStats;
-import dev.granary.loader.Partitioning;
 import dev.granary.loader.Sample;
 import dev.granary.loader.SampleException;
-import dev.granary.loader.Shuffle;
 import java.io.NotSerializableException;
 import java.io.ObjectInputStream;
 import java.io.ObjectOutputStream;
@@ -44,7 +42,7 @@ import org.nd4j.linalg.factory.Nd4j;
  * {@snippet :
  * try (GranaryDataSetIterator train = GranaryDataSetIterator.builder(dataset, encoder)
  *         .features(784).labels(10)
- *         .batchSize(64).shuffle(42L).shard(rank, worldSize).workers(4).prefetch(4)
+ *         .loader(options -> options.batchSize(64).shuffle(42L).shard(rank, worldSize).workers(4).prefetch(4))
  *         .preProcessor(new ImagePreProcessingScaler(0, 1))
  *         .build()) {
  *     net.fit(train, 2);                       // two epochs: DL4J calls reset() between them
@@ -124,7 +122,7 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
         this.featureShape = b.featureShape;
         this.columns = b.columns;
         this.outcomes = b.outcomes;
-        this.batchSize = b.batchSize;
+        this.batchSize = loader.options().batchSize();
         this.labelNames = b.labelNames;
         this.preProcessor = b.preProcessor;
         open(firstEpoch);
@@ -358,6 +356,11 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
         }
     }
 
+    /** The loader, for tests in this package. */
+    DataLoader<?> loader() {
+        return loader;
+    }
+
     @Override
     public String toString() {
         return "GranaryDataSetIterator[" + loader + ", epoch " + epochNumber + ", features "
@@ -458,9 +461,10 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
 
     /**
      * Configures a {@link GranaryDataSetIterator}. {@link #features(int)} (or {@link #featureShape(long...)}) and
-     * {@link #labels(int)} are required; every setter validates its argument at once. The loader's options are
-     * {@link DataLoader.Builder}'s own: the common ones have setters here, the others are set through
-     * {@link #loader(Consumer)}, so the iterator offers every option the loader has. Not thread-safe.
+     * {@link #labels(int)} are required; every setter validates its argument at once. The loader's options — batch
+     * size, shuffle, shard, workers, prefetch, … — have one home, the loader's own builder, reached through
+     * {@link #loader(Consumer)}, so the iterator offers every option the loader has
+     * (docs/decisions/0020-one-home-per-option.md). Not thread-safe.
      */
     public static final class Builder {
 
@@ -474,7 +478,6 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
         private int columns;
         private int outcomes;
         private List<String> labelNames;
-        private int batchSize = 32;
         private DataSetPreProcessor preProcessor;
         private LoaderState resume;
 
@@ -564,139 +567,42 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
         }
 
         /**
-         * Sets the number of examples per batch. Default 32.
+         * Sets the loader's options on the loader's own builder, {@link DataLoader.Builder}, with its defaults: the
+         * batch size (default 32; {@link GranaryDataSetIterator#batch()}), the order ({@code shuffle}; default
+         * sequential, as for evaluation), this rank's part ({@code shard}, {@code ranksPerNode}), {@code workers} (the
+         * threads that run the encoder and collate batches), {@code prefetch}, {@code dropLast},
+         * {@code readAhead}, {@code maxBytesInFlight}, {@code skipFailedSamples}, {@code pinnedStaging}, and every
+         * other option the loader has or gains. Applied now, to the loader's builder, which validates each at once;
+         * calls add up, the last setting of an option wins. Only the staging buffers are the iterator's own — it sizes
+         * them from the batch size and the row, and fills them — so {@code staging(...)} is refused.
          *
-         * @param size {@code >= 1}
-         * @return this builder
-         * @throws IllegalArgumentException if less than 1
-         */
-        public Builder batchSize(int size) {
-            options.batchSize(size);
-            this.batchSize = size;
-            return this;
-        }
-
-        /**
-         * Shuffles every epoch: epoch {@code e} is the permutation the loader derives from {@code (seed, e)}, the same
-         * on every machine. Default: sequential (dataset order), as for evaluation.
+         * {@snippet :
+         * GranaryDataSetIterator.builder(dataset, encoder)
+         *         .features(784).labels(10)
+         *         .loader(options -> options.batchSize(64).shuffle(42L).shard(rank, worldSize).workers(4))
+         *         .build();
+         * }
          *
-         * @param seed any value
-         * @return this builder
-         */
-        public Builder shuffle(long seed) {
-            options.shuffle(seed);
-            return this;
-        }
-
-        /**
-         * Sets how every epoch is ordered: {@code Shuffle.samples(seed)} (as {@link #shuffle(long)}),
-         * {@code Shuffle.shardBlocks(seed, k)} — shards permuted, samples shuffled within blocks of {@code k} shards,
-         * each shard read whole in large parts (a {@code WebDataset} only) — or {@code Shuffle.none()}.
+         * <p>The function may be a {@code Consumer<DataLoader.Builder<?>>}, shared with other loaders' builders (the
+         * DJL adapter's {@code loader(...)} takes the same).
          *
-         * @param shuffle the order
+         * @param configure sets options on the loader's builder
          * @return this builder
-         * @throws IllegalArgumentException if null
-         */
-        public Builder shuffle(Shuffle shuffle) {
-            options.shuffle(shuffle);
-            return this;
-        }
-
-        /**
-         * Makes this iterator rank {@code rank} of {@code worldSize}: it yields its disjoint part of every epoch, of
-         * {@code ceil(N / worldSize)} samples (padded by repeating at most {@code worldSize - 1} samples, so every rank
-         * runs the same number of steps). Default: rank 0 of 1.
-         *
-         * @param rank      {@code 0 <= rank < worldSize}
-         * @param worldSize {@code >= 1}
-         * @return this builder
-         * @throws IllegalArgumentException if out of range
-         */
-        public Builder shard(int rank, int worldSize) {
-            options.shard(rank, worldSize);
-            return this;
-        }
-
-        /**
-         * Makes this iterator rank {@code rank} of {@code worldSize}, split as {@code partitioning} says:
-         * {@code Partitioning.STABLE} keeps each rank's (each node's) part across epochs, reshuffled within it, so a
-         * node's cache keeps hitting; {@code Partitioning.PER_EPOCH} is {@link #shard(int, int)}.
-         *
-         * @param rank         {@code 0 <= rank < worldSize}
-         * @param worldSize    {@code >= 1}
-         * @param partitioning how epochs are split between ranks
-         * @return this builder
-         * @throws IllegalArgumentException if out of range or null
-         */
-        public Builder shard(int rank, int worldSize, Partitioning partitioning) {
-            options.shard(rank, worldSize, partitioning);
-            return this;
-        }
-
-        /**
-         * Sets how many consecutive ranks share one node and its cache (under {@code Partitioning.STABLE} they share
-         * the node's part). Must divide the world size. Default 1.
-         *
-         * @param ranks {@code >= 1}
-         * @return this builder
-         * @throws IllegalArgumentException if less than 1
-         */
-        public Builder ranksPerNode(int ranks) {
-            options.ranksPerNode(ranks);
-            return this;
-        }
-
-        /**
-         * Sets the number of threads that run the encoder and collate batches. Default: the available processors.
-         *
-         * @param threads in {@code [1, 1024]}
-         * @return this builder
-         * @throws IllegalArgumentException if out of range
-         */
-        public Builder workers(int threads) {
-            options.workers(threads);
-            return this;
-        }
-
-        /**
-         * Sets how many batches are read and encoded ahead of the trainer. Default 4.
-         *
-         * @param batches in {@code [1, 1024]}
-         * @return this builder
-         * @throws IllegalArgumentException if out of range
-         */
-        public Builder prefetch(int batches) {
-            options.prefetch(batches);
-            return this;
-        }
-
-        /**
-         * Drops the last batch of each epoch if it is smaller than the batch size. Default {@code false}.
-         *
-         * @param drop whether to drop it
-         * @return this builder
-         */
-        public Builder dropLast(boolean drop) {
-            options.dropLast(drop);
-            return this;
-        }
-
-        /**
-         * Sets the loader's other options — {@code readAhead}, {@code maxBytesInFlight}, {@code skipFailedSamples},
-         * {@code pinnedStaging}, {@code driveCache}, and any the loader gains — on its own builder, which validates
-         * each at once. The batch size and the staging buffers are this iterator's: {@code batchSize(...)} and
-         * {@code staging(...)} set there are refused by {@link #build()} or replaced.
-         *
-         * @param configure sets options on the loader's builder, such as {@code options -> options.readAhead(256)}
-         * @return this builder
-         * @throws IllegalArgumentException if null, or if it sets an option out of range
+         * @throws IllegalArgumentException if null, if it sets an option out of range, or if it sets staging buffers
          */
         public Builder loader(Consumer<? super DataLoader.Builder<?>> configure) {
             if (configure == null) {
                 throw new IllegalArgumentException("loader options: null (expected: a function that sets options on"
-                        + " the DataLoader.Builder, such as options -> options.readAhead(256))");
+                        + " the DataLoader.Builder, such as options -> options.batchSize(64).workers(4))");
             }
+            long staging = options.options().stagingBytes();
             configure.accept(options);
+            long set = options.options().stagingBytes();
+            if (set != staging) {
+                throw new IllegalArgumentException("staging: " + set + " bytes per batch, set through loader(...)"
+                        + " (expected: no staging(...): the iterator sizes its staging buffers from the batch size and"
+                        + " the row, and fills them; pinnedStaging(true) page-locks them)");
+            }
             return this;
         }
 
@@ -752,6 +658,7 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
                 throw new IllegalArgumentException("label names: " + labelNames.size() + " names (expected: " + outcomes
                         + ", one per label column)");
             }
+            int batchSize = options.options().batchSize();
             long rowBytes = ((long) columns + outcomes) * Float.BYTES;
             if ((long) columns * Float.BYTES > (Integer.MAX_VALUE - 8) / batchSize
                     || (long) outcomes * Float.BYTES > (Integer.MAX_VALUE - 8) / batchSize) {

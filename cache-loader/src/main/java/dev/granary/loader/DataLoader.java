@@ -119,6 +119,7 @@ public final class DataLoader<T> implements AutoCloseable {
     private static final Cleaner CLEANER = Cleaner.create();
 
     private final LoaderSettings<T> settings;
+    private final LoaderOptions options;
     private final LoaderCounters counters;
     private final Dataset dataset;
     private final Sampler sampler;
@@ -193,6 +194,14 @@ public final class DataLoader<T> implements AutoCloseable {
     /** {@return what epochs of this loader read with (tests: the resolved defaults)} */
     LoaderSettings<T> settings() {
         return settings;
+    }
+
+    /**
+     * {@return the options this loader was built with}, as its builder held them ({@link Builder#options()}): for
+     * code that wraps a loader, such as a framework adapter, and for checking a configuration
+     */
+    public LoaderOptions options() {
+        return options;
     }
 
     /**
@@ -1016,6 +1025,35 @@ public final class DataLoader<T> implements AutoCloseable {
         public Builder<T> starvationListener(Consumer<Starvation> listener) {
             this.starvationListener = listener;
             return this;
+        }
+
+        /**
+         * {@return the options set so far}: one component per setter of this builder, a snapshot that later calls do
+         * not change (see {@link LoaderOptions} for the defaults)
+         */
+        public LoaderOptions options() {
+            return new LoaderOptions(
+                    batchSize,
+                    shuffle,
+                    rank,
+                    worldSize,
+                    partitioning,
+                    ranksPerNode,
+                    canonicalPartitions,
+                    workers,
+                    prefetch,
+                    readAhead,
+                    maxBytesInFlight,
+                    streamShards,
+                    partSize,
+                    dropLast,
+                    skipFailed,
+                    stagingBytes,
+                    pinnedStaging,
+                    drive,
+                    starvationThreshold,
+                    starvationWindow,
+                    starvationListener);
         }
 
         /**

@@ -21,6 +21,7 @@ import dev.granary.TieredCache;
 import dev.granary.djl.GranaryDataset;
 import dev.granary.loader.LoaderState;
 import dev.granary.loader.Sample;
+import dev.granary.loader.Shuffle;
 import dev.granary.loader.WebDataset;
 import dev.granary.origin.gcs.GcsOrigin;
 import dev.granary.origin.posix.PosixOrigin;
@@ -124,8 +125,7 @@ public final class FashionMnistMlp {
                 .shard(rank, worldSize) // this rank's disjoint part of every epoch
                 .data(new Shape(784), DataType.FLOAT32, FashionMnistMlp::pixels)
                 .label(new Shape(), DataType.FLOAT32, FashionMnistMlp::label)
-                .loader(options -> options.workers(4).prefetch(8));
-        return shuffle ? builder.shuffle(42L).build() : builder.build();
+                .build();
     }
 
     /** Runs on the loader's workers; the sample's buffers are valid only during the call, so it copies the pixels. */

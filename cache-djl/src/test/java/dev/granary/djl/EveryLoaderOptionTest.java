@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+package dev.granary.djl;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.granary.TieredCache;
+import dev.granary.loader.Dataset;
+import dev.granary.loader.testkit.LoaderOptionCases;
+import dev.granary.testkit.LeakCheck;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Every option of the loader reaches the dataset's loader through {@link GranaryDataset.Builder#loader}, its one way
+ * in (docs/decisions/0020-one-home-per-option.md). The options are {@code DataLoader.Builder}'s setters, enumerated
+ * by reflection ({@link LoaderOptionCases}), each set to a value other than its default; the dataset's loader must
+ * have it as a loader built directly does. An option the loader gains is enumerated too, and fails here until it
+ * reaches the dataset — or is added to {@link #THE_DATASETS_OWN}, refused with a reason.
+ */
+class EveryLoaderOptionTest {
+
+    /** The options the dataset keeps for itself, refused through {@code loader(...)}: it sizes and fills its staging. */
+    private static final Set<String> THE_DATASETS_OWN = Set.of("staging");
+
+    @RegisterExtension
+    final LeakCheck leaks = new LeakCheck();
+
+    @TempDir
+    Path root;
+
+    @Test
+    void everyLoaderOptionReachesTheDatasetsLoader() throws IOException {
+        DjlFixture.writeSamples(root, 24);
+        try (TieredCache cache = DjlFixture.cache(leaks, root)) {
+            Dataset samples = Dataset.ofObjects(cache, "train/");
+            List<LoaderOptionCases.Case> cases = LoaderOptionCases.all(samples);
+            assertEquals(LoaderOptionCases.setters().size(), cases.size(), "one case per option");
+            for (LoaderOptionCases.Case option : cases) {
+                GranaryDataset.Builder<DjlFixture.Item> builder =
+                        DjlFixture.builder(samples).loader(LoaderOptionCases.BASE);
+                if (THE_DATASETS_OWN.contains(option.name())) {
+                    IllegalArgumentException e = assertThrows(
+                            IllegalArgumentException.class, () -> builder.loader(option::apply), option.toString());
+                    assertTrue(e.getMessage().startsWith(option.name() + ": "), e.getMessage());
+                    continue;
+                }
+                try (GranaryDataset dataset = builder.loader(option::apply).build()) {
+                    option.assertReached(dataset.loader().options(), "a GranaryDataset");
+                }
+            }
+        }
+    }
+}
