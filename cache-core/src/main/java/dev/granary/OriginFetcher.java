@@ -31,13 +31,6 @@ final class OriginFetcher implements AutoCloseable {
 
     private final Origin origin;
     private final URI originUri;
-    /** The most platform threads one cache's fills use, whatever an origin's concurrency limit says. */
-    static final int MAX_FILL_THREADS = 1024;
-
-    private static final int IDLE_SECONDS = 30;
-
-    /** Runs fills: a bounded platform-thread pool, or a virtual thread per fill ({@code granary.fillThreads}). */
-    private final ExecutorService fills;
     /** Runs metadata requests: a virtual thread each. */
     private final ExecutorService executor;
 
@@ -55,20 +48,6 @@ final class OriginFetcher implements AutoCloseable {
                 Thread.ofVirtual().name("granary-origin-", 0).factory());
         this.maxConcurrency = origin.maxConcurrency();
         this.permits = new Semaphore(maxConcurrency);
-        if ("virtual".equals(System.getProperty("granary.fillThreads"))) {
-            this.fills = executor;
-        } else {
-            int threads = Math.max(1, Math.min(maxConcurrency, MAX_FILL_THREADS));
-            ThreadPoolExecutor pool = new ThreadPoolExecutor(
-                    threads,
-                    threads,
-                    IDLE_SECONDS,
-                    TimeUnit.SECONDS,
-                    new LinkedBlockingQueue<>(),
-                    Thread.ofPlatform().daemon().name("granary-fill-", 0).factory());
-            pool.allowCoreThreadTimeOut(true);
-            this.fills = pool;
-        }
     }
 
     URI originUri() {
@@ -130,46 +109,6 @@ final class OriginFetcher implements AutoCloseable {
         } catch (IOException | UncheckedIOException e) {
             errors.increment();
             throw e;
-        }
-    }
-
-    /** Gives up on a flight: its page, if it ever arrives, is released rather than used. */
-    static void abandon(Flight flight) {
-        var _ = flight.thenAccept(Page::release); // fire and forget: nobody waits for an abandoned flight
-    }
-
-    /**
-     * Waits for a result until the deadline, unwrapping failures to the exception the origin threw.
-     *
-     * @throws IOException after the deadline, naming what was awaited and the origin
-     */
-    static <T> T await(CompletableFuture<T> future, long deadlineNanos, Supplier<String> what) throws IOException {
-        try {
-            long remaining = deadlineNanos - System.nanoTime();
-            return future.get(Math.max(0, remaining), TimeUnit.NANOSECONDS);
-        } catch (TimeoutException e) {
-            throw new IOException(
-                    "timed out waiting for " + what.get()
-                            + " from the origin (the cache's readTimeout elapsed; is the origin reachable?)",
-                    e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new InterruptedIOException("interrupted waiting for " + what.get() + " from the origin");
-        } catch (ExecutionException e) {
-            throw rethrow(e.getCause());
-        }
-    }
-
-    private static IOException rethrow(Throwable cause) {
-        switch (cause) {
-            case IOException io -> {
-                return io;
-            }
-            case RuntimeException re -> throw re;
-            case Error err -> throw err;
-            default -> {
-                return new IOException(cause);
-            }
         }
     }
 

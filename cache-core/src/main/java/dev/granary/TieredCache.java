@@ -93,6 +93,7 @@ public final class TieredCache implements AutoCloseable {
         this.pageSize = b.pageSize;
         this.readTimeoutNanos = b.readTimeout.toNanos();
         this.fetcher = new OriginFetcher(origin);
+        this.pageFlights = new PageFlights(originId, new FillThreads(origin.maxConcurrency()));
         this.metadata =
                 new MetadataCache(fetcher, b.metadataTtl.toNanos(), b.metadataCapacity, b.ticker, readTimeoutNanos);
         this.leases = new LeaseTracker(b.leakDetection);
@@ -667,7 +668,7 @@ public final class TieredCache implements AutoCloseable {
     /** Starts (or joins) the fill of a page into the staging tiers; the caller releases the flight's page. */
     PageFlights.Flight stageFetch(ObjectInfo info, PageKey key, int from) {
         ensureOpen();
-        return fetcher.fetch(
+        return pageFlights.fetch(
                 key,
                 k -> {
                     for (int i = from; i < tiers.length; i++) {

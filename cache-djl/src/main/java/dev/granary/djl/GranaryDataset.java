@@ -389,16 +389,6 @@ public final class GranaryDataset implements ai.djl.training.dataset.Dataset, Au
                 throw new IllegalArgumentException(
                         "data arrays: none (expected: at least one data(shape, type," + " writer))");
             }
-            BatchLayout<T> layout = new BatchLayout<>(data, labels, batchSize);
-            DataLoader<T> loader =
-                    options.staging(layout.bytesPerBatch(), layout).build();
-            int loaderBatch = loader.state().batchSize();
-            if (loaderBatch != batchSize) {
-                loader.close();
-                throw new IllegalArgumentException("batch size: " + loaderBatch + ", set through loader(...)"
-                        + " (expected: " + batchSize + ", this builder's batchSize(...), which sizes the staging"
-                        + " buffers: set it there)");
-            }
             BatchLayout<T> layout =
                     new BatchLayout<>(data, labels, options.options().batchSize());
             DataLoader<T> loader =

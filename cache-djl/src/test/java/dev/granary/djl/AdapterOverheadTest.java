@@ -60,8 +60,8 @@ class AdapterOverheadTest {
         try (TieredCache cache = data.cache(leaks);
                 GranaryDataset dataset = GranaryDataset.builder(
                                 WebDataset.of(cache, data.trainShards()), AdapterOverheadTest::decode)
-                        .batchSize(64)
-                        .shuffle(42L)
+                        .loader(options ->
+                                options.batchSize(64).shuffle(42L).workers(4).prefetch(8))
                         .data(new Shape(784), DataType.FLOAT32, (image, slot) -> {
                             byte[] pixels = image.pixels();
                             for (int i = 0; i < pixels.length; i++) {

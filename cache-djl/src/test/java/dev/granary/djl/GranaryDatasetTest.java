@@ -125,8 +125,7 @@ class GranaryDatasetTest {
     void successiveGetDataCallsAreSuccessiveEpochsInSamplerOrder() throws IOException {
         try (TieredCache cache = DjlFixture.cache(leaks, root);
                 GranaryDataset dataset = DjlFixture.builder(Dataset.ofObjects(cache, "train/"))
-                        .batchSize(BATCH)
-                        .shuffle(SEED)
+                        .loader(options -> options.batchSize(BATCH).shuffle(SEED))
                         .build()) {
             Sampler sampler = Sampler.shuffled(N, SEED);
             for (int e = 0; e < 2; e++) {
@@ -161,9 +160,7 @@ class GranaryDatasetTest {
         List<Batch> kept = new ArrayList<>();
         try (TieredCache cache = DjlFixture.cache(leaks, root)) {
             try (GranaryDataset dataset = DjlFixture.builder(Dataset.ofObjects(cache, "train/"))
-                    .batchSize(BATCH)
-                    .shuffle(SEED)
-                    .loader(options -> options.prefetch(1))
+                    .loader(options -> options.batchSize(BATCH).shuffle(SEED).prefetch(1))
                     .build()) {
                 // Hold every batch of two epochs: with prefetch 1 the loader has 3 staging buffers, so later batches
                 // are collated into the buffers of earlier ones while those are still held.
@@ -190,8 +187,7 @@ class GranaryDatasetTest {
             Dataset samples = Dataset.ofObjects(cache, "train/");
             Function<Long, int[]> firstEpoch = seed -> {
                 try (GranaryDataset dataset = DjlFixture.builder(samples)
-                        .batchSize(BATCH)
-                        .shuffle(seed)
+                        .loader(options -> options.batchSize(BATCH).shuffle(seed))
                         .build()) {
                     return epoch(dataset, manager);
                 }
@@ -210,11 +206,10 @@ class GranaryDatasetTest {
         try (TieredCache cache = DjlFixture.cache(leaks, root)) {
             Dataset samples = Dataset.ofObjects(cache, "train/");
             Set<Integer> all = new HashSet<>();
-            for (int rank = 0; rank < worldSize; rank++) {
+            for (int r = 0; r < worldSize; r++) {
+                int rank = r; // for the lambda
                 try (GranaryDataset dataset = DjlFixture.builder(samples)
-                        .batchSize(4)
-                        .shuffle(SEED)
-                        .shard(rank, worldSize)
+                        .loader(options -> options.batchSize(4).shuffle(SEED).shard(rank, worldSize))
                         .build()) {
                     epoch(dataset, manager); // epoch 0
                     int[] part = epoch(dataset, manager); // epoch 1
@@ -235,8 +230,9 @@ class GranaryDatasetTest {
         try (TieredCache cache = DjlFixture.cache(leaks, root)) {
             Dataset samples = Dataset.ofObjects(cache, "train/");
             List<int[]> reference = new ArrayList<>();
-            try (GranaryDataset dataset =
-                    DjlFixture.builder(samples).batchSize(BATCH).shuffle(SEED).build()) {
+            try (GranaryDataset dataset = DjlFixture.builder(samples)
+                    .loader(options -> options.batchSize(BATCH).shuffle(SEED))
+                    .build()) {
                 for (int e = 0; e < 2; e++) {
                     for (Batch batch : dataset.getData(manager)) {
                         reference.add(check(batch).indices());
@@ -244,8 +240,9 @@ class GranaryDatasetTest {
                 }
             }
             String checkpoint;
-            try (GranaryDataset dataset =
-                    DjlFixture.builder(samples).batchSize(BATCH).shuffle(SEED).build()) {
+            try (GranaryDataset dataset = DjlFixture.builder(samples)
+                    .loader(options -> options.batchSize(BATCH).shuffle(SEED))
+                    .build()) {
                 Iterator<Batch> it = dataset.getData(manager).iterator();
                 for (int b = 0; b < 3; b++) {
                     assertArrayEquals(reference.get(b), check(it.next()).indices());
@@ -254,8 +251,9 @@ class GranaryDatasetTest {
                 checkpoint = dataset.state().encode();
             }
             assertEquals(new LoaderState(0, 3, N, BATCH, false, true, SEED, 0, 1), LoaderState.decode(checkpoint));
-            try (GranaryDataset dataset =
-                    DjlFixture.builder(samples).batchSize(BATCH).shuffle(SEED).build()) {
+            try (GranaryDataset dataset = DjlFixture.builder(samples)
+                    .loader(options -> options.batchSize(BATCH).shuffle(SEED))
+                    .build()) {
                 dataset.resume(LoaderState.decode(checkpoint));
                 List<int[]> rest = new ArrayList<>();
                 for (int e = 0; e < 2; e++) {
@@ -270,8 +268,7 @@ class GranaryDatasetTest {
                 assertEquals(new LoaderState(2, 0, N, BATCH, false, true, SEED, 0, 1), dataset.state());
             }
             try (GranaryDataset other = DjlFixture.builder(samples)
-                    .batchSize(BATCH)
-                    .shuffle(SEED + 1)
+                    .loader(options -> options.batchSize(BATCH).shuffle(SEED + 1))
                     .build()) {
                 IllegalArgumentException e = assertThrows(
                         IllegalArgumentException.class, () -> other.resume(LoaderState.decode(checkpoint)));
@@ -286,9 +283,9 @@ class GranaryDatasetTest {
             Dataset samples = Dataset.ofObjects(cache, "train/");
             List<int[]> reference = new ArrayList<>();
             try (GranaryDataset dataset = DjlFixture.builder(samples)
-                    .batchSize(BATCH)
-                    .shuffle(Shuffle.samples(SEED))
-                    .shard(1, 2, Partitioning.STABLE)
+                    .loader(options -> options.batchSize(BATCH)
+                            .shuffle(Shuffle.samples(SEED))
+                            .shard(1, 2, Partitioning.STABLE))
                     .build()) {
                 for (int e = 0; e < 2; e++) {
                     for (Batch batch : dataset.getData(manager)) {
@@ -298,9 +295,9 @@ class GranaryDatasetTest {
             }
             String checkpoint;
             try (GranaryDataset dataset = DjlFixture.builder(samples)
-                    .batchSize(BATCH)
-                    .shuffle(Shuffle.samples(SEED))
-                    .shard(1, 2, Partitioning.STABLE)
+                    .loader(options -> options.batchSize(BATCH)
+                            .shuffle(Shuffle.samples(SEED))
+                            .shard(1, 2, Partitioning.STABLE))
                     .build()) {
                 Iterator<Batch> it = dataset.getData(manager).iterator();
                 assertArrayEquals(reference.get(0), check(it.next()).indices());
@@ -312,9 +309,9 @@ class GranaryDatasetTest {
                 checkpoint = state.encode();
             }
             try (GranaryDataset dataset = DjlFixture.builder(samples)
-                    .batchSize(BATCH)
-                    .shuffle(Shuffle.samples(SEED))
-                    .shard(1, 2, Partitioning.STABLE)
+                    .loader(options -> options.batchSize(BATCH)
+                            .shuffle(Shuffle.samples(SEED))
+                            .shard(1, 2, Partitioning.STABLE))
                     .build()) {
                 dataset.resume(LoaderState.decode(checkpoint));
                 List<int[]> rest = new ArrayList<>();
@@ -329,9 +326,9 @@ class GranaryDatasetTest {
                 }
             }
             try (GranaryDataset perEpoch = DjlFixture.builder(samples)
-                    .batchSize(BATCH)
-                    .shuffle(Shuffle.samples(SEED))
-                    .shard(1, 2)
+                    .loader(options -> options.batchSize(BATCH)
+                            .shuffle(Shuffle.samples(SEED))
+                            .shard(1, 2))
                     .build()) {
                 assertThrows(
                         IllegalArgumentException.class,
@@ -349,8 +346,9 @@ class GranaryDatasetTest {
             assertMessage(() -> GranaryDataset.builder(samples, null), "decoder: null (expected:");
             GranaryDataset.Builder<DjlFixture.Item> b = GranaryDataset.builder(samples, DjlFixture::decode);
             ArrayWriter<DjlFixture.Item> none = (item, slot) -> {};
-            assertMessage(() -> b.batchSize(0), "batch size: 0 (expected: >= 1)");
-            assertMessage(() -> b.shard(3, 3), "rank: 3 (expected: 0 <= rank < world size 3)");
+            assertMessage(() -> b.loader(options -> options.batchSize(0)), "batch size: 0 (expected: >= 1)");
+            assertMessage(
+                    () -> b.loader(options -> options.shard(3, 3)), "rank: 3 (expected: 0 <= rank < world size 3)");
             assertMessage(() -> b.data(null, DataType.FLOAT32, none), "data array 0 shape: null (expected:");
             assertMessage(
                     () -> b.data(new Shape(3, 0), DataType.FLOAT32, none),
@@ -369,19 +367,17 @@ class GranaryDatasetTest {
             assertMessage(b::build, "data arrays: none (expected: at least one data(shape, type, writer))");
             assertMessage(
                     () -> GranaryDataset.builder(samples, DjlFixture::decode)
-                            .batchSize(1 << 20)
+                            .loader(options -> options.batchSize(1 << 20))
                             .data(new Shape(1 << 10), DataType.FLOAT32, none)
                             .build(),
                     "data array 0: 4294967296 bytes per batch");
             assertMessage(
-                    () -> DjlFixture.builder(samples)
-                            .batchSize(8)
-                            .loader(options -> options.batchSize(5))
-                            .build(),
-                    "batch size: 5, set through loader(...) (expected: 8,");
+                    () -> b.loader(options -> options.staging(64, (items, staging) -> 0)),
+                    "staging: 64 bytes per batch, set through loader(...) (expected: no staging(...)");
 
-            GranaryDataset dataset =
-                    DjlFixture.builder(samples).batchSize(BATCH).build();
+            GranaryDataset dataset = DjlFixture.builder(samples)
+                    .loader(options -> options.batchSize(BATCH))
+                    .build();
             assertMessage(() -> dataset.getData(null), "manager: null (expected:");
             assertMessage(() -> dataset.resume(null), "state: null (expected:");
             assertMessage(
@@ -407,9 +403,8 @@ class GranaryDatasetTest {
     void closingMidEpochReleasesEveryLeaseAndStagingBuffer() throws IOException {
         try (TieredCache cache = DjlFixture.cache(leaks, root)) {
             GranaryDataset dataset = DjlFixture.builder(Dataset.ofObjects(cache, "train/"))
-                    .batchSize(4)
-                    .shuffle(SEED)
-                    .loader(options -> options.prefetch(4).workers(2))
+                    .loader(options ->
+                            options.batchSize(4).shuffle(SEED).prefetch(4).workers(2))
                     .build();
             Iterator<Batch> it = dataset.getData(manager).iterator();
             Batch first = it.next();
@@ -437,7 +432,7 @@ class GranaryDatasetTest {
                         }
                         return DjlFixture.decode(sample);
                     })
-                    .batchSize(BATCH)
+                    .loader(options -> options.batchSize(BATCH))
                     .data(new Shape(), DataType.INT32, (item, slot) -> slot.set(ValueLayout.JAVA_INT, 0, item.index()))
                     .loader(options -> options.skipFailedSamples(true))
                     .build()) {
@@ -461,7 +456,7 @@ class GranaryDatasetTest {
                 assertEquals(8, dataset.stats().skipped());
             }
             try (GranaryDataset dataset = GranaryDataset.builder(samples, DjlFixture::decode)
-                    .batchSize(BATCH)
+                    .loader(options -> options.batchSize(BATCH))
                     .data(new Shape(2), DataType.FLOAT32, (item, slot) -> {
                         if (item.index() == 20) {
                             throw new IllegalStateException("no pixels for sample 20");

@@ -66,7 +66,7 @@ class TrainerTest {
                         new Shape(),
                         DataType.FLOAT32,
                         (item, slot) -> slot.set(ValueLayout.JAVA_FLOAT, 0, item.index() % 2));
-        return shuffle ? builder.shuffle(3).build() : builder.build();
+        return shuffle ? builder.loader(options -> options.shuffle(3)).build() : builder.build();
     }
 
     @Test

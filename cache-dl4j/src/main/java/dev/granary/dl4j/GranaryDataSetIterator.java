@@ -485,8 +485,7 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
             this.dataset = dataset;
             this.encoder = encoder;
             // The decoder is set by build(), before the loader starts any worker: the workers see it.
-            this.options = DataLoader.builder(dataset, sample -> decoder.decode(sample))
-                    .batchSize(batchSize);
+            this.options = DataLoader.builder(dataset, sample -> decoder.decode(sample));
         }
 
         /**
@@ -669,13 +668,6 @@ public final class GranaryDataSetIterator implements DataSetIterator, AutoClosea
             decoder = new EncodingDecoder(encoder, columns, outcomes);
             DataLoader<Rows> loader = options.staging(batchSize * rowBytes, new RowCollator(columns, outcomes))
                     .build();
-            int loaderBatch = loader.state().batchSize();
-            if (loaderBatch != batchSize) {
-                loader.close();
-                throw new IllegalArgumentException("batch size: " + loaderBatch + ", set through loader(...)"
-                        + " (expected: " + batchSize + ", this builder's batchSize(...), which sizes the staging"
-                        + " buffers: set it there)");
-            }
             try {
                 if (loader.batchesPerEpoch() == 0) {
                     LoaderState s = loader.state();

@@ -91,10 +91,8 @@ class FashionMnistTrainingTest {
         try (GranaryDataSetIterator train = GranaryDataSetIterator.builder(trainSet, FashionMnistTraining.ENCODER)
                 .features(FashionMnist.PIXELS)
                 .labels(10)
-                .batchSize(BATCH)
-                .shuffle(42L)
-                .workers(2)
-                .prefetch(4)
+                .loader(options ->
+                        options.batchSize(BATCH).shuffle(42L).workers(2).prefetch(4))
                 .preProcessor(new ImagePreProcessingScaler(0, 1))
                 .build()) {
             LoaderStats previous = null;
@@ -133,8 +131,7 @@ class FashionMnistTrainingTest {
                         WebDataset.of(cache, testShards), FashionMnistTraining.ENCODER)
                 .features(FashionMnist.PIXELS)
                 .labels(10)
-                .batchSize(500)
-                .workers(2)
+                .loader(options -> options.batchSize(500).workers(2))
                 .preProcessor(new ImagePreProcessingScaler(0, 1))
                 .build()) {
             evaluation = net.evaluate(test);

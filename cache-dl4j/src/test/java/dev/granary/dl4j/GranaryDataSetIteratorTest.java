@@ -79,9 +79,7 @@ class GranaryDataSetIteratorTest {
         return GranaryDataSetIterator.builder(dataset, Shards.ENCODER)
                 .features(Shards.COLUMNS)
                 .labels(Shards.CLASSES)
-                .batchSize(BATCH)
-                .workers(2)
-                .prefetch(2);
+                .loader(o -> o.batchSize(BATCH).workers(2).prefetch(2));
     }
 
     /** The dataset index of every row of the iterator's current epoch, checking each row against what was written. */
@@ -171,10 +169,11 @@ class GranaryDataSetIteratorTest {
         List<Integer> first;
         List<Integer> second;
         List<Integer> other;
-        try (GranaryDataSetIterator a = builder().shuffle(11).build();
-                GranaryDataSetIterator b =
-                        builder().shuffle(11).workers(1).prefetch(5).build();
-                GranaryDataSetIterator c = builder().shuffle(12).build()) {
+        try (GranaryDataSetIterator a = builder().loader(o -> o.shuffle(11)).build();
+                GranaryDataSetIterator b = builder()
+                        .loader(o -> o.shuffle(11).workers(1).prefetch(5))
+                        .build();
+                GranaryDataSetIterator c = builder().loader(o -> o.shuffle(12)).build()) {
             first = drainEpoch(a);
             second = drainEpoch(b);
             other = drainEpoch(c);
@@ -190,9 +189,10 @@ class GranaryDataSetIteratorTest {
         for (int e = 0; e < 2; e++) {
             Set<Integer> seen = new HashSet<>();
             int total = 0;
-            for (int rank = 0; rank < world; rank++) {
+            for (int r = 0; r < world; r++) {
+                int rank = r; // for the lambda
                 try (GranaryDataSetIterator it =
-                        builder().shuffle(9).shard(rank, world).build()) {
+                        builder().loader(o -> o.shuffle(9).shard(rank, world)).build()) {
                     assertEquals(2, it.batchesPerEpoch()); // 10 samples: 8 + 2
                     if (e == 1) {
                         drainEpoch(it);
@@ -215,10 +215,10 @@ class GranaryDataSetIteratorTest {
         int world = 2;
         Shuffle blocks = Shuffle.shardBlocks(9, 2);
         Set<Integer> seen = new HashSet<>();
-        for (int rank = 0; rank < world; rank++) {
+        for (int r = 0; r < world; r++) {
+            int rank = r; // for the lambda
             try (GranaryDataSetIterator it = builder()
-                    .shuffle(blocks)
-                    .shard(rank, world, Partitioning.STABLE)
+                    .loader(o -> o.shuffle(blocks).shard(rank, world, Partitioning.STABLE))
                     .build()) {
                 List<Integer> first = drainEpoch(it);
                 it.reset();
@@ -303,7 +303,7 @@ class GranaryDataSetIteratorTest {
             assertEquals(1, end.epoch());
             assertEquals(0, end.nextBatch());
             try (GranaryDataSetIterator resumed =
-                    builder().shuffle(8).resume(end).build()) {
+                    builder().loader(o -> o.shuffle(8)).resume(end).build()) {
                 assertEquals(1, resumed.epoch());
                 assertEquals(boxed(Sampler.shuffled(N, 8).epoch(1)), drainEpoch(resumed));
             }
@@ -434,8 +434,7 @@ class GranaryDataSetIteratorTest {
         try (GranaryDataSetIterator it = GranaryDataSetIterator.builder(dataset, failing)
                 .features(Shards.COLUMNS)
                 .labels(Shards.CLASSES)
-                .batchSize(BATCH)
-                .workers(2)
+                .loader(o -> o.batchSize(BATCH).workers(2))
                 .build()) {
             check(it.next());
             SampleException e = assertThrows(SampleException.class, it::next);
@@ -480,8 +479,8 @@ class GranaryDataSetIteratorTest {
                 .loader(o -> o.readAhead(3)
                         .maxBytesInFlight(1 << 20)
                         .skipFailedSamples(true)
-                        .driveCache(false))
-                .shuffle(6)
+                        .driveCache(false)
+                        .shuffle(6))
                 .build()) {
             assertEquals(N, drainEpoch(it).size(), "the iterator runs with the loader's own options");
         }
@@ -525,12 +524,12 @@ class GranaryDataSetIteratorTest {
         b.labelNames(List.of("only one"));
         assertMessage("label names: 1 names (expected: 4, one per label column)", b::build);
         b.labelNames(List.of("a", "b", "c", "d"));
-        b.batchSize(64).dropLast(true);
+        b.loader(o -> o.batchSize(64).dropLast(true));
         assertMessage(
                 "batch size: 64 with dropLast for 50 samples over 1 rank(s) (expected: at least one full"
                         + " batch per epoch)",
                 b::build);
-        b.batchSize(BATCH).dropLast(false).resume(new LoaderState(0, 0, N, 16, false, false, 0, 0, 1));
+        b.loader(o -> o.batchSize(BATCH).dropLast(false)).resume(new LoaderState(0, 0, N, 16, false, false, 0, 0, 1));
         assertMessage("state: ", b::build);
         assertEquals(0, cache.stats().openLeases(), "refused builds leave nothing open");
     }

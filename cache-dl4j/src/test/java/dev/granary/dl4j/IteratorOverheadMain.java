@@ -71,10 +71,10 @@ public final class IteratorOverheadMain {
                                         dataset, FashionMnistTraining.ENCODER)
                                 .features(FashionMnist.PIXELS)
                                 .labels(10)
-                                .batchSize(BATCH)
-                                .shuffle(SEED)
-                                .workers(WORKERS)
-                                .prefetch(PREFETCH)
+                                .loader(o -> o.batchSize(BATCH)
+                                        .shuffle(SEED)
+                                        .workers(WORKERS)
+                                        .prefetch(PREFETCH))
                                 .build()) {
                     // Warm-up: epoch 0 through both fills the cache and compiles both paths.
                     try (Epoch<Rows> warm = loader.epoch(0)) {

@@ -26,9 +26,7 @@ public class FirstLoop {
     public static void main(String[] args) throws IOException {
         Path data = Path.of(args.length > 0 ? args[0] : "data"); // your files, under data/train/
         Path cacheDir = Path.of(args.length > 1 ? args[1] : "granary-cache"); // local disk, kept across runs
-        train(data, cacheDir, 2, batch -> {
-            /* your training step */
-        });
+        train(data, cacheDir, 2, batch -> {}); // your training step in place of {}
     }
 
     /** Runs {@code epochs} epochs over every file under {@code data/train/}; returns each epoch's figures. */

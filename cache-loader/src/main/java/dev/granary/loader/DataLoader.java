@@ -161,6 +161,7 @@ public final class DataLoader<T> implements AutoCloseable {
                 b.collator,
                 b.streamShards,
                 b.partSize);
+        this.options = b.options();
         this.account = new ReadAccount(dataset.cache().stats().tiers().size());
         this.counters = new LoaderCounters(
                 b.prefetch,

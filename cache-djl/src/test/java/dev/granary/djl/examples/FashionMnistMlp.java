@@ -119,10 +119,13 @@ public final class FashionMnistMlp {
                     .filter(key -> key.endsWith(".tar"))
                     .toList();
         }
-        GranaryDataset.Builder<Image> builder = GranaryDataset.builder(
-                        WebDataset.of(cache, shards), FashionMnistMlp::decode)
-                .batchSize(64)
-                .shard(rank, worldSize) // this rank's disjoint part of every epoch
+        return GranaryDataset.builder(WebDataset.of(cache, shards), FashionMnistMlp::decode)
+                .loader(options -> options // the DataLoader's options, all of them
+                        .batchSize(64)
+                        .shuffle(shuffle ? Shuffle.samples(42L) : Shuffle.none())
+                        .shard(rank, worldSize) // this rank's disjoint part of every epoch
+                        .workers(4)
+                        .prefetch(8))
                 .data(new Shape(784), DataType.FLOAT32, FashionMnistMlp::pixels)
                 .label(new Shape(), DataType.FLOAT32, FashionMnistMlp::label)
                 .build();

@@ -122,11 +122,12 @@ public final class FashionMnistTraining {
                         WebDataset.of(cache, shards(cache, "train-")), ENCODER)
                 .features(784)
                 .labels(10)
-                .batchSize(64)
-                .shuffle(42L) // epoch e visits a permutation of (42, e), the same on every machine
-                .shard(rank, worldSize) // this rank's disjoint part of every epoch
-                .workers(4)
-                .prefetch(4)
+                .loader(options -> options // the DataLoader's options, all of them
+                        .batchSize(64)
+                        .shuffle(42L) // epoch e visits a permutation of (42, e), the same on every machine
+                        .shard(rank, worldSize) // this rank's disjoint part of every epoch
+                        .workers(4)
+                        .prefetch(4))
                 .preProcessor(new ImagePreProcessingScaler(0, 1));
         MultiLayerNetwork net;
         if (Files.exists(stateFile)) { // resume: the model, and exactly the batches it has not seen
@@ -148,7 +149,7 @@ public final class FashionMnistTraining {
                         WebDataset.of(cache, shards(cache, "t10k-")), ENCODER)
                 .features(784)
                 .labels(10)
-                .batchSize(256) // no shuffle, no shard: every rank evaluates the whole test split
+                .loader(options -> options.batchSize(256)) // no shuffle, no shard: every rank evaluates it all
                 .preProcessor(new ImagePreProcessingScaler(0, 1))
                 .build()) {
             return net.evaluate(test).accuracy();
