@@ -211,8 +211,12 @@ public final class MdsDataset {
                 continue;
             }
             var info = dataset.storedInfo(s);
-            try (Lease lease = dataset.cache().loaderSupport().readExtentUncached(info, 0, (int)
-                    Math.min(info.size(), ShardedDataset.MAX_SAMPLE_BYTES))) {
+            if (info.size() > ShardedDataset.MAX_SAMPLE_BYTES) {
+                throw new IOException("verify: shard '" + info.key() + "' of " + info.size()
+                        + " bytes (expected: at most " + ShardedDataset.MAX_SAMPLE_BYTES
+                        + " to verify it in one buffer; MDS writes shards of 64 MiB by default)");
+            }
+            try (Lease lease = dataset.cache().loaderSupport().readExtentUncached(info, 0, (int) info.size())) {
                 MdsFormat.checkHashes(info.key(), "shard", lease.bytes(), shard.rawHashes());
             }
         }
