@@ -138,7 +138,8 @@ public final class DiskTier implements Tier {
                 counters,
                 peers);
         peers.attach(appender);
-        this.checks = new PageChecks(name, index, appender, peers, counters, b.lengthCheck.toNanos());
+        this.checks = new PageChecks(
+                name, index, appender, peers, counters, b.lengthCheck.toNanos(), b.verify == Verify.EVERY_READ);
         try {
             peers.lock(); // opening (format upgrade, recovery, deleting leftovers) changes the directory
             try {
@@ -506,6 +507,24 @@ public final class DiskTier implements Tier {
         void allocate(Path file, long size) throws IOException;
     }
 
+    /**
+     * When a disk-tier page's bytes are checked against the CRC32C its record carries ({@link Builder#verify}).
+     * {@code docs/disk-format.md}, "What a checksum covers, and when", says what each leaves open.
+     */
+    public enum Verify {
+        /**
+         * On the page's first read after the tier opened, then never again while it runs: bytes changed in the
+         * segment file after that read (a stray writer, a tool, bit rot in the page cache) are served as they are.
+         */
+        ONCE,
+        /**
+         * On every read that leases the page (a hit served zero-copy, a page copied up into a memory tier), by reading
+         * the file ({@code pread}), not the mapping. A page that no longer matches is dropped and read again from
+         * below. Bytes changed after the check, while a reader holds the lease, are not seen (the zero-copy window).
+         */
+        EVERY_READ
+    }
+
     /** Configures a {@link DiskTier}. Setters validate at once. Not thread-safe. */
     public static final class Builder {
 
@@ -532,6 +551,7 @@ public final class DiskTier implements Tier {
         private boolean shared;
         private String group;
         private Duration fillWait = Duration.ofSeconds(10);
+        private Verify verify = Verify.ONCE;
 
         private Builder() {}
 
@@ -718,6 +738,24 @@ public final class DiskTier implements Tier {
          */
         public Builder randomAccess(boolean random) {
             this.randomAccess = random;
+            return this;
+        }
+
+        /**
+         * Sets when a page's bytes are checked against their CRC32C: {@link Verify#ONCE} (the default), on the first
+         * read after the tier opened, or {@link Verify#EVERY_READ}, on every read, which also catches bytes changed in
+         * a segment file while the tier runs. What every read costs, measured: {@code docs/benchmarks.md}, "Disk tier".
+         *
+         * @param verify when to check
+         * @return this builder
+         * @throws IllegalArgumentException if null
+         */
+        public Builder verify(Verify verify) {
+            if (verify == null) {
+                throw new IllegalArgumentException(
+                        "disk tier verify: null (expected: Verify.ONCE or Verify.EVERY_READ)");
+            }
+            this.verify = verify;
             return this;
         }
 

@@ -13,7 +13,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 /**
  * What a {@link DiskTier} checks before it serves a leased page ({@code docs/disk-format.md}, "Recovery" and "A
  * segment file truncated, or its device failing, while the tier runs"): the page's bytes against its CRC32C the first
- * time it is read after the tier opened, its segment's file length at most every {@link DiskTier.Builder#LENGTH_CHECK},
+ * time it is read after the tier opened (or on every read, {@link DiskTier.Verify#EVERY_READ}), its segment's file length at most every {@link DiskTier.Builder#LENGTH_CHECK},
  * and a timed touch that brings a cold page in with one read. A page that fails is dropped from the index, a segment
  * whose file was truncated is dropped whole, and a fault of the medium under the mapping is a miss, never an error.
  * Thread-safe: lock-free, but for dropping a segment (the appender's allocation lock).
@@ -32,6 +32,9 @@ final class PageChecks {
     private final Peers peers;
     private final TierCounters counters;
     private final long lengthCheckNanos;
+    /** {@link DiskTier.Verify#EVERY_READ}: every read is checked, not only the first after open. */
+    private final boolean everyRead;
+
     private final AtomicBoolean corruptionLogged = new AtomicBoolean();
 
     PageChecks(
@@ -40,13 +43,15 @@ final class PageChecks {
             SegmentAppender appender,
             Peers peers,
             TierCounters counters,
-            long lengthCheckNanos) {
+            long lengthCheckNanos,
+            boolean everyRead) {
         this.tierName = tierName;
         this.index = index;
         this.appender = appender;
         this.peers = peers;
         this.counters = counters;
         this.lengthCheckNanos = lengthCheckNanos;
+        this.everyRead = everyRead;
     }
 
     /**
@@ -63,6 +68,10 @@ final class PageChecks {
     boolean ready(DiskPage page) {
         try {
             if (!page.verified()) {
+                return verify(page);
+            }
+            if (everyRead) {
+                // Read through the file, as the first check: a short read (a truncated file) drops the segment.
                 return verify(page);
             }
             long now = System.nanoTime();
@@ -145,6 +154,9 @@ final class PageChecks {
             return false;
         }
         if (actual == page.crc) {
+            if (page.verified()) {
+                return true; // every read checked: the page was mapped in at its first check
+            }
             page.markVerified();
             if (page.length() > 4096) {
                 // The read left the page in the page cache: map it in one call, so the reader takes no fault per 4 KiB.

@@ -117,11 +117,17 @@ final class DiskBenchData {
 
     /** Opens (recovers) the tier and checks that it found every page. */
     DiskTier open(boolean randomAccess) {
+        return open(randomAccess, DiskTier.Verify.ONCE);
+    }
+
+    /** Opens (recovers) the tier with the given verification and checks that it found every page. */
+    DiskTier open(boolean randomAccess, DiskTier.Verify verify) {
         DiskTier tier = DiskTier.builder()
                 .directory(tierDirectory)
                 .capacity(capacity)
                 .segmentSize(SEGMENT_SIZE)
                 .randomAccess(randomAccess)
+                .verify(verify)
                 .build();
         if (tier.recovery().segments() > 0
                 && (tier.recovery().pages() != count || TierInternals.pageCount(tier) != count)) {
