@@ -14,10 +14,10 @@ import java.util.Optional;
  * tier by tier, and what they would read from the origin — without reading anything and without changing the cache.
  * It starts from a copy of what every tier holds now ({@link dev.granary.spi.Tier#simulation()}) and of the cache's
  * epoch clock, and applies the cache's own rules: the workload the {@link EpochClock} would publish as this driver
- * starts and ends epochs (the very function the cache uses), lookups in tier order, a hit below the first tier copied
- * into the first tier above that takes it while the epoch has not missed yet ({@code EpochClock.promoting()}), and a
- * fill offered to the tiers from the first until one takes it — which is what the cache does while a loader drives
- * it.
+ * starts and ends epochs (the very function the cache uses), and the driven part of the placement rule
+ * ({@code Placement}, where the cache's own rule is): lookups in tier order, a hit below the first tier copied into the
+ * first tier above that takes it while the epoch has not missed yet ({@code EpochClock.promoting()}), and a fill
+ * offered to the tiers from the first until one takes it — which is what the cache does while a loader drives it.
  * Other drivers of the cache are taken as they are now (their epochs neither start nor end during the dry run).
  *
  * {@snippet :
@@ -55,7 +55,7 @@ public final class CacheSimulation {
         for (int i = 0; i < sims.size(); i++) {
             if (sims.get(i) == null) {
                 throw new IllegalStateException("tier '" + names.get(i) + "' of " + cache.originUri() + " offers no"
-                        + " simulation (expected: tiers that implement Tier.simulation(), such as MemoryTier and"
+                        + " simulation (expected: tiers whose Tier.simulation() is present, such as MemoryTier and"
                         + " DiskTier)");
             }
         }
@@ -118,29 +118,13 @@ public final class CacheSimulation {
         if (workload.driven()) {
             promoting = false;
         }
-        for (TierSimulation tier : tiers) {
-            if (tier.put(key)) {
-                break;
-            }
-        }
+        Placement.simulatedFill(tiers, key);
         return -1;
     }
 
     /** The tier that holds the page, or -1; a hit below the first tier is copied up as the cache copies it. */
     private int lookup(PageKey key) {
-        for (int i = 0; i < tiers.size(); i++) {
-            if (tiers.get(i).get(key)) {
-                if (i > 0 && workload.driven() && promoting) {
-                    for (int j = 0; j < i; j++) {
-                        if (tiers.get(j).put(key)) {
-                            break;
-                        }
-                    }
-                }
-                return i;
-            }
-        }
-        return -1;
+        return Placement.simulatedLookup(tiers, key, workload.driven() && promoting);
     }
 
     /**

@@ -6,6 +6,7 @@ import dev.granary.spi.TierSimulation;
 import dev.granary.spi.Workload;
 import java.net.URI;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.function.Supplier;
 
@@ -23,7 +24,9 @@ import java.util.function.Supplier;
  */
 final class EpochClock {
 
-    private final Tier[] tiers;
+    /** The eviction views of the tiers that have one: told every workload. */
+    private final Tier.Eviction[] tiers;
+
     private final URI originUri;
     private final List<EpochDriver> drivers = new ArrayList<>();
     private long clock;
@@ -37,7 +40,7 @@ final class EpochClock {
     private volatile boolean promoting;
 
     EpochClock(Tier[] tiers, URI originUri) {
-        this.tiers = tiers;
+        this.tiers = Arrays.stream(tiers).flatMap(t -> t.eviction().stream()).toArray(Tier.Eviction[]::new);
         this.originUri = originUri;
     }
 
@@ -141,7 +144,7 @@ final class EpochClock {
         if (cacheClosed) {
             return;
         }
-        for (Tier tier : tiers) {
+        for (Tier.Eviction tier : tiers) {
             tier.workload(workload);
         }
     }

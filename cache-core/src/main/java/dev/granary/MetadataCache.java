@@ -28,8 +28,8 @@ final class MetadataCache {
 
     /**
      * One known version of an object. Besides the version, it remembers the first tier's page 0 of the object (a
-     * hint): a hit on page 0 then only asks the tier to {@linkplain Tier#touch confirm} that page, instead of looking
-     * its key up again. The hint belongs to this version only; a new version is a new entry without one.
+     * hint): a hit on page 0 then only asks the tier to {@linkplain Tier.Hints#touch confirm} that page, instead of
+     * looking its key up again. The hint belongs to this version only; a new version is a new entry without one.
      */
     static final class Known {
         final ObjectInfo info;
@@ -37,7 +37,7 @@ final class MetadataCache {
         final long size;
 
         final long confirmedAt;
-        /** The first tier's {@linkplain Tier#hint hint} for page 0 of this version, or null. */
+        /** The first tier's {@linkplain Tier.Hints#hint hint} for page 0 of this version, or null. */
         volatile Object hint;
 
         Known(ObjectInfo info, long confirmedAt, Object hint) {

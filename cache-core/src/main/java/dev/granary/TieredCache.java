@@ -10,7 +10,6 @@ import dev.granary.spi.Tier;
 import dev.granary.spi.TierSimulation;
 import java.io.EOFException;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
 import java.nio.ByteBuffer;
@@ -18,7 +17,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
-import java.util.Locale;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
@@ -42,9 +40,11 @@ import java.util.stream.Stream;
  * size). Each page is looked up in the tiers in the order they were added; a hit in a lower tier is copied into the
  * tiers above it. A page no tier holds is read from the origin — concurrent misses on one page make one origin read —
  * straight into memory the first tier allocates, and offered to every tier (with {@link Tiering#EXCLUSIVE}: moved
- * rather than copied, and kept by one tier only; see {@link Builder#tiering(Tiering)}). Every page is keyed by the object's
- * version, learned from the origin and trusted for {@link Builder#metadataTtl(Duration)}; origin reads are pinned to
- * it, so one read never mixes two versions of an object, and a changed object is never served from old pages.
+ * rather than copied, and kept by one tier only; see {@link Builder#tiering(Tiering)}). Which tier takes a page —
+ * on a fill, a hit below the first tier, an eviction, a prestage, at close — is one rule, in {@code Placement}. Every
+ * page is keyed by the object's version, learned from the origin and trusted for
+ * {@link Builder#metadataTtl(Duration)}; origin reads are pinned to it, so one read never mixes two versions of an
+ * object, and a changed object is never served from old pages.
  *
  * <h2>Thread safety</h2>
  * All methods may be called from any number of threads. Origin reads run on a pool of platform threads as large as the
@@ -56,13 +56,15 @@ import java.util.stream.Stream;
  */
 public final class TieredCache implements AutoCloseable {
 
-    private static final System.Logger LOG = System.getLogger(TieredCache.class.getName());
-
     private final Origin origin;
     private final String originId;
     private final URI originUri;
     private final Tier[] tiers;
-    private final boolean exclusive;
+    /** The first tier's hints, or null: the fast path to an object's first page. */
+    private final Tier.Hints hints;
+    /** Where pages go: fills, copies up, demotion, prestage, carry-on-close, the dry run's rule. */
+    private final Placement placement;
+
     private final int pageSize;
     private final long readTimeoutNanos;
     private final OriginFetcher fetcher;
@@ -83,13 +85,7 @@ public final class TieredCache implements AutoCloseable {
         this.originUri = origin.uri();
         this.originId = originUri.toString();
         this.tiers = b.tiers.toArray(Tier[]::new);
-        this.exclusive = b.tiering == Tiering.EXCLUSIVE;
-        if (exclusive) {
-            for (int i = 0; i < tiers.length - 1; i++) {
-                int below = i + 1;
-                tiers[i].evictionListener(page -> offer(page, below));
-            }
-        }
+        this.hints = tiers[0].hints().orElse(null);
         this.pageSize = b.pageSize;
         this.readTimeoutNanos = b.readTimeout.toNanos();
         this.fetcher = new OriginFetcher(origin);
@@ -98,6 +94,7 @@ public final class TieredCache implements AutoCloseable {
                 new MetadataCache(fetcher, b.metadataTtl.toNanos(), b.metadataCapacity, b.ticker, readTimeoutNanos);
         this.leases = new LeaseTracker(b.leakDetection);
         this.epochs = new EpochClock(tiers, originUri);
+        this.placement = new Placement(tiers, b.tiering, epochs);
         this.loaderSupport = new LoaderSupport(this);
         this.carryOnClose = b.carryOnClose;
     }
@@ -217,7 +214,7 @@ public final class TieredCache implements AutoCloseable {
         if (length == 0) {
             return Lease.empty(key, offset);
         }
-        PageFlights.Filler filler = keep ? k -> fill(object, k) : k -> load(object, new HeapPage(k));
+        PageFlights.Filler filler = keep ? k -> fill(object, k) : k -> load(object, new Placement.HeapPage(k));
         try {
             return extent(object, offset, length, filler);
         } catch (ObjectChangedException e) {
@@ -341,7 +338,7 @@ public final class TieredCache implements AutoCloseable {
         EpochClock.Snapshot snapshot = epochs.snapshot(driver, () -> {
             List<TierSimulation> sims = new ArrayList<>(tiers.length);
             for (Tier tier : tiers) {
-                sims.add(tier.simulation());
+                sims.add(tier.simulation().orElse(null));
             }
             return sims;
         });
@@ -590,9 +587,9 @@ public final class TieredCache implements AutoCloseable {
         }
     }
 
-    /** The first staging tier: every tier below the first, or the only one. */
+    /** The first staging tier ({@link Placement#stagingFrom()}). */
     private int stagingFrom() {
-        return tiers.length > 1 ? 1 : 0;
+        return placement.stagingFrom();
     }
 
     private int prestageConcurrency() {
@@ -685,40 +682,7 @@ public final class TieredCache implements AutoCloseable {
                     }
                     return null;
                 },
-                k -> stageFill(info, k, from));
-    }
-
-    /**
-     * Fills a page into the staging tiers: copied from a tier above if one holds it (no origin read), else read from
-     * the origin into memory a staging tier allocates. Runs on the fill's thread.
-     */
-    private Page stageFill(ObjectInfo info, PageKey key, int from) throws IOException {
-        Page page = null;
-        for (int i = 0; i < from && page == null; i++) {
-            page = tiers[i].peek(key);
-        }
-        if (page == null) {
-            for (int i = from; i < tiers.length && page == null; i++) {
-                page = tiers[i].allocate(key);
-            }
-            if (page == null) {
-                page = new HeapPage(key);
-            }
-            load(info, page);
-        }
-        try {
-            if (exclusive) {
-                offer(page, from);
-            } else {
-                for (int i = from; i < tiers.length; i++) {
-                    tiers[i].put(page);
-                }
-            }
-        } catch (RuntimeException e) {
-            page.release();
-            throw e;
-        }
-        return page;
+                k -> placement.stage(k, from, page -> load(info, page)));
     }
 
     /**
@@ -791,94 +755,12 @@ public final class TieredCache implements AutoCloseable {
         pageFlights.close();
         fetcher.close();
         if (carryOnClose) {
-            carryDown();
+            placement.carryOnClose(originUri);
         }
         for (Tier tier : tiers) {
             tier.close();
         }
         origin.close();
-    }
-
-    /**
-     * Writes the pages of every tier that is not durable into the free room of the durable tiers below it — the pages
-     * exclusive tiering and a loader's epochs kept in memory only. Never evicts: a durable tier takes a page only while
-     * its used bytes leave room for it, so what it held for the next process stays. Runs at close, once no read can
-     * start; a failing or refusing tier is skipped for the page.
-     */
-    private void carryDown() {
-        long t0 = System.nanoTime();
-        long[] carried = new long[2];
-        for (int i = 0; i < tiers.length - 1; i++) {
-            Tier upper = tiers[i];
-            if (upper.durable()) {
-                continue;
-            }
-            List<Tier> below = new ArrayList<>();
-            for (int j = i + 1; j < tiers.length; j++) {
-                if (tiers[j].durable()) {
-                    below.add(tiers[j]);
-                }
-            }
-            if (below.isEmpty()) {
-                continue;
-            }
-            try {
-                upper.forEachPage(page -> {
-                    if (carry(page, below)) {
-                        carried[0]++;
-                        carried[1] += page.length();
-                    }
-                });
-            } catch (RuntimeException e) {
-                LOG.log(
-                        System.Logger.Level.WARNING,
-                        "cache over " + originUri + ": carrying the pages of tier '"
-                                + upper.name() + "' to disk at close failed after " + carried[0]
-                                + " pages; the rest are not"
-                                + " kept: " + e,
-                        e);
-            }
-        }
-        long took = System.nanoTime() - t0;
-        if (carried[0] > 0) {
-            // Worth an operator's attention when close took noticeably long; routine otherwise.
-            System.Logger.Level level = took >= 1_000_000_000L ? System.Logger.Level.INFO : System.Logger.Level.DEBUG;
-            LOG.log(
-                    level,
-                    () -> String.format(
-                            Locale.ROOT,
-                            "cache over %s: carried %d"
-                                    + " pages (%.1f MiB) held only in memory into durable tiers at close, in %.2f s",
-                            originUri,
-                            carried[0],
-                            carried[1] / 1048576.0,
-                            took / 1e9));
-        }
-    }
-
-    /** Puts one page into the first durable tier that holds it already or has room for it; true if it moved now. */
-    private static boolean carry(Page page, List<Tier> durable) {
-        for (Tier tier : durable) {
-            Page there = tier.peek(page.key());
-            if (there != null) {
-                there.release();
-                return false;
-            }
-        }
-        for (Tier tier : durable) {
-            TierStats stats = tier.stats();
-            if (stats.capacityBytes() - stats.usedBytes() < page.length()) {
-                continue;
-            }
-            try {
-                if (tier.put(page)) {
-                    return true;
-                }
-            } catch (RuntimeException e) {
-                // A page whose own memory faults, or a tier that fails: the page is simply not kept.
-            }
-        }
-        return false;
     }
 
     // ---------------------------------------------------------------------------------------------- the read path
@@ -986,7 +868,7 @@ public final class TieredCache implements AutoCloseable {
     private Page firstPage(MetadataCache.Known known) throws IOException {
         Object hint = known.hint;
         if (hint != null) {
-            Page page = tiers[0].touch(hint);
+            Page page = hints.touch(hint);
             if (page != null) {
                 ReadAccount.hit(0);
                 return page;
@@ -997,7 +879,9 @@ public final class TieredCache implements AutoCloseable {
             Page page = tiers[0].get(key);
             if (page != null) {
                 ReadAccount.hit(0);
-                known.hint = tiers[0].hint(page);
+                if (hints != null) {
+                    known.hint = hints.hint(page);
+                }
                 return page;
             }
         }
@@ -1027,8 +911,8 @@ public final class TieredCache implements AutoCloseable {
     }
 
     /**
-     * Looks a page up in the tiers, in order; a hit below the first tier is copied into the tiers above (inclusive),
-     * or moved into the first tier above that takes it (exclusive).
+     * Looks a page up in the tiers, in order; a hit below the first tier is copied or moved up as
+     * {@link Placement#promote} says.
      */
     private Page lookup(PageKey key) {
         return lookup(key, 0, false);
@@ -1044,7 +928,7 @@ public final class TieredCache implements AutoCloseable {
         for (int i = fromTier; i < tiers.length; i++) {
             Page page = quietly ? tiers[i].peek(key) : tiers[i].get(key);
             if (page != null) {
-                page = promote(page, i);
+                page = placement.promote(page, i);
                 if (page == null) {
                     continue; // copying it up faulted: look further down, as for a miss
                 }
@@ -1058,91 +942,11 @@ public final class TieredCache implements AutoCloseable {
     }
 
     /**
-     * Copies a page found in tier {@code i} into the tiers above (inclusive), or moves it into the first tier above
-     * that takes it (exclusive; a {@linkplain Tier#shared() shared} tier keeps its copy for the other processes).
-     * While a loader drives, it is copied into the first tier above that takes it — which is only into free room or in
-     * place of a dead page, the tiers' rule then — and only while the epoch has not missed yet
-     * ({@link EpochClock#promoting()}); the copy below stays.
-     *
-     * @return the page; {@code null} if copying it faulted (its tier's file was damaged under it, {@link Tier#put}):
-     *     that tier dropped it, and the page was released
-     */
-    private Page promote(Page page, int i) {
-        if (i == 0) {
-            return page;
-        }
-        Tier[] tiers = this.tiers;
-        boolean driven = epochs.driven();
-        if (driven && !epochs.promoting()) {
-            return page;
-        }
-        try {
-            for (int j = 0; j < i; j++) {
-                if (tiers[j].put(page) && (exclusive || driven)) {
-                    if (exclusive && !driven && !tiers[i].shared()) {
-                        tiers[i].remove(page.key());
-                    }
-                    break;
-                }
-            }
-        } catch (UncheckedIOException e) {
-            page.release();
-            return null;
-        }
-        return page;
-    }
-
-    /**
-     * Fills a page from the origin: into memory the first willing tier allocates (no extra copy), else into a heap
-     * page of its own; then offers it to every tier. Runs on a fill thread (FillThreads). With a
-     * {@linkplain Tier#shared() shared} tier (a disk directory other processes use), the fill first asks it whether
-     * another process is reading the same page, and takes that one's page instead of reading the origin; else it
-     * claims the page and puts it into the shared tier before the claim ends.
+     * Fills a page from the origin, placed as {@link Placement#fill} says (a shared tier asked first; memory a tier
+     * allocates, else the heap; then put into the tiers). Runs on a fill thread (FillThreads).
      */
     private Page fill(ObjectInfo info, PageKey key) throws IOException {
-        Tier[] tiers = this.tiers;
-        int shared = -1;
-        for (int i = 0; i < tiers.length; i++) {
-            if (tiers[i].shared()) {
-                Page filled = tiers[i].awaitFill(key, deadline());
-                if (filled != null) {
-                    filled = promote(filled, i);
-                    if (filled != null) {
-                        return filled;
-                    }
-                }
-                shared = i;
-                break;
-            }
-        }
-        try {
-            Page page = null;
-            for (Tier tier : tiers) {
-                page = tier.allocate(key);
-                if (page != null) {
-                    break;
-                }
-            }
-            if (page == null) {
-                page = new HeapPage(key);
-            }
-            load(info, page);
-            if (exclusive || epochs.driven()) {
-                offer(page, 0);
-                if (shared >= 0) {
-                    tiers[shared].put(page); // for the other processes, also when the page went to another tier
-                }
-            } else {
-                for (Tier tier : tiers) {
-                    tier.put(page);
-                }
-            }
-            return page;
-        } finally {
-            if (shared >= 0) {
-                tiers[shared].fillDone(key);
-            }
-        }
+        return placement.fill(key, this::deadline, page -> load(info, page));
     }
 
     /** Reads a page's bytes from the origin and seals it; releases it if the read fails. */
@@ -1160,16 +964,6 @@ public final class TieredCache implements AutoCloseable {
     /** The key of an extent cached as one unit: exactly {@code [offset, offset + length)} of this version. */
     private PageKey extentKey(ObjectInfo info, long offset, int length) {
         return new PageKey(originId, info.key(), info.version(), offset, length);
-    }
-
-    /** Exclusive tiering: offers a page to the tiers from {@code from} down until one takes it. */
-    private void offer(Page page, int from) {
-        Tier[] tiers = this.tiers;
-        for (int i = from; i < tiers.length; i++) {
-            if (tiers[i].put(page)) {
-                return;
-            }
-        }
     }
 
     PageKey pageKey(ObjectInfo info, long index) {
@@ -1212,16 +1006,6 @@ public final class TieredCache implements AutoCloseable {
         if (closed) {
             throw new IllegalStateException("cache over " + originUri + " is closed (expected: an open cache)");
         }
-    }
-
-    /** A page on the heap, for fills that no tier would allocate; garbage collected once released. */
-    private static final class HeapPage extends Page {
-        HeapPage(PageKey key) {
-            super(key, MemorySegment.ofArray(new byte[key.length()]));
-        }
-
-        @Override
-        protected void deallocate() {}
     }
 
     /**

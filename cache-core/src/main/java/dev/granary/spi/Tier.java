@@ -2,6 +2,7 @@
 package dev.granary.spi;
 
 import dev.granary.TierStats;
+import java.util.Optional;
 import java.util.function.Consumer;
 
 /**
@@ -27,6 +28,16 @@ import java.util.function.Consumer;
  * <h2>Lifecycle</h2>
  * A tier belongs to one cache, which closes it. After {@link #close()}, {@code get} misses and {@code allocate} and
  * {@code put} refuse; pages handed out before stay valid until released.
+ *
+ * <h2>Required and optional</h2>
+ * A tier implements {@link #name()}, {@link #get}, {@link #put}, {@link #invalidate}, {@link #stats()} and
+ * {@link #close()}; {@link #peek}, {@link #allocate} and {@link #remove} have defaults that work (a look that counts,
+ * no in-place fills, no single-page drops). What only some tiers have is asked for as a <em>capability view</em>, as
+ * Caffeine's {@code Policy.eviction()} is: {@link #hints()}, {@link #eviction()}, {@link #durability()},
+ * {@link #sharing()} and {@link #simulation()} return an empty {@link Optional} by default, and the cache leaves that
+ * feature out for the tier. A view may be the tier itself or an object of its own. Whether a tier offers
+ * {@code hints}, {@code eviction}, {@code durability} or {@code sharing} must not change over its life: the cache asks
+ * once, when it is built, and keeps the view. {@code simulation} starts a new dry run on every call.
  */
 public interface Tier extends AutoCloseable {
 
@@ -52,30 +63,6 @@ public interface Tier extends AutoCloseable {
      */
     default Page peek(PageKey key) {
         return get(key);
-    }
-
-    /**
-     * Returns a token by which {@link #touch(Object)} can later find this page without a lookup, or {@code null} if
-     * the tier offers none. The cache keeps one such hint per object version (for its first page). A hint must not
-     * keep an evicted page's memory, or the page object, reachable.
-     *
-     * @param page a page this tier handed out (others get {@code null})
-     * @return the hint, or {@code null}
-     */
-    default Object hint(Page page) {
-        return null;
-    }
-
-    /**
-     * Serves a hit through a hint from {@link #hint(Page)}: if the page is still in this tier, retains it once for the
-     * caller and counts and records the hit exactly as {@link #get(PageKey)} would, without looking its key up.
-     *
-     * @param hint a hint this tier gave
-     * @return the page, retained once for the caller; {@code null} if it is no longer in this tier (nothing is counted
-     *     then, and the caller falls back to {@code get})
-     */
-    default Page touch(Object hint) {
-        return null;
     }
 
     /**
@@ -116,92 +103,6 @@ public interface Tier extends AutoCloseable {
     }
 
     /**
-     * Registers a callback for pages the tier's policy evicts (not for invalidated or damaged ones): exclusive tiering
-     * uses it to demote an evicted page into the tier below. The callback runs on the evicting thread, with the page
-     * still valid for the duration of the call; it may {@linkplain Page#tryRetain() retain} it to keep it longer,
-     * and must not call back into this tier. Tiers that never evict single pages may ignore it.
-     *
-     * @param listener the callback, or {@code null} to remove it
-     */
-    default void evictionListener(Consumer<Page> listener) {}
-
-    /**
-     * Tells the tier what a loader is doing (see {@link Workload}): from now on, stamp pages inserted or read with
-     * {@link Workload#clock()}; while {@link Workload#driven()}, admit a page only into free room or in place of a
-     * {@linkplain Workload#isDead(long) dead} page, and refuse it otherwise, so the resident set stays stable across
-     * epochs. Called by the cache at every epoch start and end, from any thread; cheap tiers may scan their pages here
-     * (once per epoch) to find the dead ones. Tiers that ignore it keep their own policy under a loader too.
-     *
-     * @param workload the new state, never null
-     */
-    default void workload(Workload workload) {}
-
-    /**
-     * Starts a dry run of this tier: a copy of what it holds now and of the bookkeeping its admission decides by, for
-     * predicting what a loader's coming epochs will hit without reading anything (see {@link TierSimulation}). The
-     * copy costs a few tens of bytes per page held; it does not change this tier, its counters or its policy's state.
-     * Tiers that cannot be predicted return {@code null}, and a loader's dry run then refuses, naming the tier.
-     *
-     * @return a new simulation starting from this tier's current contents, or {@code null}
-     */
-    default TierSimulation simulation() {
-        return null;
-    }
-
-    /**
-     * {@return whether this tier's pages outlive the process (a disk tier): at close, the cache carries pages held
-     * only in tiers that are not durable into durable tiers below, so the next process starts warm} Default
-     * {@code false}.
-     */
-    default boolean durable() {
-        return false;
-    }
-
-    /**
-     * Visits the pages this tier holds, each retained for the duration of the call (the action must not keep it
-     * without {@linkplain Page#tryRetain() retaining} it): the cache uses it at close to carry pages into a durable
-     * tier. Pages added or dropped meanwhile may or may not be visited. Tiers that cannot enumerate their pages visit
-     * none (the default).
-     *
-     * @param action called once per page, on the calling thread
-     */
-    default void forEachPage(Consumer<Page> action) {}
-
-    /**
-     * {@return whether other processes see the pages put into this tier (a disk tier whose directory several processes
-     * share)} The cache then puts every page it fills into this tier — also under exclusive tiering and while a loader
-     * drives it, where a fill otherwise goes to one tier only — and asks it before each origin read whether another
-     * process is filling the same page ({@link #awaitFill}). Default {@code false}.
-     */
-    default boolean shared() {
-        return false;
-    }
-
-    /**
-     * Called by a fill of a {@linkplain #shared() shared} tier's cache before it reads the page from the origin, so
-     * that processes missing the same page at once read it once. Either another process is filling the page: wait for
-     * it, bounded by {@code deadlineNanos} and the tier's own limit, and return it; or claim the page for this process
-     * and return {@code null} — the cache then fills the page, puts it into this tier, and calls {@link #fillDone},
-     * whether the fill succeeded or not. A tier that gives up waiting returns {@code null} without a claim. Default:
-     * {@code null} at once.
-     *
-     * @param key           the page about to be read from the origin
-     * @param deadlineNanos the caller's deadline, on the {@link System#nanoTime()} clock
-     * @return the page, retained for the caller, if another process filled it meanwhile; else {@code null}
-     */
-    default Page awaitFill(PageKey key, long deadlineNanos) {
-        return null;
-    }
-
-    /**
-     * Ends the claim {@link #awaitFill} took for a page, after the fill put it into this tier (or failed); other
-     * processes waiting for it look for it in this tier now. Does nothing if no claim is held. Default: nothing.
-     *
-     * @param key the page
-     */
-    default void fillDone(PageKey key) {}
-
-    /**
      * Drops every page of one object, in every version. Pages that readers hold stay valid until released.
      *
      * @param origin the origin's URI as a string
@@ -218,4 +119,163 @@ public interface Tier extends AutoCloseable {
      */
     @Override
     void close();
+
+    // ------------------------------------------------------------------------------------ optional capabilities
+
+    /**
+     * {@return the fast path to a page by a token instead of a lookup, if this tier offers one} The cache asks only its
+     * first tier, and uses it for the first page of every object version it reads. Default: empty.
+     */
+    default Optional<Hints> hints() {
+        return Optional.empty();
+    }
+
+    /**
+     * {@return the controls of this tier's own eviction policy, if it evicts single pages by one} Exclusive tiering
+     * listens to it to demote evicted pages into the tier below, and a loader's epochs steer its admission through
+     * it. Without it, a tier keeps its own policy under a loader, and what it drops under exclusive tiering is gone.
+     * Default: empty.
+     */
+    default Optional<Eviction> eviction() {
+        return Optional.empty();
+    }
+
+    /**
+     * {@return how this tier takes part in carrying pages across a restart, if it does} At close, the cache carries the
+     * pages of tiers that are not {@linkplain Durability#durable() durable} into the free room of durable tiers below,
+     * so that the next process starts warm. Default: empty (neither gives nor takes pages at close).
+     */
+    default Optional<Durability> durability() {
+        return Optional.empty();
+    }
+
+    /**
+     * {@return the coordination of fills with other processes, if other processes see the pages put into this tier (a
+     * disk tier whose directory several processes share)} The cache then puts every page it fills into this tier —
+     * also under exclusive tiering and while a loader drives it, where a fill otherwise goes to one tier only — and
+     * asks it before each origin read whether another process is filling the same page. Default: empty.
+     */
+    default Optional<Sharing> sharing() {
+        return Optional.empty();
+    }
+
+    /**
+     * Starts a dry run of this tier: a copy of what it holds now and of the bookkeeping its admission decides by, for
+     * predicting what a loader's coming epochs will hit without reading anything (see {@link TierSimulation}). The
+     * copy costs a few tens of bytes per page held; it does not change this tier, its counters or its policy's state.
+     * Each call starts a new one. Tiers that cannot be predicted return empty (the default), and a loader's dry run
+     * then refuses, naming the tier.
+     *
+     * @return a new simulation starting from this tier's current contents, or empty
+     */
+    default Optional<TierSimulation> simulation() {
+        return Optional.empty();
+    }
+
+    /**
+     * A fast path to pages this tier handed out: a token kept per object version by the cache ({@link Tier#hints()}).
+     * Thread safety as the tier's.
+     */
+    interface Hints {
+
+        /**
+         * Returns a token by which {@link #touch(Object)} can later find this page without a lookup, or {@code null}.
+         * A hint must not keep an evicted page's memory, or the page object, reachable.
+         *
+         * @param page a page this tier handed out (others get {@code null})
+         * @return the hint, or {@code null}
+         */
+        Object hint(Page page);
+
+        /**
+         * Serves a hit through a hint from {@link #hint(Page)}: if the page is still in this tier, retains it once for
+         * the caller and counts and records the hit exactly as {@link Tier#get(PageKey)} would, without looking its
+         * key up.
+         *
+         * @param hint a hint this tier gave, or any other object (which finds nothing)
+         * @return the page, retained once for the caller; {@code null} if it is no longer in this tier (nothing is
+         *     counted then, and the caller falls back to {@code get})
+         */
+        Page touch(Object hint);
+    }
+
+    /**
+     * The controls of a tier's own eviction policy ({@link Tier#eviction()}): what the cache listens to and tells it.
+     * Thread safety as the tier's.
+     */
+    interface Eviction {
+
+        /**
+         * Registers a callback for pages the tier's policy evicts (not for invalidated or damaged ones): exclusive
+         * tiering uses it to demote an evicted page into the tier below. The callback runs on the evicting thread,
+         * with the page still valid for the duration of the call; it may {@linkplain Page#tryRetain() retain} it to
+         * keep it longer, and must not call back into this tier.
+         *
+         * @param listener the callback, or {@code null} to remove it
+         */
+        void evictionListener(Consumer<Page> listener);
+
+        /**
+         * Tells the tier what a loader is doing (see {@link Workload}): from now on, stamp pages inserted or read with
+         * {@link Workload#clock()}; while {@link Workload#driven()}, admit a page only into free room or in place of a
+         * {@linkplain Workload#isDead(long) dead} page, and refuse it otherwise, so the resident set stays stable
+         * across epochs. Called by the cache at every epoch start and end, from any thread; cheap tiers may scan their
+         * pages here (once per epoch) to find the dead ones.
+         *
+         * @param workload the new state, never null
+         */
+        void workload(Workload workload);
+    }
+
+    /**
+     * How a tier takes part in carry-on-close ({@link Tier#durability()}): a {@linkplain #durable() durable} tier
+     * receives, into its free room, the pages that the tiers above it which are not durable
+     * {@linkplain #forEachPage visit}. Thread safety as the tier's.
+     */
+    interface Durability {
+
+        /**
+         * {@return whether this tier's pages outlive the process (a disk tier): it then receives pages at close;
+         * otherwise it gives its pages to a durable tier below}
+         */
+        boolean durable();
+
+        /**
+         * Visits the pages this tier holds, each retained for the duration of the call (the action must not keep it
+         * without {@linkplain Page#tryRetain() retaining} it): the cache uses it at close to carry the pages of a tier
+         * that is not durable into a durable one. Pages added or dropped meanwhile may or may not be visited. Default:
+         * none (what a durable tier, which gives nothing, needs).
+         *
+         * @param action called once per page, on the calling thread
+         */
+        default void forEachPage(Consumer<Page> action) {}
+    }
+
+    /**
+     * Fills coordinated with the other processes that see a shared tier's pages ({@link Tier#sharing()}), so that
+     * processes missing the same page at once read it from the origin once. Thread safety as the tier's.
+     */
+    interface Sharing {
+
+        /**
+         * Called by a fill before it reads the page from the origin. Either another process is filling the page: wait
+         * for it, bounded by {@code deadlineNanos} and the tier's own limit, and return it; or claim the page for this
+         * process and return {@code null} — the cache then fills the page, puts it into this tier, and calls
+         * {@link #fillDone}, whether the fill succeeded or not. A tier that gives up waiting returns {@code null}
+         * without a claim.
+         *
+         * @param key           the page about to be read from the origin
+         * @param deadlineNanos the caller's deadline, on the {@link System#nanoTime()} clock
+         * @return the page, retained for the caller, if another process filled it meanwhile; else {@code null}
+         */
+        Page awaitFill(PageKey key, long deadlineNanos);
+
+        /**
+         * Ends the claim {@link #awaitFill} took for a page, after the fill put it into this tier (or failed); other
+         * processes waiting for it look for it in this tier now. Does nothing if no claim is held.
+         *
+         * @param key the page
+         */
+        void fillDone(PageKey key);
+    }
 }

@@ -36,7 +36,7 @@ public interface TierSimulation {
     boolean put(PageKey key);
 
     /**
-     * Tells the simulation what the cache would tell the tier: {@link Tier#workload(Workload)}.
+     * Tells the simulation what the cache would tell the tier: {@link Tier.Eviction#workload(Workload)}.
      *
      * @param workload the new state, never null
      */

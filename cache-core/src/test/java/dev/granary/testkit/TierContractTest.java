@@ -300,19 +300,23 @@ public abstract class TierContractTest {
     @Test
     void aHintServesHitsUntilThePageLeavesTheTier() throws Exception {
         Tier tier = tier(smallCapacity());
+        Tier.Hints hints = tier.hints().orElse(null);
+        if (hints == null) {
+            return; // this tier offers no hints: nothing to check
+        }
         byte[] bytes = randomBytes(2000);
         PageKey key = key("hinted", 0, bytes.length);
         assertTrue(fill(tier, key, bytes));
         Page page = tier.get(key);
-        Object hint = tier.hint(page);
+        Object hint = hints.hint(page);
         page.release();
-        assertNull(tier.hint(heapPage(key("foreign", 0, 1), new byte[1])), "no hint for another tier's page");
-        assertNull(tier.touch(new Object()), "a foreign token is no hint");
+        assertNull(hints.hint(heapPage(key("foreign", 0, 1), new byte[1])), "no hint for another tier's page");
+        assertNull(hints.touch(new Object()), "a foreign token is no hint");
         if (hint == null) {
             return; // this tier offers no hints: nothing more to check
         }
         long hits = tier.stats().hits();
-        Page touched = tier.touch(hint);
+        Page touched = hints.touch(hint);
         assertNotNull(touched);
         try {
             assertEquals(key, touched.key());
@@ -322,7 +326,7 @@ public abstract class TierContractTest {
         }
         assertEquals(hits + 1, tier.stats().hits(), "a touch is a hit");
         tier.invalidate(ORIGIN, "hinted");
-        assertNull(tier.touch(hint), "an invalidated page is not reachable through its hint");
+        assertNull(hints.touch(hint), "an invalidated page is not reachable through its hint");
         assertEquals(hits + 1, tier.stats().hits(), "a failed touch counts nothing");
     }
 
@@ -332,5 +336,24 @@ public abstract class TierContractTest {
         assertNotNull(tier.name());
         assertSame(tier.name(), tier.name());
         assertEquals(tier.name(), tier.stats().name());
+    }
+
+    /** The cache asks for a tier's views once and keeps them: whether a view is offered must not change. */
+    @Test
+    void capabilityViewsAreStable() throws Exception {
+        Tier tier = tier(smallCapacity());
+        boolean hints = tier.hints().isPresent();
+        boolean eviction = tier.eviction().isPresent();
+        boolean durability = tier.durability().isPresent();
+        boolean sharing = tier.sharing().isPresent();
+        assertTrue(fill(tier, key("v", 0, 100), randomBytes(100)));
+        tier.invalidate(ORIGIN, "v");
+        assertEquals(hints, tier.hints().isPresent(), "hints()");
+        assertEquals(eviction, tier.eviction().isPresent(), "eviction()");
+        assertEquals(durability, tier.durability().isPresent(), "durability()");
+        assertEquals(sharing, tier.sharing().isPresent(), "sharing()");
+        tier.durability()
+                .ifPresent(d -> assertEquals(
+                        d.durable(), tier.durability().orElseThrow().durable()));
     }
 }

@@ -83,7 +83,7 @@ import java.util.List;
  * All methods are safe from any thread. Hits take no lock; appends reserve their place under one lock and copy
  * outside it.
  */
-public final class DiskTier implements Tier {
+public final class DiskTier implements Tier, Tier.Sharing, Tier.Eviction, Tier.Durability {
 
     private final String name;
     private final Path directory;
@@ -264,9 +264,14 @@ public final class DiskTier implements Tier {
     }
 
     /** {@return whether other processes see this tier's pages: shared mode} */
-    @Override
     public boolean shared() {
         return peers.shared();
+    }
+
+    /** {@return this tier in shared mode ({@link Builder#shared}), where fills are coordinated across processes} */
+    @Override
+    public java.util.Optional<Tier.Sharing> sharing() {
+        return shared() ? java.util.Optional.of(this) : java.util.Optional.empty();
     }
 
     /**
@@ -297,6 +302,12 @@ public final class DiskTier implements Tier {
     @Override
     public boolean remove(PageKey key) {
         return index.remove(key);
+    }
+
+    /** {@return this tier: it evicts pages (whole segments of them), and follows a loader's workload} */
+    @Override
+    public java.util.Optional<Tier.Eviction> eviction() {
+        return java.util.Optional.of(this);
     }
 
     @Override
@@ -343,6 +354,12 @@ public final class DiskTier implements Tier {
         return !deleteOnClose;
     }
 
+    /** {@return this tier: it receives pages carried at close while {@linkplain #durable() durable}} */
+    @Override
+    public java.util.Optional<Tier.Durability> durability() {
+        return java.util.Optional.of(this);
+    }
+
     @Override
     public void invalidate(String origin, String key) {
         index.removeObject(origin, key);
@@ -357,8 +374,8 @@ public final class DiskTier implements Tier {
      * simulated as refusing every page.
      */
     @Override
-    public dev.granary.spi.TierSimulation simulation() {
-        return appender.simulation();
+    public java.util.Optional<dev.granary.spi.TierSimulation> simulation() {
+        return java.util.Optional.of(appender.simulation());
     }
 
     @Override

@@ -63,7 +63,7 @@ import java.util.function.Consumer;
  * Built by a builder, added to one {@code TieredCache}, closed by it. After close, pages handed out stay valid until
  * released; the slabs are returned to the OS when the last one is.
  */
-public final class MemoryTier implements Tier {
+public final class MemoryTier implements Tier, Tier.Hints, Tier.Eviction, Tier.Durability {
 
     private static final System.Logger LOG = System.getLogger(MemoryTier.class.getName());
 
@@ -171,6 +171,12 @@ public final class MemoryTier implements Tier {
     private SlotPage page(int slot, int sequence, PageKey key) {
         long bl = slots.blockAndLength(slot);
         return new SlotPage(this, slot, sequence, key, allocator.readOnlySegment(bl >>> 32, (int) bl));
+    }
+
+    /** {@return this tier: it hands out hints to its pages} */
+    @Override
+    public Optional<Tier.Hints> hints() {
+        return Optional.of(this);
     }
 
     @Override
@@ -352,6 +358,12 @@ public final class MemoryTier implements Tier {
         }
     }
 
+    /** {@return this tier: its policy evicts single pages, and follows a loader's workload} */
+    @Override
+    public Optional<Tier.Eviction> eviction() {
+        return Optional.of(this);
+    }
+
     @Override
     public void workload(Workload workload) {
         this.clock = clampStamp(workload.clock());
@@ -413,6 +425,18 @@ public final class MemoryTier implements Tier {
         this.evictionListener = listener;
     }
 
+    /** {@return this tier: not durable, it gives its pages to a durable tier below at close} */
+    @Override
+    public Optional<Tier.Durability> durability() {
+        return Optional.of(this);
+    }
+
+    /** {@return {@code false}: the tier's memory goes with the process} */
+    @Override
+    public boolean durable() {
+        return false;
+    }
+
     @Override
     public void forEachPage(Consumer<Page> action) {
         for (MemorySlots.Entry e : slots.entries()) {
@@ -448,14 +472,14 @@ public final class MemoryTier implements Tier {
      * policy admits every page).
      */
     @Override
-    public TierSimulation simulation() {
+    public Optional<TierSimulation> simulation() {
         List<MemorySlots.Entry> entries = new ArrayList<>();
         SlabAllocator phantom = allocator.phantomCopy(() -> entries.addAll(slots.entries()));
         MemoryTierSimulation sim = new MemoryTierSimulation(phantom, policy == null ? ADMIT_ALL : policy, workload);
         for (MemorySlots.Entry e : entries) {
             sim.add(e.key(), e.block(), e.stamp());
         }
-        return sim;
+        return Optional.of(sim);
     }
 
     @Override

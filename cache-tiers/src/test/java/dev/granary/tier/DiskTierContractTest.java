@@ -99,7 +99,7 @@ class DiskTierContractTest extends TierContractTest {
         @Test
         void theTierIsShared() throws Exception {
             Tier tier = tier(smallCapacity());
-            assertTrue(tier.shared(), tier.toString());
+            assertTrue(tier.sharing().isPresent(), tier.toString());
             assertTrue(Files.exists(((DiskTier) tier).directory().resolve(SharedDirectory.FILE)));
         }
     }
