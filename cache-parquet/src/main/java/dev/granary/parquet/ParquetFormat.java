@@ -86,8 +86,19 @@ public final class ParquetFormat implements ShardFormat {
     private final List<String> projection;
     private final DecodedGroups decoded;
     private final AtomicLong footerRequests = new AtomicLong();
+    private final AtomicLong footerBytes = new AtomicLong();
+    private final int tailGuess;
 
     ParquetFormat(TieredCache cache, List<String> projection, long decodedBytes) {
+        this(cache, projection, decodedBytes, TAIL_GUESS);
+    }
+
+    /** As above, reading {@code tailGuess} bytes of a file's end first (tests: a footer in two reads). */
+    ParquetFormat(TieredCache cache, List<String> projection, long decodedBytes, int tailGuess) {
+        if (tailGuess < 8) {
+            throw new IllegalArgumentException("tail guess: " + tailGuess + " bytes (expected: >= 8)");
+        }
+        this.tailGuess = tailGuess;
         this.cache = cache;
         this.projection = List.copyOf(projection);
         this.decoded = new DecodedGroups(decodedBytes, this::decodeGroup);
@@ -123,6 +134,11 @@ public final class ParquetFormat implements ShardFormat {
         return footerRequests.get();
     }
 
+    /** {@return the bytes of the footers indexed so far (without their 8-byte tails)} */
+    public long footerBytes() {
+        return footerBytes.get();
+    }
+
     // ------------------------------------------------------------------------------------------------------- indexing
 
     @Override
@@ -136,7 +152,7 @@ public final class ParquetFormat implements ShardFormat {
                     size + " bytes (expected: a Parquet file, at least 12 bytes: PAR1, a footer, its length"
                             + " and PAR1)");
         }
-        int guess = (int) Math.min(size, TAIL_GUESS);
+        int guess = (int) Math.min(size, tailGuess);
         byte[] last = read(shard, size - guess, guess);
         int end = last.length;
         if (last[end - 4] != 'P' || last[end - 3] != 'A' || last[end - 2] != 'R' || last[end - 1] != '1') {
@@ -158,6 +174,7 @@ public final class ParquetFormat implements ShardFormat {
                             + " bytes after the leading PAR1)");
         }
         int tailLength = (int) footerLength + 8;
+        footerBytes.addAndGet(footerLength);
         byte[] tail;
         if (tailLength <= guess) {
             tail = Arrays.copyOfRange(last, guess - tailLength, guess);
