@@ -305,6 +305,13 @@ class ParquetDatasetTest {
     }
 
     @Test
+    void theCookbookRecipeReadsEveryRow() throws IOException {
+        try (TieredCache cache = cache()) {
+            assertEquals(FLAT.size() * ROWS, dev.granary.examples.ParquetFiles.epoch(cache, flatKeys()));
+        }
+    }
+
+    @Test
     void badArgumentsAreRefusedNamingThem() throws IOException {
         try (TieredCache cache = cache()) {
             assertThrows(IllegalArgumentException.class, () -> ParquetDataset.of(null, flatKeys()));
