@@ -307,7 +307,7 @@ class ParquetDatasetTest {
     @Test
     void theCookbookRecipeReadsEveryRow() throws IOException {
         try (TieredCache cache = cache()) {
-            assertEquals(FLAT.size() * ROWS, dev.granary.examples.ParquetFiles.epoch(cache, flatKeys()));
+            assertEquals((long) FLAT.size() * ROWS, dev.granary.examples.ParquetFiles.epoch(cache, flatKeys()));
         }
     }
 
