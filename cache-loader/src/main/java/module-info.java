@@ -6,6 +6,8 @@
  */
 module dev.granary.loader {
     requires transitive dev.granary.core;
+    // zstd shards (MDS .mds.zstd) only; optional: on the module path, add it with --add-modules (decision 0024)
+    requires static com.github.luben.zstd_jni;
 
     exports dev.granary.loader;
 }

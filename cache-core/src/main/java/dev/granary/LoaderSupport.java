@@ -98,6 +98,26 @@ public final class LoaderSupport {
     }
 
     /**
+     * Wraps bytes a loader derived itself from an object — a slice of a decompressed shard — in a lease, so that they
+     * travel where cached bytes travel (samples, shard parts) and are counted among the open leases like them. The
+     * lease holds no page and no tier memory: closing it only ends the count.
+     *
+     * @param key    the key of the object the bytes were derived from, for messages
+     * @param offset where the bytes start in what was derived, for messages
+     * @param bytes  the bytes, from the buffer's position to its limit; wrapped read-only, not copied
+     * @return a lease on the bytes; close it
+     * @throws IllegalArgumentException if the key or the buffer is null, or the offset negative
+     * @throws IllegalStateException    if the cache is closed
+     */
+    public Lease wrap(String key, long offset, java.nio.ByteBuffer bytes) {
+        if (key == null || bytes == null || offset < 0) {
+            throw new IllegalArgumentException("wrap: key " + Checks.quote(key) + ", offset " + offset + ", bytes "
+                    + bytes + " (expected: a key, an offset >= 0 and a buffer)");
+        }
+        return cache.wrap(key, offset, bytes.slice().asReadOnlyBuffer());
+    }
+
+    /**
      * Tells whether the cache's tiers hold an object's version in pages of the cache's page size — its first and its
      * last page, probed without counting a hit or miss and without touching the eviction policy: the mark of an object
      * {@link TieredCache#prestage} staged (or {@link TieredCache#read} read whole). A loader that reads such an object in

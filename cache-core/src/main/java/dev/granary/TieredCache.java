@@ -198,6 +198,12 @@ public final class TieredCache implements AutoCloseable {
         }
     }
 
+    /** {@link LoaderSupport#wrap}. */
+    Lease wrap(String key, long offset, ByteBuffer readOnly) {
+        ensureOpen();
+        return Lease.ofCopy(key, offset, readOnly, leases);
+    }
+
     /** An extent of one given version: looked up in the tiers, else read pinned and kept ({@code keep}) or not. */
     Lease pinnedExtent(ObjectInfo object, long offset, int length, boolean keep) throws IOException {
         ensureOpen();

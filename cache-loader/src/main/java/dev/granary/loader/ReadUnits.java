@@ -80,10 +80,12 @@ interface ReadUnits {
                 return;
             }
             ShardedDataset shards = (ShardedDataset) settings.dataset();
+            java.util.BitSet decoded = new java.util.BitSet();
             for (int i = 0; i < plan.partCount(); i++) {
-                ObjectInfo shard = shards.shardInfo(plan.shard(i));
+                int s = plan.shard(i);
+                ObjectInfo shard = shards.shardInfo(s);
                 int length = ShardParts.length(plan.number(i), shard.size(), plan.partSize());
-                sink.extent(shard, ShardParts.start(plan.number(i), plan.partSize()), length);
+                extent(shards, s, ShardParts.start(plan.number(i), plan.partSize()), length, decoded, sink);
             }
         };
     }
@@ -93,12 +95,12 @@ interface ReadUnits {
         return switch (dataset) {
             case ShardedDataset shards ->
                 (epoch, order, from, to, sim, sink) -> {
+                    java.util.BitSet decoded = new java.util.BitSet();
                     for (int p = from; p < to; p++) {
                         int sample = order[p];
                         int length = shards.sampleLength(sample);
                         if (length > 0) { // an empty extent is served without a lookup
-                            ObjectInfo shard = shards.shardInfo(shards.shardOf(sample));
-                            sink.extent(shard, shards.sampleStart(sample), length);
+                            extent(shards, shards.shardOf(sample), shards.sampleStart(sample), length, decoded, sink);
                         }
                     }
                 };
@@ -123,6 +125,23 @@ interface ReadUnits {
                     }
                 };
         };
+    }
+
+    /**
+     * One extent of a shard as {@link ShardedDataset#readShard} reads it: through the cache; or, for a shard stored
+     * encoded, the stored shard whole the first time the epoch touches it (its decoded bytes are held after that:
+     * {@link DecodedShards}, assumed to hold the shards an epoch has open at once, as shard-block orders do), and
+     * nothing after.
+     */
+    private static void extent(
+            ShardedDataset shards, int s, long offset, int length, java.util.BitSet decoded, Sink sink) {
+        if (!shards.decodedShard(s)) {
+            sink.extent(shards.shardInfo(s), offset, length);
+        } else if (!decoded.get(s)) {
+            decoded.set(s);
+            ObjectInfo stored = shards.storedInfo(s);
+            sink.extent(stored, 0, (int) stored.size());
+        }
     }
 
     /** A version no origin reports: the pages of an object whose version the cache does not know yet. */

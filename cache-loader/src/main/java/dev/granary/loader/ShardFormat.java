@@ -62,6 +62,19 @@ public interface ShardFormat {
     }
 
     /**
+     * {@return how many bytes at the start of a shard {@link #scan} reads, when the format knows it before reading, or
+     * {@code -1}} A format whose index is a header of known length (MDS: a sample count and an offset table whose size
+     * {@code index.json} gives) returns it, and the dataset serves {@link #scan} from one read of exactly those bytes
+     * — one small request per shard — instead of the shard's large parts; a read past them is an
+     * {@link java.io.EOFException}. Default {@code -1}: scanned in parts.
+     *
+     * @param shard the shard's key, size and version, as listed
+     */
+    default long headerLength(ObjectInfo shard) {
+        return -1;
+    }
+
+    /**
      * Builds a shard's index by reading its bytes once, from the start, in order: what indexing does for a shard with
      * no (usable) index file. {@code reader} reads the shard in large parts that are cached, so the bytes read here are
      * not read again by a first epoch that reads the shard in parts.

@@ -59,7 +59,6 @@ final class ShardStream implements AutoCloseable {
     private final ShardedDataset dataset;
     private final StreamPlan plan;
     private final int[] order;
-    private final LoaderSupport support;
     /** The loader's account, charged with the parts' reads (per-loader figures); null for none. */
     private final ReadAccount account;
 
@@ -109,7 +108,6 @@ final class ShardStream implements AutoCloseable {
         this.dataset = dataset;
         this.plan = plan;
         this.order = order;
-        this.support = dataset.cache().loaderSupport();
         this.account = account;
         this.parallelism = parallelism;
         this.budget = budget;
@@ -168,13 +166,14 @@ final class ShardStream implements AutoCloseable {
     }
 
     private void read(int i, long length) {
-        ObjectInfo shard = dataset.shardInfo(plan.shard(i));
+        int s = plan.shard(i);
+        ObjectInfo shard = dataset.shardInfo(s);
         long start = ShardParts.start(plan.number(i), plan.partSize());
         Thread reader = Thread.ofVirtual().name("granary-loader-part").unstarted(() -> {
             Lease lease = null;
             IOException failure = null;
             try {
-                lease = ReadAccount.call(account, () -> support.readExtent(shard, start, (int) length));
+                lease = ReadAccount.call(account, () -> dataset.readShard(s, start, (int) length));
             } catch (IOException e) {
                 failure = e; // as the origin said it (ObjectChangedException, …): it names the shard
             } catch (RuntimeException | Error e) {

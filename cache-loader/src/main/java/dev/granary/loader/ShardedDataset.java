@@ -53,6 +53,11 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
     static final int MAX_SAMPLE_BYTES = Integer.MAX_VALUE - 8;
 
     private static final int INDEX_CONCURRENCY = 64;
+    /** The default budget of decoded encoded shards held on the heap ({@link DecodedShards}). */
+    static final long DEFAULT_DECODED_BYTES = 256L << 20;
+    /** Marks the version of a decoded shard, so that no read of it can reach the origin as if it were the object. */
+    static final String DECODED_VERSION = "|decoded";
+
     private static final System.Logger LOG = System.getLogger(ShardedDataset.class.getName());
 
     private final TieredCache cache;
@@ -60,6 +65,13 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
     private final List<String> shards;
     /** Each shard's version when it was indexed: every read is pinned to it, so the index's offsets stay valid. */
     private final ObjectInfo[] versions;
+    /**
+     * Each shard as the planner sees it: its listed version, or for a shard stored encoded, its decoded bytes (the
+     * decoded size, the version marked {@link #DECODED_VERSION}).
+     */
+    private final ObjectInfo[] planned;
+    /** The decoded bytes of encoded shards; null when no shard is encoded. */
+    private final DecodedShards decoded;
 
     private final ShardIndex[] indexes;
     /** Per shard: whether it was indexed from an index file (else by a scan). */
@@ -83,7 +95,39 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
             List<String> shards,
             ObjectInfo[] versions,
             ShardIndex[] indexes,
-            boolean[] fromIndexFile) {}
+            boolean[] fromIndexFile,
+            ObjectInfo[] planned,
+            DecodedShards decoded) {
+
+        Indexed(
+                TieredCache cache,
+                ShardFormat format,
+                List<String> shards,
+                ObjectInfo[] versions,
+                ShardIndex[] indexes,
+                boolean[] fromIndexFile) {
+            this(cache, format, shards, versions, indexes, fromIndexFile, versions, null);
+        }
+    }
+
+    /**
+     * What decoding a dataset's encoded shards (MDS {@code .mds.zstd}) has cost so far: zero for a dataset whose
+     * shards are stored plain. See docs/decisions/0024-compressed-shards.md.
+     *
+     * @param shardsDecoded how many times a shard was decoded (read whole from the cache, then decoded)
+     * @param shardsReused  how many reads found a shard decoded already (held, or being decoded)
+     * @param storedBytes   the bytes of the stored shards decoded
+     * @param decodedBytes  the bytes they decoded to
+     * @param decodeNanos   the time spent decoding (excluding the reads), summed over threads
+     * @param heldBytes     the decoded bytes held now
+     */
+    public record Decoding(
+            long shardsDecoded,
+            long shardsReused,
+            long storedBytes,
+            long decodedBytes,
+            long decodeNanos,
+            long heldBytes) {}
 
     ShardedDataset(Indexed indexed) {
         this.cache = indexed.cache();
@@ -92,6 +136,8 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
         this.versions = indexed.versions().clone();
         this.indexes = indexed.indexes().clone();
         this.fromIndexFile = indexed.fromIndexFile().clone();
+        this.planned = indexed.planned().clone();
+        this.decoded = indexed.decoded();
         int s = indexes.length;
         firstSample = new int[s + 1];
         long n = 0;
@@ -151,6 +197,17 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
     static Indexed index(
             TieredCache cache, List<String> shardKeys, ShardFormat format, Consumer<IndexingProgress> listener)
             throws IOException {
+        return index(cache, shardKeys, format, listener, DEFAULT_DECODED_BYTES);
+    }
+
+    /** {@link #index}, holding up to {@code decodedBytes} of decoded shards for a format of {@link EncodedShards}. */
+    static Indexed index(
+            TieredCache cache,
+            List<String> shardKeys,
+            ShardFormat format,
+            Consumer<IndexingProgress> listener,
+            long decodedBytes)
+            throws IOException {
         checkCache(cache);
         ObjectDataset.of(cache, shardKeys); // validates the keys: non-empty, relative, each once
         if (format == null) {
@@ -176,6 +233,8 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
         }
         ShardIndex[] indexes = new ShardIndex[shards.size()];
         boolean[] fromFile = new boolean[shards.size()];
+        ObjectInfo[] planned = versions.clone();
+        DecodedShards decoded = format instanceof EncodedShards ? new DecodedShards(decodedBytes) : null;
         AtomicLong bytes = new AtomicLong();
         int[] done = {0};
         parallel(shards.size(), "indexing " + shards.size() + " shards", s -> {
@@ -183,7 +242,9 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
             for (String key : indexKeys.get(s)) {
                 index = index == null ? listed.get(key) : index;
             }
-            String note = indexShard(cache, format, versions[s], index, bytes, indexes, fromFile, s);
+            String note = decoded != null && ((EncodedShards) format).decodedSize(versions[s]) >= 0
+                    ? indexDecoded(cache, (EncodedShards) format, versions, planned, decoded, bytes, indexes, s)
+                    : indexShard(cache, format, versions[s], index, bytes, indexes, fromFile, s);
             synchronized (done) {
                 done[0]++;
                 OriginStats now = cache.stats().origin();
@@ -207,7 +268,62 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
                     + " of " + cache.originUri() + ": no samples in format '" + format.name() + "' (expected: shards"
                     + " that hold samples)");
         }
-        return new Indexed(cache, format, shards, versions, indexes, fromFile);
+        return new Indexed(cache, format, shards, versions, indexes, fromFile, planned, decoded);
+    }
+
+    /**
+     * Indexes an encoded shard: reads it whole through the cache and decodes it (the decoded bytes are held for the
+     * first epoch), then scans the decoded bytes. The index's extents are in the decoded shard.
+     */
+    private static String indexDecoded(
+            TieredCache cache,
+            EncodedShards format,
+            ObjectInfo[] versions,
+            ObjectInfo[] planned,
+            DecodedShards decoded,
+            AtomicLong bytes,
+            ShardIndex[] indexes,
+            int s)
+            throws IOException {
+        ObjectInfo stored = versions[s];
+        long size = format.decodedSize(stored);
+        planned[s] = new ObjectInfo(stored.key(), size, stored.version() + DECODED_VERSION);
+        ByteBuffer whole = decoded.get(s, () -> decode(cache, format, stored, decoded, bytes));
+        indexes[s] = checked(
+                (ShardFormat) format,
+                planned[s],
+                ((ShardFormat) format).scan(planned[s], new HeaderReader(stored.key(), size, whole)));
+        return "stored encoded: decoded to index it";
+    }
+
+    /** Reads an encoded shard whole, pinned to its version and cached as one unit, and decodes it (counted). */
+    private static ByteBuffer decode(
+            TieredCache cache, EncodedShards format, ObjectInfo stored, DecodedShards decoded, AtomicLong bytes)
+            throws IOException {
+        if (stored.size() > MAX_SAMPLE_BYTES) {
+            throw new CorruptShardException(
+                    stored.key(),
+                    0,
+                    "a stored encoded shard of " + stored.size() + " bytes (expected: at most " + MAX_SAMPLE_BYTES
+                            + ", what one buffer holds)");
+        }
+        try (Lease lease = cache.loaderSupport().readExtent(stored, 0, (int) stored.size())) {
+            if (bytes != null) {
+                bytes.addAndGet(stored.size());
+            }
+            long t0 = System.nanoTime();
+            ByteBuffer out = format.decode(stored, lease.bytes());
+            long expected = format.decodedSize(stored);
+            if (out == null || out.remaining() != expected) {
+                throw new CorruptShardException(
+                        stored.key(),
+                        0,
+                        "decoded to " + (out == null ? "nothing" : out.remaining() + " bytes") + " (expected: "
+                                + expected + ")");
+            }
+            decoded.counted(stored.size(), expected, System.nanoTime() - t0);
+            return out.slice();
+        }
     }
 
     /** Indexes one shard into {@code indexes[s]}; returns the note for its progress (why it was scanned). */
@@ -241,6 +357,15 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
                 note = e.getMessage();
                 LOG.log(System.Logger.Level.WARNING, note);
             }
+        }
+        long header = format.headerLength(shard);
+        if (header >= 0 && header <= shard.size()) {
+            try (Lease lease = cache.loaderSupport().readExtent(shard, 0, (int) header)) {
+                bytes.addAndGet(header);
+                indexes[s] = checked(
+                        format, shard, format.scan(shard, new HeaderReader(shard.key(), shard.size(), lease.bytes())));
+            }
+            return index == null ? "" : note;
         }
         try (PartReader reader = new PartReader(cache.loaderSupport(), shard, ShardParts.DEFAULT_PART_SIZE, bytes)) {
             indexes[s] = checked(format, shard, format.scan(shard, reader));
@@ -419,9 +544,52 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
         return shards.size();
     }
 
-    /** {@return the version of shard {@code shard} that every read is pinned to} */
+    /**
+     * {@return shard {@code shard} as the planner sees it}: the version every read is pinned to, or for a shard stored
+     * encoded its decoded bytes (decoded size, a version no origin has). Read it with {@link #readShard}, never
+     * through the cache directly.
+     */
     ObjectInfo shardInfo(int shard) {
+        return planned[shard];
+    }
+
+    /** {@return the stored object of shard {@code shard}, as listed} */
+    ObjectInfo storedInfo(int shard) {
         return versions[shard];
+    }
+
+    /** {@return whether shard {@code shard} is stored encoded: its extents are of its decoded bytes} */
+    boolean decodedShard(int shard) {
+        return !planned[shard].equals(versions[shard]);
+    }
+
+    /**
+     * Reads an extent of a shard in the planner's coordinates: through the cache, pinned to the shard's version; or,
+     * for an encoded shard, a slice of its decoded bytes (decoding it, once, if they are not held).
+     *
+     * @param shard  the shard
+     * @param offset the extent's start
+     * @param length its length
+     * @return a lease on the bytes
+     */
+    Lease readShard(int shard, long offset, int length) throws IOException {
+        if (!decodedShard(shard)) {
+            return cache.loaderSupport().readExtent(versions[shard], offset, length);
+        }
+        ObjectInfo stored = versions[shard];
+        ByteBuffer whole = decoded.get(shard, () -> decode(cache, (EncodedShards) format, stored, decoded, null));
+        if (offset < 0 || length < 0 || offset > whole.remaining() - (long) length) {
+            throw new java.io.EOFException("range [" + offset + ", +" + length + ") of decoded shard '" + stored.key()
+                    + "': past its end (expected: within its " + whole.remaining() + " bytes)");
+        }
+        return cache.loaderSupport().wrap(stored.key(), offset, whole.slice((int) offset, length));
+    }
+
+    /**
+     * {@return what decoding this dataset's encoded shards has cost so far}: all zero when its shards are stored plain
+     */
+    public Decoding decoding() {
+        return decoded == null ? new Decoding(0, 0, 0, 0, 0, 0) : decoded.stats();
     }
 
     /** {@return shard {@code shard}'s index} */
@@ -500,7 +668,7 @@ public sealed class ShardedDataset extends Dataset permits WebDataset {
     Sample read(int index) throws IOException {
         int s = shardOf(index);
         int local = index - firstSample[s];
-        Lease lease = cache.loaderSupport().readExtent(versions[s], indexes[s].start(local), indexes[s].length(local));
+        Lease lease = readShard(s, indexes[s].start(local), indexes[s].length(local));
         try {
             ByteBuffer extent = lease.bytes();
             Map<String, ByteBuffer> fields = fieldsOf(index, extent);

@@ -108,7 +108,7 @@ final class DirectoryLock implements AutoCloseable {
             channel = FileChannel.open(
                     file,
                     EnumSet.of(StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE),
-                    DiskTier.FILE_PERMISSIONS);
+                    DiskDirectory.FILE_PERMISSIONS);
             access.apply(file, false);
             if (fd >= 0) {
                 locked = NativeFiles.flock(

@@ -8,8 +8,10 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.FileAttribute;
 import java.nio.file.attribute.GroupPrincipal;
 import java.nio.file.attribute.PosixFileAttributeView;
+import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.nio.file.attribute.UserPrincipalNotFoundException;
 import java.util.HexFormat;
@@ -24,14 +26,20 @@ import java.util.Set;
  */
 final class DiskDirectory {
 
+    /** The file naming the directory's format ({@code docs/disk-format.md}, "Directory layout"). */
+    static final String FORMAT_FILE = "FORMAT";
+    /** The subdirectory holding the segment files. */
+    static final String SEGMENTS = "segments";
+    /** Files Granary makes in a directory private to its owner: {@code 0600} (a group's: see {@link Access}). */
+    static final FileAttribute<Set<PosixFilePermission>> FILE_PERMISSIONS =
+            PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"));
+    /** A directory private to its owner: {@code 0700}. */
+    static final Set<PosixFilePermission> DIRECTORY_PERMISSIONS = PosixFilePermissions.fromString("rwx------");
+
     private static final String FORMAT_TITLE = "granary-disk-tier";
     /** The only names Granary puts in a tier's directory (FORMAT.tmp: a FORMAT being written when a process died). */
-    private static final Set<String> OWN = Set.of(
-            DiskTier.FORMAT_FILE,
-            DiskTier.FORMAT_FILE + ".tmp",
-            DirectoryLock.FILE,
-            DiskTier.SEGMENTS,
-            SharedDirectory.FILE);
+    private static final java.util.Set<String> OWN =
+            java.util.Set.of(FORMAT_FILE, FORMAT_FILE + ".tmp", DirectoryLock.FILE, SEGMENTS, SharedDirectory.FILE);
 
     private static final System.Logger LOG = System.getLogger(DiskTier.class.getName());
 
@@ -95,7 +103,7 @@ final class DiskDirectory {
             }
         }
         if (!Files.exists(directory, LinkOption.NOFOLLOW_LINKS)) {
-            Files.createDirectories(directory, PosixFilePermissions.asFileAttribute(DiskTier.DIRECTORY_PERMISSIONS));
+            Files.createDirectories(directory, PosixFilePermissions.asFileAttribute(DIRECTORY_PERMISSIONS));
             access.apply(directory, true);
             return;
         }
@@ -103,8 +111,7 @@ final class DiskDirectory {
             throw new IllegalArgumentException("disk tier directory " + directory + " is not a directory (expected:"
                     + " a directory, or a path where one can be created)");
         }
-        boolean ours = Files.exists(directory.resolve(DiskTier.FORMAT_FILE))
-                || Files.exists(directory.resolve(DiskTier.SEGMENTS));
+        boolean ours = Files.exists(directory.resolve(FORMAT_FILE)) || Files.exists(directory.resolve(SEGMENTS));
         try (DirectoryStream<Path> entries = Files.newDirectoryStream(directory)) {
             for (Path entry : entries) {
                 String name = entry.getFileName().toString();
@@ -126,8 +133,8 @@ final class DiskDirectory {
         }
         if (access.group() != null) {
             access.apply(directory, true);
-        } else if (!Files.getPosixFilePermissions(directory).equals(DiskTier.DIRECTORY_PERMISSIONS)) {
-            Files.setPosixFilePermissions(directory, DiskTier.DIRECTORY_PERMISSIONS);
+        } else if (!Files.getPosixFilePermissions(directory).equals(DIRECTORY_PERMISSIONS)) {
+            Files.setPosixFilePermissions(directory, DIRECTORY_PERMISSIONS);
         }
     }
 
@@ -151,8 +158,8 @@ final class DiskDirectory {
      * lines only, so older Granary versions read it as before.
      */
     static void checkFormat(Path directory, String tierName, Access access, long capacity) throws IOException {
-        Path formatFile = directory.resolve(DiskTier.FORMAT_FILE);
-        Path segmentsDirectory = directory.resolve(DiskTier.SEGMENTS);
+        Path formatFile = directory.resolve(FORMAT_FILE);
+        Path segmentsDirectory = directory.resolve(SEGMENTS);
         if (Files.exists(formatFile)) {
             int found = parseFormat(directory, formatFile);
             if (found > SegmentFormat.FORMAT) {
@@ -189,15 +196,15 @@ final class DiskDirectory {
 
     /** Writes FORMAT whole (a temporary file renamed over it): title, format, and the capacity if positive. */
     private static void writeFormat(Path directory, Access access, long capacity) throws IOException {
-        Path temporary = directory.resolve(DiskTier.FORMAT_FILE + ".tmp");
+        Path temporary = directory.resolve(FORMAT_FILE + ".tmp");
         Files.deleteIfExists(temporary);
         String text = FORMAT_TITLE + "\nformat " + SegmentFormat.FORMAT + "\n"
                 + (capacity > 0 ? CAPACITY_LINE + capacity + "\n" : "");
-        Files.write(Files.createFile(temporary, DiskTier.FILE_PERMISSIONS), text.getBytes(StandardCharsets.UTF_8));
+        Files.write(Files.createFile(temporary, FILE_PERMISSIONS), text.getBytes(StandardCharsets.UTF_8));
         access.apply(temporary, false);
         Files.move(
                 temporary,
-                directory.resolve(DiskTier.FORMAT_FILE),
+                directory.resolve(FORMAT_FILE),
                 StandardCopyOption.ATOMIC_MOVE,
                 StandardCopyOption.REPLACE_EXISTING);
     }
@@ -223,8 +230,7 @@ final class DiskDirectory {
 
     private static void makeSegmentsDirectory(Path segmentsDirectory, Access access) throws IOException {
         if (!Files.isDirectory(segmentsDirectory)) {
-            Files.createDirectories(
-                    segmentsDirectory, PosixFilePermissions.asFileAttribute(DiskTier.DIRECTORY_PERMISSIONS));
+            Files.createDirectories(segmentsDirectory, PosixFilePermissions.asFileAttribute(DIRECTORY_PERMISSIONS));
             access.apply(segmentsDirectory, true);
         } else if (access.group() != null) {
             access.apply(segmentsDirectory, true);

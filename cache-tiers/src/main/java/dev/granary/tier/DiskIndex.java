@@ -24,7 +24,7 @@ import java.util.function.BooleanSupplier;
  *       bits of the page's hash, so a probe rarely looks at a segment's rows for a key that is not there. 8 bytes
  *       a slot, 10-15 bytes a page.</li>
  * </ul>
- * A page object ({@link DiskTier.DiskPage}) is made only when a reader leases a page, and is garbage once released.
+ * A page object ({@link DiskPage}) is made only when a reader leases a page, and is garbage once released.
  *
  * <h2>Thread safety</h2>
  * One {@link StampedLock}. Every mutation (a page added or removed, a segment registered or killed, a table resize)
@@ -91,7 +91,7 @@ final class DiskIndex {
      * @return the page with one reference for the caller, or {@code null} if not in the index (or its segment is
      *     being unmapped)
      */
-    DiskTier.DiskPage lease(DiskTier tier, PageKey key) {
+    DiskPage lease(DiskTier tier, PageKey key) {
         int nameHash = ObjectNames.hash(key.origin(), key.key(), key.version());
         long stamp = lock.tryOptimisticRead();
         Segment segment = null;
@@ -133,7 +133,7 @@ final class DiskIndex {
         if (segment == null || !segment.tryRetain()) {
             return null;
         }
-        return new DiskTier.DiskPage(tier, segment, record, key, payload, crc);
+        return new DiskPage(tier, segment, record, key, payload, crc);
     }
 
     /**

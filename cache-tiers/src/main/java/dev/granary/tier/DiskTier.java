@@ -9,43 +9,14 @@ import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import dev.granary.spi.RegionPolicy;
 import dev.granary.spi.Tier;
-import dev.granary.spi.TierSimulation;
 import dev.granary.spi.Workload;
-import java.io.EOFException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.VarHandle;
-import java.nio.channels.ClosedByInterruptException;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.attribute.FileAttribute;
-import java.nio.file.attribute.FileTime;
-import java.nio.file.attribute.PosixFilePermission;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
-import java.util.Optional;
-import java.util.Set;
-import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.LongAdder;
-import java.util.concurrent.locks.LockSupport;
-import java.util.concurrent.locks.ReentrantLock;
-import java.util.concurrent.locks.ReentrantReadWriteLock;
-import java.util.function.Consumer;
 
 /**
  * The local-disk tier (L3): pages appended into memory-mapped segment files, kept across restarts and crashes, each
@@ -114,134 +85,68 @@ import java.util.function.Consumer;
  */
 public final class DiskTier implements Tier {
 
-    static final FileAttribute<Set<PosixFilePermission>> FILE_PERMISSIONS =
-            PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"));
-    static final Set<PosixFilePermission> DIRECTORY_PERMISSIONS = PosixFilePermissions.fromString("rwx------");
-    static final String FORMAT_FILE = "FORMAT";
-    static final String SEGMENTS = "segments";
-    private static final System.Logger LOG = System.getLogger(DiskTier.class.getName());
-
     private final String name;
     private final Path directory;
-    private final Path segmentsDirectory;
-    private final long capacity;
-    private final long segmentSize;
-    private final RegionPolicy policy;
-    private final SegmentFiles files;
-    private final long retryNanos;
-    private final boolean randomAccess;
-    /** Payloads of at least this many bytes are written direct (decision 0015); {@code 0}: none. */
-    private final int directMin;
-    /** Payloads written with {@code O_DIRECT} so far. */
-    private final LongAdder directWrites = new LongAdder();
-    /** Payloads written are handed to writeback every this many bytes of a segment (decision 0016); 0: never. */
-    private final long writebackEvery;
-    /** Ranges handed to writeback so far. */
-    private final LongAdder writebacks = new LongAdder();
-    /**
-     * A segment that just filled, with a reference for the put that found it full, which hands its rest to writeback
-     * after its own write, outside the allocation lock; guarded by {@link #allocation}.
-     */
-    private Segment filled;
-
-    private final long lengthCheckNanos;
     private final DirectoryLock lock;
     /** The pages on disk, in primitive arrays ({@link DiskIndex}); page objects exist only while leased. */
     private final DiskIndex index = new DiskIndex();
 
-    private final ReentrantLock allocation = new ReentrantLock();
-    /** Writers copying into segments hold it shared; close takes it exclusively before it unlocks the directory. */
-    private final ReentrantReadWriteLock writers = new ReentrantReadWriteLock();
-    /** Live segments, oldest first, including the active one; guarded by {@link #allocation}. */
-    private final List<Segment> segments = new ArrayList<>();
-    /** The segment appends go to; guarded by {@link #allocation}. */
-    private Segment active;
-    /** Guarded by {@link #allocation}. */
-    private long nextId;
-
-    private final AtomicLong bytesOnDisk = new AtomicLong();
-    private final AtomicInteger mapped = new AtomicInteger();
     private final TierCounters counters = new TierCounters();
-    private final AtomicBoolean oversizeLogged = new AtomicBoolean();
-    private final AtomicBoolean corruptionLogged = new AtomicBoolean();
+    /** The other processes sharing the directory ({@link Builder#shared}), or {@link Peers#NONE}. */
+    private final Peers peers;
+    /** The segments, and everything that writes into them or evicts them. */
+    private final SegmentAppender appender;
+    /** What a leased page passes before it is served. */
+    private final PageChecks checks;
+
     private final Recovery recovery;
-    /**
-     * The coarse clock of {@link RegionPolicy.Region#lastAccess()}: advances with every new segment. Written under
-     * {@link #allocation} only, read without it.
-     */
-    private volatile long clock = 1;
-
-    private volatile Workload workload = Workload.UNDRIVEN;
-    /** While driven: segments found mostly dead at the latest workload change, dropped when no wholly dead one is. */
-    private volatile List<Segment> sparse = List.of();
-
-    private volatile Consumer<Page> evictionListener;
-    private volatile String failure;
-    private volatile long failedAt;
-    private volatile boolean closed;
-    /** Guarded by {@link #allocation}. */
-    private boolean closeDone;
     /** Scratch mode ({@link Builder#deleteOnClose}); and whether this tier made the directory (then it may remove it). */
     private final boolean deleteOnClose;
 
     private final boolean createdDirectory;
-    /** Who may use the directory: the owner only, or a group ({@link Builder#group}). */
-    private final DiskDirectory.Access access;
-    /** Shared mode ({@link Builder#shared}): what the processes sharing the directory coordinate through; else null. */
-    private final SharedDirectory shared;
-    /** Shared mode: the directory generation the segment list reflects. */
-    private volatile long seenGeneration = -1;
-    /** Shared mode: other processes' segments that may still get records, watched on misses. */
-    private volatile Segment[] following = new Segment[0];
-    /** Shared mode: when the owners of followed segments were last checked (System.nanoTime). */
-    private volatile long sweptAt;
-    /** Shared mode: segment numbers whose header did not check out; the next opener deletes them. */
-    private final Set<Long> unreadable = ConcurrentHashMap.newKeySet();
-    /** Shared mode: the claim slot each of this tier's fills in progress holds. */
-    private final ConcurrentHashMap<PageKey, Integer> claims = new ConcurrentHashMap<>();
-
-    private final long fillWaitNanos;
-    private final LongAdder peerFills = new LongAdder();
-    private final LongAdder peerWaitTimeouts = new LongAdder();
 
     private DiskTier(Builder b, long segmentSize) throws IOException {
         this.name = b.name;
         this.directory = b.directory.toAbsolutePath().normalize();
-        this.segmentsDirectory = directory.resolve(SEGMENTS);
-        this.capacity = b.capacity;
-        this.segmentSize = segmentSize;
-        this.policy = b.policy;
-        this.files = b.files;
-        this.retryNanos = b.retryAfter.toNanos();
-        this.randomAccess = b.randomAccess;
-        this.directMin = b.directWrites ? b.directMin : 0;
-        this.writebackEvery = b.writebackEvery;
-        this.lengthCheckNanos = b.lengthCheck.toNanos();
         this.deleteOnClose = b.deleteOnClose;
-        this.access = new DiskDirectory.Access(b.group);
-        this.fillWaitNanos = b.fillWait.toNanos();
+        DiskDirectory.Access access = new DiskDirectory.Access(b.group);
         this.createdDirectory = !Files.exists(directory, LinkOption.NOFOLLOW_LINKS);
         DiskDirectory.prepare(directory, access);
         this.lock = DirectoryLock.acquire(directory, b.shared, access);
-        SharedDirectory sharing = null;
         try {
-            sharing = b.shared ? SharedDirectory.open(directory, access.fileMode()) : null;
+            this.peers = Peers.open(b.shared, directory, access, index, counters, b.fillWait.toNanos());
         } catch (IOException | RuntimeException | Error e) {
             lock.close();
             throw e;
         }
-        this.shared = sharing;
+        Path segments = directory.resolve(DiskDirectory.SEGMENTS);
+        this.appender = new SegmentAppender(
+                this,
+                name,
+                segments,
+                access,
+                new SegmentAppender.Settings(
+                        b.capacity,
+                        segmentSize,
+                        b.policy,
+                        b.files,
+                        b.retryAfter.toNanos(),
+                        b.randomAccess,
+                        b.directWrites ? b.directMin : 0,
+                        b.writebackEvery),
+                index,
+                counters,
+                peers);
+        peers.attach(appender);
+        this.checks = new PageChecks(
+                name, index, appender, peers, counters, b.lengthCheck.toNanos(), b.verify == Verify.EVERY_READ);
         try {
-            if (shared != null) {
-                shared.lock(); // opening (format upgrade, recovery, deleting leftovers) changes the directory
-            }
+            peers.lock(); // opening (format upgrade, recovery, deleting leftovers) changes the directory
             try {
-                DiskDirectory.checkFormat(directory, name, access, b.inspecting ? 0 : capacity);
-                this.recovery = recover();
+                DiskDirectory.checkFormat(directory, name, access, b.inspecting ? 0 : b.capacity);
+                this.recovery = recover(segments);
             } finally {
-                if (shared != null) {
-                    shared.unlock();
-                }
+                peers.unlock();
             }
             FlightEvents.diskRecovered(
                     name,
@@ -252,10 +157,8 @@ public final class DiskTier implements Tier {
                     recovery.damagedTails(),
                     recovery.took());
         } catch (IOException | RuntimeException | Error e) {
-            closeSegmentsAfterFailedOpen();
-            if (shared != null) {
-                shared.close();
-            }
+            appender.closeAfterFailedOpen();
+            peers.close();
             lock.close();
             throw e;
         }
@@ -264,6 +167,34 @@ public final class DiskTier implements Tier {
     /** {@return a builder; {@link Builder#directory} and {@link Builder#capacity} are required} */
     public static Builder builder() {
         return new Builder();
+    }
+
+    /** Scans the segments ({@link SegmentRecovery}), indexes the pages found, and resumes appends to the newest. */
+    private Recovery recover(Path segmentsDirectory) throws IOException {
+        long start = System.nanoTime();
+        long[] pages = {0};
+        SegmentRecovery.Result found = new SegmentRecovery(
+                        segmentsDirectory,
+                        name,
+                        appender::freed,
+                        appender::mapped,
+                        appender::advise,
+                        counters::corrupted,
+                        peers::appendedByAnother)
+                .scan(recovered -> {
+                    Segment s = recovered.segment();
+                    appender.add(s); // at once: if the scan fails further on, closing after the failed open releases it
+                    s.resize(recovered.records().size);
+                    pages[0] += index.addRecovered(s, recovered.records(), recovered.expectedMore());
+                });
+        appender.opened(found.nextId());
+        return new Recovery(
+                found.files(),
+                pages[0],
+                found.damagedSegments(),
+                found.damagedTails(),
+                Duration.ofNanos(System.nanoTime() - start),
+                found.dropped());
     }
 
     // ------------------------------------------------------------------------------------------------ reads
@@ -280,18 +211,15 @@ public final class DiskTier implements Tier {
             counters.miss();
             return null;
         }
-        if (!ready(page)) {
+        if (!checks.ready(page)) {
             page.release();
             counters.miss();
             return null;
         }
         counters.hit(page.length());
-        long stamp = workload.clock();
-        if (shared != null) {
-            touchShared(page.segment);
-        } else {
-            page.segment.touched(clock);
-        }
+        long stamp = appender.workload().clock();
+        page.segment.touched(appender.clock());
+        peers.read(page.segment);
         page.segment.stamp(stamp);
         page.stamp(stamp);
         return page;
@@ -303,7 +231,7 @@ public final class DiskTier implements Tier {
         if (page == null) {
             return null;
         }
-        if (!ready(page)) {
+        if (!checks.ready(page)) {
             page.release();
             return null;
         }
@@ -312,309 +240,33 @@ public final class DiskTier implements Tier {
 
     /** Leases a page from the index; in shared mode, first catches up with what other processes changed. */
     private DiskPage lease(PageKey key) {
-        if (shared == null) {
-            return index.lease(this, key);
-        }
-        follow();
+        peers.catchUp();
         DiskPage page = index.lease(this, key);
-        if (page == null && !closed && followOthers(false)) {
+        if (page == null && peers.caughtUpOnMiss()) {
             page = index.lease(this, key);
         }
         return page;
     }
 
-    // ------------------------------------------------------------------------------------------------ sharing
-
-    /** How long a shared segment's modification time may lag its reads: the resolution of eviction order. */
-    private static final long SHARED_TOUCH_MILLIS = 1_000;
-    /** How often the owners of followed segments are checked, and how long a segment is followed after its owner
-     *  moved on to a new one (writes reserved in it before may still be landing). */
-    private static final long FOLLOW_SWEEP_NANOS = 100_000_000L;
-
-    private static final long FOLLOW_GRACE_NANOS = 1_000_000_000L;
-
-    /**
-     * Shared mode: a read of a segment sets its file's modification time (at most once a second per segment and
-     * process), so that every process sharing the directory evicts the segment read least recently by any of them.
-     * Appends set it too (the kernel does, on every write).
-     */
-    private void touchShared(Segment segment) {
-        long now = System.currentTimeMillis();
-        if (now - segment.sharedTouchAt >= SHARED_TOUCH_MILLIS) {
-            segment.sharedTouchAt = now;
-            try {
-                Files.setLastModifiedTime(segment.file, FileTime.fromMillis(now));
-            } catch (IOException e) {
-                // evicted by another process meanwhile: nothing to order
-            }
+    /** A page in the index now, checked before it is served; retained, or null. */
+    private Page indexed(PageKey key) {
+        DiskPage page = index.lease(this, key);
+        if (page != null && !checks.ready(page)) {
+            page.release();
+            return null;
         }
+        return page;
     }
 
-    /** Shared mode: lists the directory again if its set of segment files changed since the last look (one load). */
-    private void follow() {
-        long generation;
-        try {
-            generation = shared.generation();
-        } catch (IllegalStateException closedMeanwhile) {
-            return; // the tier closed under this lookup: nothing to follow any more
-        }
-        if (generation != seenGeneration && !closed) {
-            allocation.lock();
-            try {
-                if (!closed) {
-                    relist(false);
-                }
-            } finally {
-                allocation.unlock();
-            }
-        }
-    }
-
-    /**
-     * Shared mode: makes the segment list match the directory: segments another process created are mapped, scanned
-     * and indexed (and followed while their owner may append); segments another process evicted leave the index
-     * (their mappings stay until the last lease of them goes: the bytes are still valid, the file is only unlinked).
-     * Called under {@link #allocation}.
-     *
-     * @param directoryLocked whether the caller holds the directory lock: then a segment file still being created
-     *     ({@code .tmp}) can only be one whose creator died, and it is deleted
-     */
-    private void relist(boolean directoryLocked) {
-        long generation = shared.generation();
-        TreeMap<Long, Path> listed = new TreeMap<>();
-        try (DirectoryStream<Path> entries = Files.newDirectoryStream(segmentsDirectory)) {
-            for (Path entry : entries) {
-                String fileName = entry.getFileName().toString();
-                long id = DiskDirectory.parseId(fileName);
-                if (id >= 0) {
-                    listed.put(id, entry);
-                } else if (directoryLocked && DiskDirectory.isTemporarySegment(fileName)) {
-                    // A segment whose creator died creating it: every process creates segments only under the
-                    // directory lock, which this one holds, so no live process is writing this file. Counted by no
-                    // one, it would hold a segment's worth of disk beyond the capacity until the next open.
-                    Files.deleteIfExists(entry);
-                }
-            }
-        } catch (IOException e) {
-            failed("cannot list " + segmentsDirectory, e);
-            return;
-        }
-        Set<Long> known = new HashSet<>();
-        for (Segment segment : List.copyOf(segments)) {
-            if (listed.containsKey(segment.id)) {
-                known.add(segment.id);
-            } else {
-                // Evicted by another process (or deleted by hand): its pages go, its mapping when the leases do.
-                unfollow(segment);
-                segments.remove(segment);
-                if (segment == active) {
-                    active = null;
-                }
-                index.kill(segment, false, false);
-                segment.release();
-            }
-        }
-        unreadable.retainAll(listed.keySet());
-        for (var e : listed.entrySet()) {
-            if (!known.contains(e.getKey()) && !unreadable.contains(e.getKey())) {
-                adopt(e.getKey(), e.getValue());
-            }
-        }
-        long total = 0;
-        for (Segment segment : segments) {
-            total += segment.size;
-        }
-        bytesOnDisk.set(total);
-        seenGeneration = generation;
-        refollow(System.nanoTime());
-    }
-
-    /** Maps, checks, scans and indexes a segment another process created; under {@link #allocation}. */
-    private void adopt(long id, Path file) {
-        Segment segment;
-        try {
-            long size = Files.size(file);
-            if (size < SegmentFormat.SEGMENT_HEADER || size > (1L << 40)) {
-                unreadable.add(id);
-                return;
-            }
-            segment = Segment.map(id, file, size, this::freed, null);
-        } catch (IOException e) {
-            return; // evicted between the listing and now
-        }
-        mapped.incrementAndGet();
-        advise(segment);
-        String damage;
-        try {
-            damage = SegmentFormat.checkSegmentHeader(segment.map, id, segment.size);
-        } catch (InternalError e) {
-            damage = e.getMessage();
-        }
-        if (damage != null) {
-            // Deleted by the next process that opens the directory (under its lock), not behind the others' backs.
-            unreadable.add(id);
-            segment.kill(false);
-            segment.release();
-            return;
-        }
-        segment.owner = SegmentFormat.owner(segment.map);
-        segment.cursors(SegmentFormat.SEGMENT_HEADER, segment.size);
-        segment.followAt = SegmentFormat.SEGMENT_HEADER;
-        segment.generation = 0;
-        segments.add(segment);
-        index.register(segment);
-        tail(segment, false);
-    }
-
-    /**
-     * Shared mode: indexes the records appended to followed segments since the last look. Lock-free unless a
-     * followed segment has a new record (one load each), or the owners are due for a check.
-     *
-     * @param force look even without a sign of new records (a fill waiting for another process's page)
-     * @return whether a new page may have been indexed
-     */
-    private boolean followOthers(boolean force) {
-        Segment[] watched = following;
-        long now = System.nanoTime();
-        boolean sweep = now - sweptAt >= FOLLOW_SWEEP_NANOS;
-        boolean news = false;
-        try {
-            for (Segment segment : watched) {
-                if (segment.hasNewRecord()) {
-                    news = true;
-                    break;
-                }
-            }
-        } catch (InternalError | IllegalStateException e) {
-            // A file shorter than its mapping, or a segment dropped (and unmapped) since the snapshot: the look under
-            // the lock, over the segments followed now, sorts it out.
-            news = true;
-        }
-        if (!news && !sweep && !(force && watched.length > 0)) {
-            return false;
-        }
-        allocation.lock();
-        try {
-            if (closed) {
-                return false;
-            }
-            long before = index.size();
-            for (Segment segment : following.clone()) {
-                tail(segment, false);
-            }
-            if (sweep) {
-                sweptAt = now;
-                refollow(now);
-            }
-            return index.size() != before || news;
-        } finally {
-            allocation.unlock();
-        }
-    }
-
-    /**
-     * Scans a segment from where the last scan of it ended and indexes what it finds (unverified: the first read of
-     * each page checks its CRC). With {@code last}, the owner is known to be gone: what is there now is all there
-     * will be. Under {@link #allocation}.
-     */
-    private void tail(Segment segment, boolean last) {
-        SegmentFormat.ScanEnd end;
-        try {
-            end = SegmentFormat.scan(
-                    segment.map,
-                    segment.id,
-                    segment.headerEnd(),
-                    segment.payloadStart(),
-                    segment.generation,
-                    r -> index.add(segment, r.key(), r.payloadOffset(), r.payloadCrc(), false, 0, this::isClosed),
-                    position -> {});
-        } catch (InternalError e) {
-            discardLocked(segment);
-            return;
-        }
-        segment.cursors(end.headerEnd(), end.payloadStart());
-        segment.generation = end.generation();
-        segment.followAt = end.headerEnd();
-        if (last && end.damage() != null) {
-            counters.corrupted(); // a writer killed mid-record: the pages after it are lost, as in a recovery
-        }
-    }
-
-    /** Stops following a segment that leaves the tier; under {@link #allocation}. */
-    private void unfollow(Segment segment) {
-        Segment[] watched = following;
-        for (int i = 0; i < watched.length; i++) {
-            if (watched[i] == segment) {
-                Segment[] fewer = new Segment[watched.length - 1];
-                System.arraycopy(watched, 0, fewer, 0, i);
-                System.arraycopy(watched, i + 1, fewer, i, watched.length - i - 1);
-                following = fewer;
-                return;
-            }
-        }
-    }
-
-    /** Drops a segment whose mapping faulted while following it; under {@link #allocation}. */
-    private void discardLocked(Segment segment) {
-        unfollow(segment);
-        if (segments.remove(segment)) {
-            index.kill(segment, false, false);
-            segment.release();
-            counters.corrupted();
-        }
-    }
-
-    /**
-     * Decides which segments of other processes to follow: those of a live owner that are its newest, or stopped
-     * being so less than a second ago. A segment whose owner died gets one last scan. Under {@link #allocation}.
-     */
-    private void refollow(long now) {
-        Map<Long, Long> newest = new HashMap<>();
-        for (Segment segment : segments) {
-            if (segment.owner != 0) {
-                newest.merge(segment.owner, segment.id, Math::max);
-            }
-        }
-        Map<Long, Boolean> alive = new HashMap<>();
-        List<Segment> watched = new ArrayList<>();
-        for (Segment segment : segments) {
-            if (segment.owner == 0 || segment.owner == shared.owner()) {
-                continue;
-            }
-            boolean live = alive.computeIfAbsent(segment.owner, o -> {
-                try {
-                    return shared.alive(o);
-                } catch (IOException e) {
-                    return false;
-                }
-            });
-            boolean wasFollowed = segment.followUntil >= 0;
-            if (!live) {
-                if (wasFollowed) {
-                    tail(segment, true);
-                    segment.followUntil = -1;
-                }
-                continue;
-            }
-            if (newest.get(segment.owner) == segment.id) {
-                segment.followUntil = 0;
-            } else if (segment.followUntil == 0) {
-                segment.followUntil = now + FOLLOW_GRACE_NANOS;
-            }
-            if (segment.followUntil == 0 || now - segment.followUntil < 0) {
-                watched.add(segment);
-            } else if (wasFollowed) {
-                tail(segment, false);
-                segment.followUntil = -1;
-            }
-        }
-        following = watched.toArray(new Segment[0]);
+    /** Called when touching a page's mapping faulted where {@link MemoryTier} copies it up ({@link PageChecks}). */
+    void faulted(DiskPage page, Throwable e) {
+        checks.faulted(page, e);
     }
 
     /** {@return whether other processes see this tier's pages: shared mode} */
     @Override
     public boolean shared() {
-        return shared != null;
+        return peers.shared();
     }
 
     /**
@@ -628,227 +280,18 @@ public final class DiskTier implements Tier {
      */
     @Override
     public Page awaitFill(PageKey key, long deadlineNanos) {
-        if (shared == null || closed) {
-            return null;
-        }
-        int slot = SharedDirectory.claimSlot(key);
-        long until = Math.min(deadlineNanos, System.nanoTime() + fillWaitNanos);
-        long pause = 50_000;
-        try {
-            while (!closed) {
-                if (shared.tryClaim(slot)) {
-                    // A holder may have finished just before (after this fill's own look): look once more.
-                    Page page = peekFollowing(key);
-                    if (page != null) {
-                        shared.release(slot);
-                        peerFills.increment();
-                        return page;
-                    }
-                    if (claims.putIfAbsent(key, slot) != null) {
-                        shared.release(slot); // a second fill of the key in this process: the first one's claim holds
-                    }
-                    return null;
-                }
-                Page page = peekFollowing(key);
-                if (page != null) {
-                    peerFills.increment();
-                    return page;
-                }
-                if (System.nanoTime() - until >= 0) {
-                    peerWaitTimeouts.increment();
-                    return null;
-                }
-                LockSupport.parkNanos(pause);
-                pause = Math.min(2 * pause, 2_000_000);
-                if (Thread.currentThread().isInterrupted()) {
-                    return null;
-                }
-            }
-        } catch (IOException e) {
-            return null; // cannot coordinate: fill without a claim
-        }
-        return null;
-    }
-
-    /** A page this process sees now, having caught up with the directory; retained, or null. */
-    private Page peekFollowing(PageKey key) {
-        follow();
-        followOthers(true);
-        DiskPage page = index.lease(this, key);
-        if (page != null && !ready(page)) {
-            page.release();
-            return null;
-        }
-        return page;
+        return peers.awaitFill(key, deadlineNanos, this::indexed);
     }
 
     /** Ends the claim {@link #awaitFill} took for {@code key}, if it took one. */
     @Override
     public void fillDone(PageKey key) {
-        Integer slot = claims.remove(key);
-        if (slot != null) {
-            shared.release(slot);
-        }
+        peers.fillDone(key);
     }
 
     /** {@return how many fills took a page another process filled, and how many waits for one timed out} */
     long[] sharingCounts() {
-        return new long[] {peerFills.sum(), peerWaitTimeouts.sum()};
-    }
-
-    /**
-     * Checks a retained page before it is served. A page not read since the tier opened is verified against its CRC
-     * by reading the file ({@link Segment#crc}), never the mapping: if the file was truncated under the tier, a mapped
-     * page past its end is a {@code SIGBUS} the JVM cannot survive inside the CRC intrinsic, while a read just comes up
-     * short. A verified page is probed, and its segment's file length re-checked at most every
-     * {@link Builder#LENGTH_CHECK} (10 ms), so a segment file truncated while the tier runs is found and dropped instead
-     * of faulting under readers. A fault of the medium under the mapping (an {@link InternalError} from the JVM) makes
-     * the page a miss, never an error.
-     *
-     * @return whether the page may be served; if not, it was dropped from the index (the caller still releases it)
-     */
-    private boolean ready(DiskPage page) {
-        try {
-            if (!page.verified()) {
-                return verify(page);
-            }
-            long now = System.nanoTime();
-            if (!page.segment.intact(now, lengthCheckNanos)) {
-                discard(
-                        page.segment,
-                        "its file is shorter than the " + page.segment.size + " bytes mapped (it was" + " truncated)");
-                return false;
-            }
-            if (page.length() > 4096) {
-                probe(page, now);
-            }
-            return true;
-        } catch (InternalError e) {
-            faulted(page, e);
-            return false;
-        }
-    }
-
-    /**
-     * Called when touching a page's mapping faulted (here, or where {@link MemoryTier} copies it up): drops the whole
-     * segment if its file was truncated, else the page, and counts it.
-     */
-    void faulted(DiskPage page, Throwable e) {
-        if (!page.segment.intactNow()) {
-            discard(
-                    page.segment,
-                    "its file is shorter than the " + page.segment.size + " bytes mapped (it was" + " truncated)");
-            return;
-        }
-        failed("cannot read page " + page.key() + " from " + page.segment.file, e);
-        drop(page);
-    }
-
-    /** Touching a page's first byte takes longer than this only if the kernel had to read it from the device. */
-    private static final long COLD_NANOS = 20_000;
-
-    private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
-
-    /**
-     * Makes a cold page larger than one OS page come in with one large read rather than one 4 KiB read per fault.
-     * Under {@code MADV_RANDOM} (which keeps 4 KiB samples from dragging in read-ahead) a fault reads only its own
-     * 4 KiB, so a reader walking a cold 1 MiB page would wait for 256 reads one after another. Whether the page is
-     * cold is found out cheaply: touch its first byte and time it; a fault that went to the device takes tens of
-     * microseconds, a resident page tens of nanoseconds. Only then is the kernel asked ({@code MADV_WILLNEED}) to
-     * read the rest in one go: a system call on every hit would cost 20-25 % of a warm 128 KiB-1 MiB read (measured).
-     */
-    private static void probe(DiskPage page, long start) {
-        byte ignored = (byte) BYTE.getOpaque(page.segment.map, page.payloadOffset);
-        if (System.nanoTime() - start > COLD_NANOS) {
-            willNeed(page);
-        }
-    }
-
-    /**
-     * Reads a cold page in as one request and maps it in one call: {@code WILLNEED} starts one large read of the
-     * whole range, {@code POPULATE_READ} waits for it and maps every page, so the reader takes no fault per 4 KiB.
-     * Both are system calls: past the end of a truncated file they fail ({@code EFAULT}) rather than fault.
-     */
-    private static void willNeed(DiskPage page) {
-        MemorySegment range = span(page);
-        NativeFiles.willNeed(range);
-        NativeFiles.populate(range);
-    }
-
-    private static MemorySegment span(DiskPage page) {
-        long span = Math.min((page.length() + 4095) & -4096L, page.segment.map.byteSize() - page.payloadOffset);
-        return page.segment.map.asSlice(page.payloadOffset, span);
-    }
-
-    /**
-     * Checks a page's bytes against the CRC its record carries, reading them from the file; drops the page from the
-     * index if they differ, and its whole segment if the file ends before the page does.
-     */
-    private boolean verify(DiskPage page) {
-        int actual;
-        try {
-            actual = page.segment.crc(page.payloadOffset, page.length());
-        } catch (EOFException e) {
-            discard(page.segment, e.getMessage());
-            return false;
-        } catch (IOException e) {
-            failed("cannot read page " + page.key() + " from " + page.segment.file, e);
-            drop(page);
-            return false;
-        }
-        if (actual == page.crc) {
-            page.markVerified();
-            if (page.length() > 4096) {
-                // The read left the page in the page cache: map it in one call, so the reader takes no fault per 4 KiB.
-                NativeFiles.populate(span(page));
-            }
-            return true;
-        }
-        counters.corrupted();
-        if (corruptionLogged.compareAndSet(false, true)) {
-            LOG.log(
-                    System.Logger.Level.WARNING,
-                    "disk tier '" + name + "': page " + page.key() + " in "
-                            + page.segment.file
-                            + " does not match its checksum; dropped and read again from below (further"
-                            + " damage is counted in stats().corruptions() without a log line)");
-        }
-        drop(page);
-        return false;
-    }
-
-    /**
-     * Drops a whole segment whose file was damaged under the tier (truncated): its pages leave the index, its file is
-     * deleted, and it is counted once in {@link TierStats#corruptions()}. Pages readers hold stay mapped.
-     */
-    private void discard(Segment segment, String why) {
-        boolean live;
-        allocation.lock();
-        try {
-            live = segments.remove(segment);
-            if (live) {
-                if (shared != null) {
-                    unfollow(segment);
-                }
-                if (active == segment) {
-                    active = null;
-                }
-                index.kill(segment, true, false);
-                segment.release(); // the tier's own reference
-            }
-        } finally {
-            allocation.unlock();
-        }
-        if (live) {
-            counters.corrupted();
-            LOG.log(
-                    System.Logger.Level.WARNING,
-                    "disk tier '" + name + "': dropping segment " + segment.file + ": " + why
-                            + "; its pages are read again from below");
-            if (shared != null) {
-                shared.changed(); // the file is gone: the other processes drop it at their next lookup
-            }
-        }
+        return peers.sharingCounts();
     }
 
     @Override
@@ -857,12 +300,8 @@ public final class DiskTier implements Tier {
     }
 
     @Override
-    public void evictionListener(Consumer<Page> listener) {
-        this.evictionListener = listener;
-    }
-
-    private void drop(DiskPage page) {
-        index.remove(page.segment, page.record);
+    public void evictionListener(java.util.function.Consumer<Page> listener) {
+        appender.evictionListener(listener);
     }
 
     // ------------------------------------------------------------------------------------------------ writes
@@ -873,311 +312,15 @@ public final class DiskTier implements Tier {
             throw new IllegalArgumentException(
                     "page " + page.key() + " is not sealed (expected: a filled, sealed" + " page)");
         }
-        if (closed) {
+        if (appender.closed()) {
             return false;
         }
-        PageKey key = page.key();
         if (page instanceof DiskPage own && own.tier == this) {
             // One of ours, perhaps moved out (exclusive tiering) and offered back: index it again if its segment
             // is still live; the caller's reference keeps the mapping meanwhile.
-            return index.republish(own.segment, own.record, key, this::isClosed);
+            return index.republish(own.segment, own.record, page.key(), appender.isClosed());
         }
-        if (index.contains(key)) {
-            return true;
-        }
-        int length = page.length();
-        SegmentFormat.Names names = SegmentFormat.Names.of(key);
-        int headerLength = names.headerLength();
-        if (headerLength > SegmentFormat.MAX_RECORD_HEADER || !Segment.fits(segmentSize, headerLength, length)) {
-            counters.rejected();
-            if (oversizeLogged.compareAndSet(false, true)) {
-                LOG.log(
-                        System.Logger.Level.WARNING,
-                        "disk tier '" + name + "': a page of " + length + " bytes ("
-                                + headerLength + " bytes of header) does not fit a segment of " + segmentSize
-                                + " bytes and"
-                                + " is not cached here; set DiskTier.builder().segmentSize(...) to a multiple of the page"
-                                + " size");
-            }
-            return false;
-        }
-        if (!policy.admit(key, length)) {
-            counters.rejected();
-            return false;
-        }
-        Segment segment;
-        long payload;
-        long header;
-        if (!writers.readLock().tryLock()) {
-            return false; // closing
-        }
-        try {
-            Segment full = null;
-            try {
-                allocation.lock();
-                try {
-                    segment = closed ? null : reserve(headerLength, length);
-                    if (segment != null) {
-                        payload = segment.reservedPayload;
-                        header = segment.lastHeader;
-                        segment.tryRetain(); // the writer's reference: a live segment always has the tier's own
-                    } else {
-                        payload = -1;
-                        header = -1;
-                    }
-                } finally {
-                    full = filled;
-                    filled = null;
-                    allocation.unlock();
-                }
-                if (segment == null) {
-                    counters.rejected();
-                    return false;
-                }
-                return write(page, key, names, segment, payload, header);
-            } finally {
-                if (full != null) {
-                    // After this put's own write: sync_file_range can wait for room in the device's queue, and in
-                    // shared mode the writers of the next headers of the new segment wait for this one's turn.
-                    finishWriteback(full);
-                }
-            }
-        } finally {
-            writers.readLock().unlock();
-        }
-    }
-
-    /** Hands what is left of a segment that filled to writeback, outside the allocation lock, and lets it go. */
-    private void finishWriteback(Segment full) {
-        try {
-            if (full.finishWriteback()) {
-                writebacks.increment();
-            }
-        } finally {
-            full.release();
-        }
-    }
-
-    /**
-     * Writes a page into its reserved place with positional writes from the page's own memory (no mapping touched),
-     * header last, and publishes it.
-     */
-    private boolean write(
-            Page page, PageKey key, SegmentFormat.Names names, Segment segment, long payload, long header) {
-        boolean written = false;
-        boolean turn = false;
-        boolean buffered = false;
-        try {
-            MemorySegment bytes = page.segment();
-            // Write first, then checksum: a source that is a mapping of a truncated file fails the write with an
-            // error code (EFAULT), where the CRC32C intrinsic touching it would take the JVM down.
-            if (segment.write(bytes, payload)) {
-                directWrites.increment();
-            } else {
-                buffered = true;
-            }
-            int crc = SegmentFormat.crc(bytes);
-            byte[] record = SegmentFormat.recordHeader(
-                    names, segment.id, segment.generation, payload, key, crc, SegmentFormat.FLAG_PAGE);
-            if (shared != null) {
-                segment.awaitTurn(header, TURN_NANOS);
-                turn = true;
-            }
-            segment.writeHeader(record, header);
-            written = true;
-            return publish(segment, key, payload, crc);
-        } catch (IOException | InternalError e) { // the medium failed under the file, or the source's mapping did
-            failed("cannot write to " + segment.file, e);
-            allocation.lock();
-            try {
-                if (active == segment) {
-                    active = null; // no more appends to a file that failed
-                }
-            } finally {
-                allocation.unlock();
-            }
-            return false;
-        } finally {
-            if (!written) {
-                if (shared != null && !turn) {
-                    segment.awaitTurn(header, TURN_NANOS);
-                }
-                skip(segment, names, payload, header, key);
-            }
-            if (shared != null) {
-                segment.passTurn(header, names.headerLength());
-            }
-            // Once the page is published and the next header's writer let go: the hand-off can wait for room in
-            // the device's queue (decision 0016).
-            if (written && buffered && segment.wrote(payload)) {
-                writebacks.increment();
-            }
-            segment.release();
-        }
-    }
-
-    /** Shared mode: how long a write waits for the headers reserved before its own ({@link Segment#awaitTurn}). */
-    private static final long TURN_NANOS = 10_000_000_000L;
-
-    /** Makes a written page visible, unless its segment was evicted meanwhile or an equal page won. */
-    private boolean publish(Segment segment, PageKey key, long payload, int crc) {
-        long stamp = workload.clock();
-        DiskIndex.Added added = index.add(segment, key, payload, crc, true, clampStamp(stamp), this::isClosed);
-        if (added == DiskIndex.Added.STORED) {
-            segment.stamp(stamp);
-        }
-        return added != DiskIndex.Added.REFUSED;
-    }
-
-    private boolean isClosed() {
-        return closed;
-    }
-
-    static int clampStamp(long clock) {
-        return (int) Math.min(clock, Integer.MAX_VALUE);
-    }
-
-    /** Marks a reserved record that will not be written, so a scan passes over it. Best effort. */
-    private void skip(Segment segment, SegmentFormat.Names names, long payload, long header, PageKey key) {
-        try {
-            byte[] record = SegmentFormat.recordHeader(
-                    names, segment.id, segment.generation, payload, key, 0, SegmentFormat.FLAG_SKIP);
-            segment.writeHeader(record, header);
-        } catch (IOException | RuntimeException | InternalError e) {
-            // the scan stops at this hole: later records of the segment are lost, never misread
-        }
-    }
-
-    /**
-     * Reserves room for a record in the active segment, opening a new one (after evicting to stay within capacity)
-     * when it is full. Called under {@link #allocation}.
-     *
-     * @return the segment, with its {@code lastHeader} and {@code reservedPayload} set; {@code null} if there is no
-     *     room that can be made, or the medium failed
-     */
-    @SuppressWarnings("NonAtomicVolatileUpdate") // clock: written under allocation only, so no update is lost
-    private Segment reserve(int headerLength, int length) {
-        if (!admitting()) {
-            return null;
-        }
-        if (active != null && active.reserve(headerLength, length) >= 0) {
-            return active;
-        }
-        if (active != null) {
-            index.seal(active); // full: its rows lose their spare room
-            if (writebackEvery > 0 && active.tryRetain()) {
-                filled = active; // its rest goes to writeback once this put has written its own page
-            }
-        }
-        active = null; // full: from now on a candidate for eviction like the others
-        if (shared != null) {
-            return reserveShared(headerLength, length);
-        }
-        Workload w = workload;
-        while (bytesOnDisk.get() + segmentSize > capacity) {
-            if (segments.isEmpty()) {
-                return null; // every byte is in evicted segments that readers still hold
-            }
-            if (w.driven()) {
-                // A loader drives: make room only from a dead segment (none of its pages read by the loader in its
-                // previous epoch nor this one), the oldest first; else refuse, keeping the resident set stable.
-                Segment victim = null;
-                for (Segment candidate : segments) {
-                    if (w.isDead(candidate.stamp())) {
-                        victim = candidate;
-                        break;
-                    }
-                }
-                if (victim == null) {
-                    for (Segment candidate : sparse) {
-                        if (segments.contains(candidate)) {
-                            victim = candidate;
-                            break;
-                        }
-                    }
-                }
-                if (victim == null) {
-                    return null;
-                }
-                long before = bytesOnDisk.get();
-                evict(victim);
-                if (bytesOnDisk.get() >= before) {
-                    return null; // readers still hold it: its room comes back when they let go, not by evicting more
-                }
-                continue;
-            }
-            RegionPolicy.Region chosen = policy.victim(List.copyOf(segments));
-            if (!(chosen instanceof Segment victim) || !segments.contains(victim)) {
-                throw new IllegalStateException("region policy " + policy + " chose " + chosen
-                        + " (expected: one of the candidates it was given)");
-            }
-            evict(victim);
-        }
-        Segment fresh;
-        try {
-            fresh = createSegment(nextId++);
-        } catch (IOException | UncheckedIOException | InternalError e) {
-            if (closed || e instanceof ClosedByInterruptException) {
-                // The tier is closing, or the filling thread was interrupted (its cache closed, its reader gave up):
-                // not a failure of the medium, so neither logged nor a reason to stop admitting pages.
-                return null;
-            }
-            failed("cannot create a segment file in " + segmentsDirectory, e);
-            return null;
-        }
-        if (failure != null) {
-            LOG.log(System.Logger.Level.INFO, "disk tier '" + name + "': admitting pages again after: " + failure);
-            failure = null;
-        }
-        clock++;
-        fresh.touched(clock); // new pages are recent: not the next victim
-        fresh.stamp(w.clock());
-        segments.add(fresh);
-        active = fresh;
-        fresh.reserve(headerLength, length); // fits an empty segment: checked by the caller
-        return fresh;
-    }
-
-    /**
-     * Shared mode: opens a segment of this tier's own under the directory lock, after listing the directory again and
-     * evicting (least recently used across processes) until the directory's segment files fit the capacity. Under
-     * {@link #allocation}.
-     */
-    private Segment reserveShared(int headerLength, int length) {
-        Segment fresh;
-        try {
-            shared.lock();
-        } catch (IOException e) {
-            return null; // interrupted: not a failure of the medium
-        }
-        try {
-            relist(true);
-            if (!makeRoom(segmentSize)) {
-                return null;
-            }
-            fresh = createSegment(shared.nextSegment(nextId));
-            nextId = fresh.id + 1;
-            shared.changed();
-            seenGeneration = shared.generation();
-        } catch (IOException | UncheckedIOException | InternalError e) {
-            if (closed || e instanceof ClosedByInterruptException) {
-                return null;
-            }
-            failed("cannot create a segment file in " + segmentsDirectory, e);
-            return null;
-        } finally {
-            shared.unlock();
-        }
-        if (failure != null) {
-            LOG.log(System.Logger.Level.INFO, "disk tier '" + name + "': admitting pages again after: " + failure);
-            failure = null;
-        }
-        fresh.owner = shared.owner();
-        fresh.stamp(workload.clock());
-        segments.add(fresh);
-        active = fresh;
-        fresh.reserve(headerLength, length); // fits an empty segment: checked by the caller
-        return fresh;
+        return appender.append(page);
     }
 
     /**
@@ -1186,135 +329,7 @@ public final class DiskTier implements Tier {
      */
     @Override
     public void workload(Workload workload) {
-        this.workload = workload;
-        List<Segment> found = new ArrayList<>();
-        if (workload.driven()) {
-            // A segment that is mostly dead pages (typically the one being appended to when a loader started, its
-            // front full of another dataset) would otherwise keep its dead bytes for as long as its few live pages
-            // are read: drop it when no wholly dead segment is left, and let its live pages be fetched again.
-            List<Segment> live;
-            allocation.lock();
-            try {
-                live = List.copyOf(segments);
-            } finally {
-                allocation.unlock();
-            }
-            for (Segment segment : live) {
-                if (segment != active && !workload.isDead(segment.stamp()) && segment.mostlyDead(workload)) {
-                    found.add(segment);
-                }
-            }
-        }
-        this.sparse = List.copyOf(found);
-    }
-
-    /** Drops a whole segment: its pages leave the index now, its file goes once readers release them. */
-    private void evict(Segment segment) {
-        if (shared != null) {
-            unfollow(segment);
-        }
-        segments.remove(segment);
-        if (segment == active) {
-            active = null;
-        }
-        Consumer<Page> listener = evictionListener;
-        // Only verified pages are handed on (an unverified one may be damaged), and named in eviction events.
-        boolean events = FlightEvents.evictionsRecorded();
-        DiskIndex.Killed killed = index.kill(segment, true, listener != null || events);
-        for (int i = 0; i < killed.pages(); i++) {
-            counters.evicted();
-        }
-        for (Object[] handed : killed.verified()) {
-            int record = (Integer) handed[0];
-            PageKey key = (PageKey) handed[1];
-            FlightEvents.evicted(name, key);
-            if (listener == null) {
-                continue;
-            }
-            if (!segment.tryRetain()) {
-                break;
-            }
-            DiskPage page = new DiskPage(this, segment, record, key, segment.payload(record), segment.crc(record));
-            try {
-                listener.accept(page);
-            } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "disk tier '" + name + "': eviction listener failed on " + key, e);
-            }
-            page.release();
-        }
-        segment.release(); // the tier's own reference
-    }
-
-    private Segment createSegment(long id) throws IOException {
-        Path file = segmentsDirectory.resolve(fileName(id));
-        Path temporary = segmentsDirectory.resolve(fileName(id) + ".tmp");
-        bytesOnDisk.addAndGet(segmentSize);
-        Segment segment = null;
-        try {
-            Files.deleteIfExists(temporary);
-            Files.createFile(temporary, FILE_PERMISSIONS);
-            files.allocate(temporary, segmentSize);
-            segment = Segment.map(id, file, segmentSize, this::freed, temporary);
-            mapped.incrementAndGet();
-            segment.headersAllocated(Math.min(NativeFiles.HEADER_CHUNK, segmentSize)); // the rest as headers grow
-            advise(segment); // before the first touch: without it, a fault reads a whole read-ahead window
-            segment.enableDirectWrites(directMin);
-            segment.enableWriteback(writebackEvery);
-            segment.write(
-                    MemorySegment.ofArray(SegmentFormat.segmentHeader(
-                            id, segmentSize, System.currentTimeMillis(), shared == null ? 0 : shared.owner())),
-                    0);
-            segment.populateHeaders();
-            access.apply(temporary, false);
-            Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE);
-            index.register(segment);
-            return segment;
-        } catch (IOException | RuntimeException | InternalError e) {
-            if (segment != null) {
-                segment.kill(false);
-                segment.release(); // unmaps; counted back by freed()
-            }
-            bytesOnDisk.addAndGet(-segmentSize);
-            try {
-                Files.deleteIfExists(temporary);
-            } catch (IOException suppressed) {
-                e.addSuppressed(suppressed);
-            }
-            throw e;
-        }
-    }
-
-    private void advise(Segment segment) {
-        if (randomAccess) {
-            segment.adviseRandom();
-        }
-    }
-
-    /** Called when a segment's last reference goes: it is unmapped, and deleted if it was evicted. */
-    private void freed(Segment segment) {
-        mapped.decrementAndGet();
-        if (segment.deletedWhenFree() && shared == null) { // shared mode counts the directory's files instead
-            bytesOnDisk.addAndGet(-segment.size);
-        }
-    }
-
-    private boolean admitting() {
-        return failure == null || System.nanoTime() - failedAt >= retryNanos;
-    }
-
-    private void failed(String what, Throwable cause) {
-        counters.failed();
-        failedAt = System.nanoTime();
-        String why = cause.getMessage() == null ? cause.toString() : cause.getMessage();
-        if (failure == null) {
-            LOG.log(
-                    System.Logger.Level.WARNING,
-                    "disk tier '" + name + "': " + what + ": " + why
-                            + "; the tier stops admitting pages for " + Duration.ofNanos(retryNanos)
-                            + " and keeps serving"
-                            + " the pages it holds (see DiskTier.failure())");
-        }
-        failure = what + ": " + why;
+        appender.workload(workload);
     }
 
     // ------------------------------------------------------------------------------------------------ the rest
@@ -1342,41 +357,18 @@ public final class DiskTier implements Tier {
      * simulated as refusing every page.
      */
     @Override
-    public TierSimulation simulation() {
-        DiskTierSimulation sim;
-        Map<Segment, DiskTierSimulation.Seg> copies = new LinkedHashMap<>();
-        allocation.lock();
-        try {
-            sim = new DiskTierSimulation(
-                    capacity, segmentSize, policy, admitting() && !closed, bytesOnDisk.get(), workload);
-            for (Segment segment : segments) {
-                copies.put(
-                        segment,
-                        sim.addSegment(
-                                segment.size,
-                                segment.headerEnd(),
-                                segment.payloadStart(),
-                                segment.stamp(),
-                                segment == active));
-            }
-        } finally {
-            allocation.unlock();
-        }
-        for (Map.Entry<Segment, DiskTierSimulation.Seg> e : copies.entrySet()) {
-            DiskTierSimulation.Seg seg = e.getValue();
-            index.forEachPage(e.getKey(), (key, stamp) -> sim.addPage(key, seg, stamp));
-        }
-        return sim;
+    public dev.granary.spi.TierSimulation simulation() {
+        return appender.simulation();
     }
 
     @Override
     public TierStats stats() {
-        return counters.snapshot(name, bytesOnDisk.get(), capacity);
+        return counters.snapshot(name, appender.bytesOnDisk(), appender.capacity());
     }
 
     /** {@return why the tier stopped admitting pages, if it did and has not recovered} */
-    public Optional<String> failure() {
-        return Optional.ofNullable(failure);
+    public java.util.Optional<String> failure() {
+        return java.util.Optional.ofNullable(appender.failure());
     }
 
     /** {@return what opening the directory found} */
@@ -1401,23 +393,12 @@ public final class DiskTier implements Tier {
 
     /** {@return whether the tier is closed and every segment is unmapped}; for leak checks in tests */
     boolean isReleased() {
-        return closed && mapped.get() == 0;
+        return appender.isReleased();
     }
 
     /** The keys in the index, for tests that check every page against its source. */
     List<PageKey> keys() {
-        List<Segment> live;
-        allocation.lock();
-        try {
-            live = List.copyOf(segments);
-        } finally {
-            allocation.unlock();
-        }
-        List<PageKey> keys = new ArrayList<>();
-        for (Segment segment : live) {
-            index.forEachPage(segment, (key, stamp) -> keys.add(key));
-        }
-        return keys;
+        return appender.keys();
     }
 
     /** Where a page's bytes lie in its segment file, for tests that damage them. */
@@ -1443,31 +424,23 @@ public final class DiskTier implements Tier {
         return new Location(s.file, header[0], payload, key.length());
     }
 
+    /** {@return how many pages were written with {@code O_DIRECT} so far} For tests and benchmarks. */
+    long directWrites() {
+        return appender.directWrites();
+    }
+
+    /** {@return how many ranges of written pages were handed to writeback so far} For tests and benchmarks. */
+    long writebacks() {
+        return appender.writebacks();
+    }
+
     /**
      * Closes the tier: pages leave the index and the directory is unlocked; the segment files stay for the next
      * open (unless {@link Builder#deleteOnClose}), and each is unmapped once no reader holds a page of it. Idempotent.
      */
     @Override
     public void close() {
-        closed = true; // new puts refuse from here on
-        writers.writeLock().lock(); // and puts in progress finish their copies before the directory is unlocked
-        try {
-            allocation.lock();
-            try {
-                if (closeDone) {
-                    return;
-                }
-                closeDone = true;
-                active = null;
-                releaseSegments();
-                following = new Segment[0];
-                if (shared != null) {
-                    claims.clear();
-                    shared.close(); // gives up the owner slot and every claim: the others may now evict our segments
-                }
-            } finally {
-                allocation.unlock();
-            }
+        appender.close(() -> {
             // Scratch mode: Granary's files go while the directory is still locked, the directory itself after.
             boolean emptied = deleteOnClose
                     && ScratchDirectory.deleteContents(directory, name).isEmpty();
@@ -1475,192 +448,13 @@ public final class DiskTier implements Tier {
             if (emptied && createdDirectory) {
                 ScratchDirectory.deleteDirectory(directory, name);
             }
-        } finally {
-            writers.writeLock().unlock();
-        }
+        });
     }
 
     @Override
     public String toString() {
-        return "DiskTier[" + name + ", " + directory + ", used=" + bytesOnDisk.get() + "/" + capacity + ", pages="
-                + index.size() + "]";
-    }
-
-    // ------------------------------------------------------------------------------------------------ opening
-
-    /** Scans the segments ({@link SegmentRecovery}), indexes the pages found, and resumes appends to the newest. */
-    private Recovery recover() throws IOException {
-        long start = System.nanoTime();
-        long[] pages = {0};
-        SegmentRecovery.Result found = new SegmentRecovery(
-                        segmentsDirectory,
-                        name,
-                        this::freed,
-                        segment -> {
-                            mapped.incrementAndGet();
-                            bytesOnDisk.addAndGet(segment.size);
-                        },
-                        this::advise,
-                        counters::corrupted,
-                        this::appendedByAnother)
-                .scan(recovered -> {
-                    Segment s = recovered.segment();
-                    segments.add(s); // at once: if the scan fails further on, closing after the failed open releases it
-                    index.register(s);
-                    s.resize(recovered.records().size);
-                    pages[0] += index.addRecovered(s, recovered.records(), recovered.expectedMore());
-                });
-        nextId = Math.max(nextId, found.nextId());
-        if (shared != null) {
-            allocation.lock();
-            try {
-                openShared();
-            } finally {
-                allocation.unlock();
-            }
-        } else {
-            resumeNewest();
-            // A smaller capacity than the directory was filled with: evict the oldest until within it.
-            allocation.lock();
-            try {
-                while (bytesOnDisk.get() > capacity && !segments.isEmpty()) {
-                    evict(segments.getFirst());
-                }
-            } finally {
-                allocation.unlock();
-            }
-        }
-        return new Recovery(
-                found.files(),
-                pages[0],
-                found.damagedSegments(),
-                found.damagedTails(),
-                Duration.ofNanos(System.nanoTime() - start),
-                found.dropped());
-    }
-
-    /** Shared mode: whether a live process other than this one may append to the segment (its creator is open). */
-    private boolean appendedByAnother(Segment segment) {
-        if (shared == null) {
-            return false;
-        }
-        try {
-            long owner = SegmentFormat.owner(segment.map);
-            return owner != 0 && shared.alive(owner);
-        } catch (IOException e) {
-            return false;
-        }
-    }
-
-    /**
-     * Shared mode, after the scan (under the directory lock and {@link #allocation}): notes each segment's owner,
-     * follows the segments other live processes append to (scanned again from their start: their appends carry the
-     * generation of their creation, which the recovery scan's resume generation would hide), evicts down to the
-     * capacity among segments no live process appends to, and tells the others the directory changed. Appends of
-     * this tier always go to a segment of its own.
-     */
-    private void openShared() throws IOException {
-        for (Segment segment : segments) {
-            segment.owner = SegmentFormat.owner(segment.map);
-            segment.followAt = segment.headerEnd();
-            if (segment.owner != 0 && shared.alive(segment.owner)) {
-                segment.cursors(SegmentFormat.SEGMENT_HEADER, segment.size);
-                segment.generation = 0;
-                tail(segment, false);
-            } else {
-                segment.followUntil = -1;
-            }
-        }
-        refollow(System.nanoTime());
-        makeRoom(0);
-        shared.changed();
-        seenGeneration = shared.generation();
-    }
-
-    /**
-     * Evicts segments until {@code more} bytes fit within the capacity, choosing among the segments no live process
-     * may still append to. Shared mode; under the directory lock and {@link #allocation}.
-     *
-     * @return whether they fit
-     */
-    private boolean makeRoom(long more) throws IOException {
-        if (bytesOnDisk.get() + more <= capacity) {
-            return true;
-        }
-        // The candidates and their files' modification times, read once however many segments go.
-        List<Segment> candidates = new ArrayList<>();
-        Set<Segment> followed = Set.of(following);
-        for (Segment segment : segments) {
-            if (segment == active || (segment.followUntil == 0 && followed.contains(segment))) {
-                continue; // appended to by this or another live process (a live owner's newest segment)
-            }
-            try {
-                // Eviction order across processes: the file's modification time, set by appends and reads.
-                segment.touched(Files.getLastModifiedTime(segment.file).toMillis());
-            } catch (IOException e) {
-                segment.touched(0); // gone already: the first to go
-            }
-            candidates.add(segment);
-        }
-        while (bytesOnDisk.get() + more > capacity) {
-            if (candidates.isEmpty()) {
-                return false; // every segment is appended to by a live process
-            }
-            RegionPolicy.Region chosen = policy.victim(List.copyOf(candidates));
-            if (!(chosen instanceof Segment victim) || !candidates.remove(victim)) {
-                throw new IllegalStateException("region policy " + policy + " chose " + chosen
-                        + " (expected: one of the candidates it was given)");
-            }
-            evict(victim);
-            bytesOnDisk.addAndGet(-victim.size); // unlinked now; other processes still mapping it keep its blocks
-        }
-        return true;
-    }
-
-    /**
-     * Lets the newest recovered segment take appends again if much of it is free, so a restart does not strand a
-     * partly filled segment. Its new records carry a higher generation than any before ({@code s.generation}, set by
-     * the scan), so a record a crash left beyond a never-written slot cannot reappear after them.
-     */
-    private void resumeNewest() {
-        if (segments.isEmpty()) {
-            return;
-        }
-        Segment newest = segments.getLast();
-        if (newest.size == segmentSize && newest.freeBytes() >= segmentSize / 8) {
-            newest.enableDirectWrites(directMin);
-            newest.enableWriteback(writebackEvery);
-            active = newest;
-        }
-    }
-
-    private void closeSegmentsAfterFailedOpen() {
-        closed = true;
-        releaseSegments();
-    }
-
-    /** Drops every segment's pages from the index and the tier's reference to each segment (kept on disk). */
-    private void releaseSegments() {
-        index.killAll(); // every registered segment at once; the loop below only kills any never registered
-        for (Segment segment : segments) {
-            index.kill(segment, false, false);
-            segment.release();
-        }
-        segments.clear();
-    }
-
-    /** {@return how many pages were written with {@code O_DIRECT} so far} For tests and benchmarks. */
-    long directWrites() {
-        return directWrites.sum();
-    }
-
-    /** {@return how many ranges of written pages were handed to writeback so far} For tests and benchmarks. */
-    long writebacks() {
-        return writebacks.sum();
-    }
-
-    static String fileName(long id) {
-        return DiskDirectory.fileName(id);
+        return "DiskTier[" + name + ", " + directory + ", used=" + appender.bytesOnDisk() + "/" + appender.capacity()
+                + ", pages=" + index.size() + "]";
     }
 
     /**
@@ -1705,62 +499,30 @@ public final class DiskTier implements Tier {
     public record Dropped(Path segment, String damage, boolean wholeSegment, long pages, long bytes) {}
 
     /**
-     * A page in a segment file, as handed to one reader: made when the page is leased, garbage once released (the
-     * index keeps no object per page). It holds one reference to its segment, which keeps the mapping alive.
-     */
-    static final class DiskPage extends Page {
-
-        final DiskTier tier;
-        final Segment segment;
-        /** The page's record number in its segment's rows. */
-        final int record;
-
-        final long payloadOffset;
-        final int crc;
-
-        /** The caller has retained {@code segment} once for this page; the page releases it. */
-        DiskPage(DiskTier tier, Segment segment, int record, PageKey key, long payloadOffset, int crc) {
-            super(key, segment.map.asSlice(payloadOffset, key.length()));
-            this.tier = tier;
-            this.segment = segment;
-            this.record = record;
-            this.payloadOffset = payloadOffset;
-            this.crc = crc;
-            seal();
-        }
-
-        /** {@return whether the bytes were checked against the CRC since the tier opened} Racy: see DiskIndex. */
-        boolean verified() {
-            return segment.verified(record);
-        }
-
-        void markVerified() {
-            segment.markVerified(record);
-        }
-
-        /** Records the workload clock of a read; racy (a lost update only delays a stamp). */
-        void stamp(long clock) {
-            segment.stampRecord(record, clampStamp(clock));
-        }
-
-        @Override
-        protected void deallocate() {
-            segment.release();
-        }
-
-        @Override
-        public String toString() {
-            return "DiskPage[" + key() + " in " + segment.file + " at " + payloadOffset + "]";
-        }
-    }
-
-    /**
      * How a new segment file gets its length and disk blocks (default: sparse but for its first header chunk,
      * {@link NativeFiles#allocateSparse}); a seam for tests that simulate a full or failing disk.
      */
     @FunctionalInterface
     interface SegmentFiles {
         void allocate(Path file, long size) throws IOException;
+    }
+
+    /**
+     * When a disk-tier page's bytes are checked against the CRC32C its record carries ({@link Builder#verify}).
+     * {@code docs/disk-format.md}, "What a checksum covers, and when", says what each leaves open.
+     */
+    public enum Verify {
+        /**
+         * On the page's first read after the tier opened, then never again while it runs: bytes changed in the
+         * segment file after that read (a stray writer, a tool, bit rot in the page cache) are served as they are.
+         */
+        ONCE,
+        /**
+         * On every read that leases the page (a hit served zero-copy, a page copied up into a memory tier), by reading
+         * the file ({@code pread}), not the mapping. A page that no longer matches is dropped and read again from
+         * below. Bytes changed after the check, while a reader holds the lease, are not seen (the zero-copy window).
+         */
+        EVERY_READ
     }
 
     /** Configures a {@link DiskTier}. Setters validate at once. Not thread-safe. */
@@ -1789,6 +551,7 @@ public final class DiskTier implements Tier {
         private boolean shared;
         private String group;
         private Duration fillWait = Duration.ofSeconds(10);
+        private Verify verify = Verify.ONCE;
 
         private Builder() {}
 
@@ -1975,6 +738,24 @@ public final class DiskTier implements Tier {
          */
         public Builder randomAccess(boolean random) {
             this.randomAccess = random;
+            return this;
+        }
+
+        /**
+         * Sets when a page's bytes are checked against their CRC32C: {@link Verify#ONCE} (the default), on the first
+         * read after the tier opened, or {@link Verify#EVERY_READ}, on every read, which also catches bytes changed in
+         * a segment file while the tier runs. What every read costs, measured: {@code docs/benchmarks.md}, "Disk tier".
+         *
+         * @param verify when to check
+         * @return this builder
+         * @throws IllegalArgumentException if null
+         */
+        public Builder verify(Verify verify) {
+            if (verify == null) {
+                throw new IllegalArgumentException(
+                        "disk tier verify: null (expected: Verify.ONCE or Verify.EVERY_READ)");
+            }
+            this.verify = verify;
             return this;
         }
 

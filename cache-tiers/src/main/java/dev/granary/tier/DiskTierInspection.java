@@ -200,10 +200,10 @@ public final class DiskTierInspection {
                 damagedSegments,
                 damagedTails,
                 Duration.ofNanos(System.nanoTime() - start),
-                DiskDirectory.recordedCapacity(directory.resolve(DiskTier.FORMAT_FILE)),
+                DiskDirectory.recordedCapacity(directory.resolve(DiskDirectory.FORMAT_FILE)),
                 holders.isEmpty()
-                        ? Optional.empty()
-                        : Optional.of((holders.size() == 1 ? "pid " : "pids ")
+                        ? java.util.Optional.empty()
+                        : java.util.Optional.of((holders.size() == 1 ? "pid " : "pids ")
                                 + holders.stream().map(String::valueOf).collect(Collectors.joining(", "))));
     }
 
@@ -277,7 +277,7 @@ public final class DiskTierInspection {
 
     /** Reads the format of a directory that has a FORMAT file, refusing one this code cannot read. */
     private static int readFormat(Path directory) throws IOException {
-        Path format = directory.resolve(DiskTier.FORMAT_FILE);
+        Path format = directory.resolve(DiskDirectory.FORMAT_FILE);
         List<String> lines = Files.readAllLines(format, StandardCharsets.UTF_8);
         int found = -1;
         if (lines.size() >= 2 && lines.get(1).startsWith("format ")) {
@@ -289,7 +289,7 @@ public final class DiskTierInspection {
             }
         }
         if (found < 0) {
-            throw new IllegalArgumentException("disk tier directory " + directory + ": " + DiskTier.FORMAT_FILE
+            throw new IllegalArgumentException("disk tier directory " + directory + ": " + DiskDirectory.FORMAT_FILE
                     + " is unreadable: " + lines + " (expected: 'granary-disk-tier' and 'format <n>')");
         }
         if (found < SegmentFormat.OLDEST_READABLE || found > SegmentFormat.FORMAT) {
@@ -316,10 +316,10 @@ public final class DiskTierInspection {
                     + (Files.exists(directory) ? "not a directory" : "does not exist")
                     + " (expected: a directory a DiskTier wrote)");
         }
-        Path format = directory.resolve(DiskTier.FORMAT_FILE);
+        Path format = directory.resolve(DiskDirectory.FORMAT_FILE);
         if (!Files.isRegularFile(format, LinkOption.NOFOLLOW_LINKS)) {
             throw new IllegalArgumentException("disk tier directory " + directory + " is not a Granary disk tier (no "
-                    + DiskTier.FORMAT_FILE + " file) (expected: a directory a DiskTier wrote)");
+                    + DiskDirectory.FORMAT_FILE + " file) (expected: a directory a DiskTier wrote)");
         }
     }
 
@@ -345,7 +345,7 @@ public final class DiskTierInspection {
 
     private static List<Path> segmentFiles(Path directory) throws IOException {
         List<Path> files = new ArrayList<>();
-        Path segments = directory.resolve(DiskTier.SEGMENTS);
+        Path segments = directory.resolve(DiskDirectory.SEGMENTS);
         if (!Files.isDirectory(segments, LinkOption.NOFOLLOW_LINKS)) {
             return files;
         }

@@ -20,8 +20,9 @@ import java.util.Set;
  * {@link Segment#payloadOffset}, {@link Segment#fits}), so a segment here fills with exactly the pages it fills with
  * there. The rule on top — append to the active segment; when it is full, open a new one if the capacity allows, else
  * (driven) in place of the oldest wholly dead segment, else of a mostly dead one found at the last workload change,
- * else refuse; stamp pages and segments on write and read — restates {@code DiskTier.reserve}'s driven branch,
- * {@code publish}, {@code get} and {@code workload} over entries without bytes (a {@code Segment} is a mapped file).
+ * else refuse; stamp pages and segments on write and read — restates {@code SegmentAppender.makeRoom}'s driven
+ * branch, its {@code publish} and {@code workload}, and {@code DiskTier.get}, over entries without bytes (a
+ * {@code Segment} is a mapped file).
  * The region policy is asked {@link RegionPolicy#admit} as the tier asks it. {@code PlanVersusRunTest} holds the two
  * against each other.
  *

@@ -295,7 +295,7 @@ public final class MemoryTier implements Tier {
             // The source is a mapped file that was truncated or whose device failed under it (the JVM reports the
             // SIGBUS as an InternalError): tell a disk tier to drop it, and fail as I/O, never as an Error.
             slot.release();
-            if (page instanceof DiskTier.DiskPage disk) {
+            if (page instanceof DiskPage disk) {
                 disk.tier.faulted(disk, e);
             }
             throw new UncheckedIOException(new IOException(

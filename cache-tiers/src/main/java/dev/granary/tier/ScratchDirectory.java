@@ -26,8 +26,8 @@ import java.util.Set;
 final class ScratchDirectory {
 
     private static final System.Logger LOG = System.getLogger(DiskTier.class.getName());
-    private static final Set<String> TOP =
-            Set.of(DiskTier.FORMAT_FILE, DiskTier.FORMAT_FILE + ".tmp", DirectoryLock.FILE, SharedDirectory.FILE);
+    private static final Set<String> TOP = Set.of(
+            DiskDirectory.FORMAT_FILE, DiskDirectory.FORMAT_FILE + ".tmp", DirectoryLock.FILE, SharedDirectory.FILE);
 
     private ScratchDirectory() {}
 
@@ -38,7 +38,7 @@ final class ScratchDirectory {
      */
     static List<String> deleteContents(Path directory, String tierName) {
         List<String> foreign = new ArrayList<>();
-        Path segments = directory.resolve(DiskTier.SEGMENTS);
+        Path segments = directory.resolve(DiskDirectory.SEGMENTS);
         try {
             if (Files.isDirectory(segments, LinkOption.NOFOLLOW_LINKS)) {
                 try (DirectoryStream<Path> entries = Files.newDirectoryStream(segments)) {
@@ -48,7 +48,7 @@ final class ScratchDirectory {
                         if (DiskDirectory.parseId(base) >= 0 && !Files.isDirectory(entry, LinkOption.NOFOLLOW_LINKS)) {
                             Files.deleteIfExists(entry);
                         } else {
-                            foreign.add(DiskTier.SEGMENTS + "/" + name);
+                            foreign.add(DiskDirectory.SEGMENTS + "/" + name);
                         }
                     }
                 }
@@ -61,7 +61,7 @@ final class ScratchDirectory {
                     String name = entry.getFileName().toString();
                     if (TOP.contains(name)) {
                         Files.deleteIfExists(entry);
-                    } else if (!name.equals(DiskTier.SEGMENTS)) {
+                    } else if (!name.equals(DiskDirectory.SEGMENTS)) {
                         foreign.add(name);
                     }
                 }

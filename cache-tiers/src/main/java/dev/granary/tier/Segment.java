@@ -30,9 +30,25 @@ import java.util.zip.CRC32C;
  * a writer holds one while it writes. When the count reaches zero the mapping is unmapped, and, if the segment was
  * evicted, its file is deleted: memory a reader holds is never unmapped underneath it.
  *
- * <h2>Thread safety</h2>
- * The append cursors ({@link #reserve}) are guarded by the tier's allocation lock; the page rows and the dead flag
- * by the {@link DiskIndex}'s lock (readers look at them under its optimistic reads); the reference count is atomic.
+ * <h2>Who changes what</h2>
+ * Every mutable field but the page rows is private and changed only through this class's methods, each documenting
+ * who calls it and under which lock:
+ * <ul>
+ *   <li>the append cursors, the header area's blocks and the append generation ({@link #reserve}, {@link #cursors}):
+ *       the tier's allocation lock ({@link SegmentAppender}, and {@link SharedPeers} for segments it follows);</li>
+ *   <li>direct writes and writeback ({@link #enableDirectWrites}, {@link #enableWriteback}): set under the
+ *       allocation lock before the segment takes appends, read by writers that got the segment through that lock;
+ *       the writeback mark moves by compare-and-set;</li>
+ *   <li>the page rows and their registration ({@link #rows}, {@link #records}, {@link #live}, {@link #index},
+ *       {@link #slot}) and the dead flag: the {@link DiskIndex}'s lock (readers look at them under its optimistic
+ *       reads). The index owns them and writes them itself; they live here so that a lookup that finds its page reads
+ *       one row of its segment, with no further indirection;</li>
+ *   <li>the order of header stores in shared mode ({@link #awaitTurn}): a lock of the segment's own;</li>
+ *   <li>the reference count: atomic; the length check, the recency clocks and the file's touch time: volatile and
+ *       racy by design (a lost update costs one more check or touch).</li>
+ * </ul>
+ * What only a shared directory needs of a followed segment (its owner, where its next record would start, how long
+ * it is followed) is kept by {@link SharedPeers}, not here.
  */
 final class Segment implements RegionPolicy.Region {
 
@@ -65,9 +81,10 @@ final class Segment implements RegionPolicy.Region {
     private volatile long stamp;
     /**
      * The append generation written into new records: 0 for a new segment, one more than its last record's for a
-     * recovered one. Set before the segment takes appends; read by writers after the allocation lock handed it out.
+     * recovered one ({@link #cursors}). Set before the segment takes appends; read by writers after the allocation
+     * lock handed it out.
      */
-    int generation;
+    private int generation;
 
     private volatile boolean deleteWhenFree;
     /**
@@ -472,14 +489,22 @@ final class Segment implements RegionPolicy.Region {
     }
 
     /**
-     * Sets the append cursors after a scan; the segment then takes no more appends unless told otherwise. The header
+     * Sets the append cursors and the generation after a scan (recovery, or following another process's appends);
+     * the segment then takes no more appends unless told otherwise, with records of {@code generation}. The header
      * area's blocks are taken to end at {@code headerEnd}: the file may be sparse beyond it (see
-     * {@link #headerAllocated}).
+     * {@link #headerAllocated}). Under the tier's allocation lock (or, at open, by the only thread that sees the
+     * segment).
      */
-    void cursors(long headerEnd, long payloadStart) {
+    void cursors(long headerEnd, long payloadStart, int generation) {
         this.headerEnd = headerEnd;
         this.payloadStart = payloadStart;
         this.headerAllocated = headerEnd;
+        this.generation = generation;
+    }
+
+    /** {@return the append generation of the records this segment takes, or of the last ones a scan found} */
+    int generation() {
+        return generation;
     }
 
     /**
@@ -512,7 +537,7 @@ final class Segment implements RegionPolicy.Region {
     /**
      * Reserves room for one record header and its payload.
      *
-     * @return the payload offset, also in {@link #reservedPayload}, with the header at {@link #lastHeader}; {@code -1}
+     * @return the payload offset, also {@link #reservedPayload()}, with the header at {@link #lastHeader()}; {@code -1}
      *     if it does not fit, or the header area cannot get disk blocks
      */
     long reserve(int headerLength, int payloadLength) {
@@ -562,9 +587,19 @@ final class Segment implements RegionPolicy.Region {
     }
 
     /** The header offset of the last successful {@link #reserve}; guarded by the tier's allocation lock. */
-    long lastHeader;
+    private long lastHeader;
     /** The payload offset of the last successful {@link #reserve}; guarded by the tier's allocation lock. */
-    long reservedPayload;
+    private long reservedPayload;
+
+    /** {@return the header offset of the last successful {@link #reserve}}; under the tier's allocation lock */
+    long lastHeader() {
+        return lastHeader;
+    }
+
+    /** {@return the payload offset of the last successful {@link #reserve}}; under the tier's allocation lock */
+    long reservedPayload() {
+        return reservedPayload;
+    }
 
     /** {@return the bytes between the header area and the payloads}; guarded by the tier's allocation lock */
     long freeBytes() {
@@ -680,16 +715,29 @@ final class Segment implements RegionPolicy.Region {
         }
     }
 
-    // ---- shared directories (DiskTier.Builder#shared); guarded by the tier's allocation lock unless volatile ----
+    // ---- shared directories (DiskTier.Builder#shared): called by SharedPeers only ----
 
-    /** The tier that created this segment (from its header): only it appends to it; 0 for none. */
-    long owner;
-    /** Where the next record of a followed segment would start: a non-zero word there means new records. */
-    volatile long followAt;
-    /** Followed until then (System.nanoTime) once no longer its owner's newest segment; 0 while it is. */
-    long followUntil;
-    /** When this process last set the file's modification time, which orders segments for eviction across processes. */
-    volatile long sharedTouchAt;
+    /**
+     * When this process last set the file's modification time ({@link #touchFile}), which orders segments for
+     * eviction across processes; racy by design (a lost update costs one more touch).
+     */
+    private volatile long fileTouchedAt;
+
+    /**
+     * Sets the file's modification time to {@code nowMillis}, unless this process did less than {@code everyMillis}
+     * ago: every process sharing the directory then evicts the segment read least recently by any of them. A file
+     * gone meanwhile (evicted by another process) is left alone: there is nothing to order.
+     */
+    void touchFile(long nowMillis, long everyMillis) {
+        if (nowMillis - fileTouchedAt >= everyMillis) {
+            fileTouchedAt = nowMillis;
+            try {
+                Files.setLastModifiedTime(file, java.nio.file.attribute.FileTime.fromMillis(nowMillis));
+            } catch (IOException e) {
+                // evicted by another process meanwhile: nothing to order
+            }
+        }
+    }
 
     /** Shared mode: the end of the record headers written so far, all of them, in order (see {@link #awaitTurn}). */
     private long headersDone = SegmentFormat.SEGMENT_HEADER;
@@ -729,10 +777,13 @@ final class Segment implements RegionPolicy.Region {
         }
     }
 
-    /** {@return whether a record may have been appended at {@link #followAt} since the last look} Lock-free. */
-    boolean hasNewRecord() {
-        long at = followAt;
-        return at + 8 <= payloadStart && map.get(ValueLayout.JAVA_LONG_UNALIGNED, at) != 0;
+    /**
+     * {@return whether a record may have been appended at {@code at}, where the last scan of another process's
+     * appends ended} Lock-free: one load of the mapping (the cursor it is checked against is read racily, as the
+     * scan under the allocation lock that follows it sorts out).
+     */
+    boolean hasRecordAt(long at) {
+        return at + 8 <= payloadStart && map.get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, at) != 0;
     }
 
     private boolean dead;

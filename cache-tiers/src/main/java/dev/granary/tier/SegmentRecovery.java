@@ -183,11 +183,11 @@ final class SegmentRecovery {
                                         : "; " + beyond.pages() + " pages after it are"
                                                 + " dropped and will be read again from the origin"));
             }
-            s.cursors(end.headerEnd(), end.payloadStart());
-            // Used only if appends resume here: above every generation in the file, including records a crash may
-            // have left beyond the scan's end (which the scan cannot see): seconds since 2020 grow across restarts.
-            s.generation = Math.max(end.generation() + 1, (int)
-                    Math.min(Integer.MAX_VALUE, (System.currentTimeMillis() - 1_577_836_800_000L) / 1000));
+            // The generation is used only if appends resume here: above every generation in the file, including
+            // records a crash may have left beyond the scan's end (which the scan cannot see): seconds since 2020
+            // grow across restarts.
+            s.cursors(end.headerEnd(), end.payloadStart(), Math.max(end.generation() + 1, (int)
+                    Math.min(Integer.MAX_VALUE, (System.currentTimeMillis() - 1_577_836_800_000L) / 1000)));
             recovered.add(new Recovered(s, null, 0));
             // Indexed now: one segment's records in memory at a time.
             indexer.accept(new Recovered(s, records, (long) records.size * left));

@@ -91,7 +91,7 @@ final class SharedDirectory implements AutoCloseable {
         Path file = directory.resolve(FILE);
         if (!Files.exists(file)) {
             try {
-                Files.createFile(file, DiskTier.FILE_PERMISSIONS);
+                Files.createFile(file, DiskDirectory.FILE_PERMISSIONS);
                 NativeFiles.chmod(file, mode);
             } catch (FileAlreadyExistsException raced) {
                 // another process made it first: it is initialised under the lock below

@@ -12,7 +12,6 @@ import dev.granary.spi.PageKey;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -165,7 +164,7 @@ class DiskIndexTest {
             }
             assertEquals(0, tier.stats().evictions(), "no evictions: every record put is on disk");
         }
-        try (var files = Files.list(directory.resolve(DiskTier.SEGMENTS))) {
+        try (var files = java.nio.file.Files.list(directory.resolve(DiskDirectory.SEGMENTS))) {
             assertTrue(files.count() > 4, "several segments written");
         }
         try (DiskTier reopened = DiskTier.builder()

@@ -201,11 +201,11 @@ class DiskTierDamageTest {
     /** Damages the closed directory one random way; {@return what was done} */
     private static String damage(Path disk, SplittableRandom random) throws IOException {
         List<Path> segments;
-        try (var files = Files.list(disk.resolve(DiskTier.SEGMENTS))) {
+        try (var files = Files.list(disk.resolve(DiskDirectory.SEGMENTS))) {
             segments = files.sorted().toList();
         }
         int what = random.nextInt(segments.isEmpty() ? 2 : 8);
-        Path format = disk.resolve(DiskTier.FORMAT_FILE);
+        Path format = disk.resolve(DiskDirectory.FORMAT_FILE);
         if (what == 0) {
             Files.writeString(format, random.nextBoolean() ? "granary-disk-tier\nformat x\n" : "garbage");
             return "FORMAT garbled";

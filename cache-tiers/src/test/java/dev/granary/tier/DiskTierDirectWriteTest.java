@@ -311,7 +311,7 @@ class DiskTierDirectWriteTest {
                     expected,
                     found.segment().toArray(ValueLayout.JAVA_BYTE),
                     key.key() + " " + when + ", through the tier");
-            DiskTier.DiskPage disk = (DiskTier.DiskPage) found;
+            DiskPage disk = (DiskPage) found;
             if (Files.exists(disk.segment.file)) {
                 MemorySegment mapping = other.computeIfAbsent(disk.segment.file, f -> map(f, mappings));
                 assertArrayEquals(
@@ -325,7 +325,7 @@ class DiskTierDirectWriteTest {
     }
 
     private static Path newestSegment(Path tierDir) throws IOException {
-        Path segments = tierDir.resolve(DiskTier.SEGMENTS);
+        Path segments = tierDir.resolve(DiskDirectory.SEGMENTS);
         if (!Files.isDirectory(segments)) {
             return null;
         }

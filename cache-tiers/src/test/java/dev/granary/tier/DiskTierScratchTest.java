@@ -73,7 +73,7 @@ class DiskTierScratchTest {
     }
 
     private static long countSegments(Path dir) throws IOException {
-        try (Stream<Path> files = Files.list(dir.resolve(DiskTier.SEGMENTS))) {
+        try (Stream<Path> files = Files.list(dir.resolve(DiskDirectory.SEGMENTS))) {
             return files.count();
         }
     }
@@ -109,8 +109,8 @@ class DiskTierScratchTest {
         Files.write(mine, text);
         useAndClose(disk);
         assertArrayEquals(text, Files.readAllBytes(mine), "a file Granary did not write is never deleted");
-        assertFalse(Files.exists(dir.resolve(DiskTier.FORMAT_FILE)), "Granary's own files are gone");
-        assertFalse(Files.exists(dir.resolve(DiskTier.SEGMENTS)));
+        assertFalse(Files.exists(dir.resolve(DiskDirectory.FORMAT_FILE)), "Granary's own files are gone");
+        assertFalse(Files.exists(dir.resolve(DiskDirectory.SEGMENTS)));
     }
 
     @Test
@@ -122,7 +122,7 @@ class DiskTierScratchTest {
         assertTrue(again.recovery().pages() > 0, "pages recovered: " + again.recovery());
         again.close();
         assertTrue(Files.exists(dir), "existed before this tier opened it: emptied, kept");
-        assertFalse(Files.exists(dir.resolve(DiskTier.SEGMENTS)));
+        assertFalse(Files.exists(dir.resolve(DiskDirectory.SEGMENTS)));
     }
 
     @Test

@@ -249,7 +249,7 @@ class DiskTierSegmentCreationTest {
     }
 
     private List<Path> segmentFiles() throws IOException {
-        try (Stream<Path> list = Files.list(dir.resolve(DiskTier.SEGMENTS))) {
+        try (Stream<Path> list = Files.list(dir.resolve(DiskDirectory.SEGMENTS))) {
             return list.filter(p -> !p.getFileName().toString().endsWith(".tmp"))
                     .toList();
         }

@@ -329,7 +329,7 @@ class DiskTierTest {
         assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(dir)));
         assertEquals(
                 "rwx------",
-                PosixFilePermissions.toString(Files.getPosixFilePermissions(dir.resolve(DiskTier.SEGMENTS))));
+                PosixFilePermissions.toString(Files.getPosixFilePermissions(dir.resolve(DiskDirectory.SEGMENTS))));
         try (Stream<Path> files = Files.walk(dir)) {
             for (Path file : files.filter(Files::isRegularFile).toList()) {
                 assertEquals(
@@ -371,13 +371,13 @@ class DiskTierTest {
     @Test
     void aNewerFormatIsRefusedAndLeftAlone() throws Exception {
         disk().build().close();
-        Files.writeString(dir.resolve(DiskTier.FORMAT_FILE), "granary-disk-tier\nformat 99\n");
+        Files.writeString(dir.resolve(DiskDirectory.FORMAT_FILE), "granary-disk-tier\nformat 99\n");
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> disk().build());
         assertTrue(
                 e.getMessage().contains("written by a newer Granary (format 99; this one reads format 1 to 2)"),
                 e.getMessage());
-        assertEquals("granary-disk-tier\nformat 99\n", Files.readString(dir.resolve(DiskTier.FORMAT_FILE)));
-        Files.writeString(dir.resolve(DiskTier.FORMAT_FILE), "granary-disk-tier\nformat 2\n");
+        assertEquals("granary-disk-tier\nformat 99\n", Files.readString(dir.resolve(DiskDirectory.FORMAT_FILE)));
+        Files.writeString(dir.resolve(DiskDirectory.FORMAT_FILE), "granary-disk-tier\nformat 2\n");
         disk().build().close(); // would throw if the refused open had kept the lock
     }
 
@@ -386,12 +386,12 @@ class DiskTierTest {
         TieredCache first = cache(disk().build());
         readAllAndCheck(first);
         first.close();
-        Files.writeString(dir.resolve(DiskTier.FORMAT_FILE), "granary-disk-tier\nformat 0\n");
+        Files.writeString(dir.resolve(DiskDirectory.FORMAT_FILE), "granary-disk-tier\nformat 0\n");
         DiskTier reopened = disk().build();
         assertEquals(0, reopened.recovery().pages(), "segments of an older format are discarded");
         assertEquals(
                 "granary-disk-tier\nformat 2\ncapacity " + reopened.stats().capacityBytes() + "\n",
-                Files.readString(dir.resolve(DiskTier.FORMAT_FILE)));
+                Files.readString(dir.resolve(DiskDirectory.FORMAT_FILE)));
         TieredCache second = cache(reopened);
         readAllAndCheck(second);
     }
@@ -399,7 +399,7 @@ class DiskTierTest {
     @Test
     void anUnreadableFormatFileIsRefused() throws Exception {
         disk().build().close();
-        Files.writeString(dir.resolve(DiskTier.FORMAT_FILE), "garbage");
+        Files.writeString(dir.resolve(DiskDirectory.FORMAT_FILE), "garbage");
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> disk().build());
         assertTrue(e.getMessage().contains("FORMAT is unreadable"), e.getMessage());
     }
@@ -407,7 +407,7 @@ class DiskTierTest {
     @Test
     void leftoversOfAnInterruptedSegmentCreationAreRemoved() throws Exception {
         disk().build().close();
-        Path leftover = dir.resolve(DiskTier.SEGMENTS).resolve(DiskTier.fileName(7) + ".tmp");
+        Path leftover = dir.resolve(DiskDirectory.SEGMENTS).resolve(DiskDirectory.fileName(7) + ".tmp");
         Files.write(leftover, new byte[100]);
         disk().build().close();
         assertFalse(Files.exists(leftover));
@@ -552,7 +552,7 @@ class DiskTierTest {
                 tier.failure().orElseThrow().contains("No space left on device"),
                 tier.failure().toString());
         assertEquals(2, segmentFiles().size(), "no segment beyond the ones the disk had room for");
-        try (Stream<Path> files = Files.list(dir.resolve(DiskTier.SEGMENTS))) {
+        try (Stream<Path> files = Files.list(dir.resolve(DiskDirectory.SEGMENTS))) {
             assertTrue(files.noneMatch(f -> f.toString().endsWith(".tmp")), "failed creations leave nothing");
         }
         // The disk has room again: with a zero pause the next fill tries, succeeds, and the failure clears.
@@ -671,7 +671,7 @@ class DiskTierTest {
         readAllAndCheck(cache);
         TierStats stats = cache.stats().tiers().getFirst();
         assertTrue(stats.hits() > 0 && stats.usedBytes() <= 16L << 20, stats.toString());
-        try (Stream<Path> files = Files.list(dir.resolve(DiskTier.SEGMENTS))) {
+        try (Stream<Path> files = Files.list(dir.resolve(DiskDirectory.SEGMENTS))) {
             for (Path file : files.toList()) {
                 assertEquals(2L << 20, Files.size(file), file.toString());
             }
@@ -687,16 +687,17 @@ class DiskTierTest {
                 e.getMessage().contains("holds a file that is not Granary's: notes.txt (expected: only FORMAT,"),
                 e.getMessage());
         Files.delete(dir.resolve("notes.txt"));
-        Files.writeString(dir.resolve(DiskTier.SEGMENTS).resolve("seg-x.dat"), "mine");
+        Files.writeString(dir.resolve(DiskDirectory.SEGMENTS).resolve("seg-x.dat"), "mine");
         e = assertThrows(IllegalArgumentException.class, () -> disk().build());
         assertTrue(e.getMessage().contains("holds a file that is not Granary's: seg-x.dat"), e.getMessage());
-        assertEquals("mine", Files.readString(dir.resolve(DiskTier.SEGMENTS).resolve("seg-x.dat")));
-        Files.delete(dir.resolve(DiskTier.SEGMENTS).resolve("seg-x.dat"));
+        assertEquals(
+                "mine", Files.readString(dir.resolve(DiskDirectory.SEGMENTS).resolve("seg-x.dat")));
+        Files.delete(dir.resolve(DiskDirectory.SEGMENTS).resolve("seg-x.dat"));
         // Granary's own leftovers of a process that died are no stray files
-        Files.writeString(dir.resolve(DiskTier.FORMAT_FILE + ".tmp"), "granary-disk-tier\n");
-        Files.writeString(dir.resolve(DiskTier.SEGMENTS).resolve(DiskTier.fileName(9) + ".tmp"), "");
+        Files.writeString(dir.resolve(DiskDirectory.FORMAT_FILE + ".tmp"), "granary-disk-tier\n");
+        Files.writeString(dir.resolve(DiskDirectory.SEGMENTS).resolve(DiskDirectory.fileName(9) + ".tmp"), "");
         disk().build().close();
-        assertFalse(Files.exists(dir.resolve(DiskTier.SEGMENTS).resolve(DiskTier.fileName(9) + ".tmp")));
+        assertFalse(Files.exists(dir.resolve(DiskDirectory.SEGMENTS).resolve(DiskDirectory.fileName(9) + ".tmp")));
     }
 
     @Test
@@ -749,7 +750,7 @@ class DiskTierTest {
     }
 
     private List<Path> segmentFiles() throws IOException {
-        try (Stream<Path> files = Files.list(dir.resolve(DiskTier.SEGMENTS))) {
+        try (Stream<Path> files = Files.list(dir.resolve(DiskDirectory.SEGMENTS))) {
             return files.filter(f -> f.getFileName().toString().endsWith(".dat"))
                     .sorted()
                     .toList();

@@ -196,7 +196,7 @@ class DiskTierWritebackTest {
     }
 
     private List<Path> segmentFiles() throws IOException {
-        try (Stream<Path> list = Files.list(dir.resolve("disk").resolve(DiskTier.SEGMENTS))) {
+        try (Stream<Path> list = Files.list(dir.resolve("disk").resolve(DiskDirectory.SEGMENTS))) {
             return list.filter(p -> !p.getFileName().toString().endsWith(".tmp"))
                     .sorted()
                     .toList();

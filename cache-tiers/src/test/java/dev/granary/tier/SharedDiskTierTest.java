@@ -20,7 +20,6 @@ import dev.granary.testkit.Dataset;
 import dev.granary.testkit.FaultyOrigin;
 import dev.granary.testkit.Gate;
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -137,7 +136,7 @@ class SharedDiskTierTest {
         String[][] moments = {
             {SharedDirectory.FILE},
             {DirectoryLock.FILE, SharedDirectory.FILE},
-            {DirectoryLock.FILE, SharedDirectory.FILE, DiskTier.FORMAT_FILE + ".tmp"}
+            {DirectoryLock.FILE, SharedDirectory.FILE, DiskDirectory.FORMAT_FILE + ".tmp"}
         };
         for (String[] present : moments) {
             Path dir = root.resolve("disk-" + present.length);
@@ -230,8 +229,8 @@ class SharedDiskTierTest {
             put(a, key("first", 0, 20_000));
             // What a process killed inside createSegment leaves (it held the directory lock, which its death
             // released): a full-size file under the temporary name, which no live tier counts.
-            Path leftover = dir.resolve(DiskTier.SEGMENTS).resolve(DiskDirectory.fileName(0x7fff) + ".tmp");
-            try (var file = new RandomAccessFile(leftover.toFile(), "rw")) {
+            Path leftover = dir.resolve(DiskDirectory.SEGMENTS).resolve(DiskDirectory.fileName(0x7fff) + ".tmp");
+            try (var file = new java.io.RandomAccessFile(leftover.toFile(), "rw")) {
                 file.setLength(segment);
             }
             for (int i = 0; i < 60; i++) {

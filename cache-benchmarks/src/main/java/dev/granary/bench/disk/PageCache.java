@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.tier;
+package dev.granary.bench.disk;
 
+import dev.granary.tier.DiskTier;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -22,7 +23,7 @@ import java.util.List;
 
 /**
  * The page-cache controls the disk benchmarks need and Java does not offer, through FFM on Linux libc (the same way
- * {@link NativeFiles} reaches {@code posix_fallocate}):
+ * the tier's {@code NativeFiles} reaches {@code posix_fallocate}, and {@link RawFiles} the ceilings' writes):
  * <ul>
  *   <li>{@link #drop}: {@code posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)} on each file, which evicts the file's
  *       clean pages from the page cache <em>unless a process has them mapped</em> (the kernel skips mapped pages), so
@@ -232,7 +233,7 @@ final class PageCache {
 
     /** {@return the segment files of a disk-tier directory, in name order} */
     static List<Path> segmentFiles(Path tierDirectory) throws IOException {
-        try (var files = Files.list(tierDirectory.resolve(DiskTier.SEGMENTS))) {
+        try (var files = Files.list(tierDirectory.resolve("segments"))) {
             return files.filter(f -> f.getFileName().toString().endsWith(".dat"))
                     .sorted()
                     .toList();

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.tier;
+package dev.granary.bench.disk;
 
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
+import dev.granary.tier.DiskTier;
+import dev.granary.tier.internal.TierInternals;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -182,7 +184,7 @@ public final class DiskWriteBenchmark {
                     for (int f = 0; f < 4; f++) {
                         Path file = directory.resolve("h" + f);
                         Files.createFile(file);
-                        NativeFiles.allocate(file, size);
+                        RawFiles.allocate(file, size);
                         try (Arena mapping = Arena.ofShared()) {
                             MemorySegment map = null;
                             if (v != 4) {
@@ -190,20 +192,19 @@ public final class DiskWriteBenchmark {
                                         FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
                                     map = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, mapping);
                                 }
-                                NativeFiles.adviseRandom(map);
+                                RawFiles.adviseRandom(map);
                             }
-                            int fd = NativeFiles.openReadWrite(file);
+                            int fd = RawFiles.openReadWrite(file);
                             try {
                                 long cpu0 = THREADS.getCurrentThreadCpuTime();
                                 long at = 64;
                                 for (int i = 0; i < count; i++) {
                                     // Downwards from the end as the tier places payloads; variant 3 upwards.
-                                    NativeFiles.pwrite(
-                                            fd, payload, v == 3 ? 4096 + i * stride : size - (i + 1) * stride);
+                                    RawFiles.pwrite(fd, payload, v == 3 ? 4096 + i * stride : size - (i + 1) * stride);
                                     if (v == 1) {
                                         MemorySegment part = scratch.asSlice(0, header);
                                         MemorySegment.copy(bytes, 0, part, ValueLayout.JAVA_BYTE, 0, header);
-                                        NativeFiles.pwrite(fd, part, at);
+                                        RawFiles.pwrite(fd, part, at);
                                     } else if (v == 2) {
                                         MemorySegment.copy(bytes, 0, map, ValueLayout.JAVA_BYTE, at, header);
                                     }
@@ -211,7 +212,7 @@ public final class DiskWriteBenchmark {
                                 }
                                 nanos += THREADS.getCurrentThreadCpuTime() - cpu0;
                             } finally {
-                                NativeFiles.close(fd);
+                                RawFiles.close(fd);
                             }
                         }
                         fsync(List.of(file));
@@ -439,12 +440,13 @@ public final class DiskWriteBenchmark {
         long cpuPut;
         long direct;
         long handed;
-        try (DiskTier tier = DiskTier.builder()
-                .directory(directory)
-                .capacity(capacity)
-                .segmentSize(FILE_SIZE)
-                .directWrites(directMin > 0)
-                .directWriteMin(Math.max(directMin, 1))
+        try (DiskTier tier = TierInternals.directWriteMin(
+                        DiskTier.builder()
+                                .directory(directory)
+                                .capacity(capacity)
+                                .segmentSize(FILE_SIZE)
+                                .directWrites(directMin > 0),
+                        Math.max(directMin, 1))
                 .writebackEvery(writeback)
                 .build()) {
             cpuBuilt = THREADS.getCurrentThreadCpuTime();
@@ -462,8 +464,8 @@ public final class DiskWriteBenchmark {
                 throw new IllegalStateException("the tier evicted while filling: " + tier.stats());
             }
             cpuPut = THREADS.getCurrentThreadCpuTime();
-            direct = tier.directWrites();
-            handed = tier.writebacks();
+            direct = TierInternals.directWrites(tier);
+            handed = TierInternals.writebacks(tier);
         }
         long buffered = System.nanoTime();
         long cpuEnd = THREADS.getCurrentThreadCpuTime();
@@ -478,7 +480,7 @@ public final class DiskWriteBenchmark {
                 keys.length,
                 handed);
         List<Path> files;
-        try (Stream<Path> list = Files.list(directory.resolve(DiskTier.SEGMENTS))) {
+        try (Stream<Path> list = Files.list(directory.resolve("segments"))) {
             files = list.toList();
         }
         fsync(files);
@@ -509,19 +511,19 @@ public final class DiskWriteBenchmark {
                         channel.close();
                     }
                     if (fd >= 0) {
-                        NativeFiles.startWriteback(fd, mark, inFile - mark);
-                        NativeFiles.close(fd);
+                        RawFiles.startWriteback(fd, mark, inFile - mark);
+                        RawFiles.close(fd);
                         fd = -1;
                     }
                     Path file = directory.resolve("raw-" + files.size() + ".dat");
                     files.add(file);
                     Files.createFile(file);
                     if (preallocate) {
-                        NativeFiles.allocate(file, FILE_SIZE);
+                        RawFiles.allocate(file, FILE_SIZE);
                     }
                     channel = FileChannel.open(file, StandardOpenOption.WRITE);
                     if (handOff) {
-                        fd = NativeFiles.openReadWrite(file);
+                        fd = RawFiles.openReadWrite(file);
                     }
                     inFile = 0;
                     mark = 0;
@@ -532,7 +534,7 @@ public final class DiskWriteBenchmark {
                     inFile += n;
                 }
                 if (fd >= 0 && inFile - every - mark >= every) {
-                    NativeFiles.startWriteback(fd, mark, every);
+                    RawFiles.startWriteback(fd, mark, every);
                     mark += every;
                 }
             }
@@ -540,7 +542,7 @@ public final class DiskWriteBenchmark {
             if (channel != null) {
                 channel.close();
             }
-            NativeFiles.close(fd);
+            RawFiles.close(fd);
         }
         long buffered = System.nanoTime();
         long cpu = THREADS.getCurrentThreadCpuTime() - cpu0;

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.tier;
+package dev.granary.bench.disk;
 
 import dev.granary.spi.EvictionPolicy;
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
+import dev.granary.tier.DiskTier;
+import dev.granary.tier.MemoryTier;
+import dev.granary.tier.internal.TierInternals;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -92,7 +95,7 @@ public final class TierHeapBenchmark {
                 long before = usedHeapAfterGc();
                 fillMemory(memory, count, perObject);
                 long after = usedHeapAfterGc();
-                check(memory.pageCount(), count, tier);
+                check(TierInternals.pageCount(memory), count, tier);
                 print(tier, count, perObject, (double) (after - before) / count, Double.NaN);
                 memory.close();
             }
@@ -109,7 +112,7 @@ public final class TierHeapBenchmark {
                     long before = usedHeapAfterGc();
                     fillDisk(disk, count, perObject);
                     long after = usedHeapAfterGc();
-                    check(disk.pageCount(), count, tier);
+                    check(TierInternals.pageCount(disk), count, tier);
                     disk.close();
                     long closed = usedHeapAfterGc();
                     DiskTier reopened = DiskTier.builder()
@@ -118,7 +121,7 @@ public final class TierHeapBenchmark {
                             .segmentSize(64L << 20)
                             .build();
                     long open = usedHeapAfterGc();
-                    check(reopened.pageCount(), count, tier + " reopened");
+                    check(TierInternals.pageCount(reopened), count, tier + " reopened");
                     print(tier, count, perObject, (double) (after - before) / count, (double) (open - closed) / count);
                     reopened.close();
                 } finally {

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.tier;
+package dev.granary.bench.disk;
 
 import dev.granary.TierStats;
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
+import dev.granary.tier.DiskTier;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -219,7 +220,7 @@ public class DiskTierReadBenchmark {
         }
         // As the tier advises its segments: no read-around on a fault (changes nothing for resident pages; in
         // readPagedOut it keeps a 4 KiB fault from reading the device's whole read-ahead window).
-        NativeFiles.adviseRandom(map);
+        RawFiles.adviseRandom(map);
         slices = new ByteBuffer[count];
         for (int i = 0; i < count; i++) {
             MemorySegment slice = map.asSlice((long) i * pageSize, pageSize);

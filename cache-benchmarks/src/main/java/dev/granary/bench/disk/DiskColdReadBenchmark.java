@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.tier;
+package dev.granary.bench.disk;
 
 import dev.granary.TierStats;
 import dev.granary.spi.Page;
+import dev.granary.tier.DiskTier;
+import dev.granary.tier.internal.TierInternals;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -305,7 +307,7 @@ public final class DiskColdReadBenchmark {
         int all = 0;
         int some = 0;
         for (int p : pages) {
-            DiskTier.Location where = tier.locate(data.keys[p]);
+            TierInternals.PageLocation where = TierInternals.locate(tier, data.keys[p]);
             byte[] vector = vectors.get(where.file());
             if (vector == null) {
                 vector = PageCache.residentVector(where.file());

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.tier;
+package dev.granary.bench.disk;
 
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
+import dev.granary.tier.DiskTier;
+import dev.granary.tier.internal.TierInternals;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
@@ -98,9 +100,10 @@ final class DiskBenchData {
                     }
                 }
             }
-            if (tier.pageCount() != count || tier.stats().evictions() != 0) {
-                throw new IllegalStateException("after writing " + count + " pages the tier holds " + tier.pageCount()
-                        + " (" + tier.stats() + "); expected every page and no eviction");
+            if (TierInternals.pageCount(tier) != count || tier.stats().evictions() != 0) {
+                throw new IllegalStateException(
+                        "after writing " + count + " pages the tier holds " + TierInternals.pageCount(tier) + " ("
+                                + tier.stats() + "); expected every page and no eviction");
             }
         } finally {
             if (rawChannel != null) {
@@ -114,14 +117,21 @@ final class DiskBenchData {
 
     /** Opens (recovers) the tier and checks that it found every page. */
     DiskTier open(boolean randomAccess) {
+        return open(randomAccess, DiskTier.Verify.ONCE);
+    }
+
+    /** Opens (recovers) the tier with the given verification and checks that it found every page. */
+    DiskTier open(boolean randomAccess, DiskTier.Verify verify) {
         DiskTier tier = DiskTier.builder()
                 .directory(tierDirectory)
                 .capacity(capacity)
                 .segmentSize(SEGMENT_SIZE)
                 .randomAccess(randomAccess)
+                .verify(verify)
                 .build();
-        if (tier.recovery().segments() > 0 && (tier.recovery().pages() != count || tier.pageCount() != count)) {
-            String found = tier.recovery() + " with " + tier.pageCount() + " pages in the index";
+        if (tier.recovery().segments() > 0
+                && (tier.recovery().pages() != count || TierInternals.pageCount(tier) != count)) {
+            String found = tier.recovery() + " with " + TierInternals.pageCount(tier) + " pages in the index";
             tier.close();
             throw new IllegalStateException(
                     "reopening " + tierDirectory + " recovered " + found + " (expected: " + count + " pages)");
@@ -131,9 +141,7 @@ final class DiskBenchData {
 
     /** Bytes of segment files that hold {@code count} pages, with two spare segments. */
     static long capacityFor(int pageSize, int count) {
-        int header = SegmentFormat.align8(SegmentFormat.RECORD_FIXED + 128 + 4); // longer than any of our names
-        long payload = ((long) pageSize + SegmentFormat.alignment(pageSize) - 1) & -SegmentFormat.alignment(pageSize);
-        long perSegment = (SEGMENT_SIZE - SegmentFormat.SEGMENT_HEADER) / (payload + header);
+        long perSegment = TierInternals.pagesPerSegment(SEGMENT_SIZE, pageSize, 128); // longer than any of our names
         if (perSegment < 1) {
             throw new IllegalArgumentException("page size " + pageSize + " does not fit a segment");
         }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.tier;
+package dev.granary.bench.memory;
 
 import java.util.SplittableRandom;
 

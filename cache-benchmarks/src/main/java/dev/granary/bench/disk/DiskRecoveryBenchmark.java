@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.tier;
+package dev.granary.bench.disk;
 
 import com.sun.management.OperatingSystemMXBean;
+import dev.granary.tier.DiskTier;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.tier;
+package dev.granary.bench.memory;
 
+import dev.granary.tier.internal.TierInternals;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
 import java.util.ArrayList;
@@ -15,8 +16,8 @@ import java.util.Random;
  * refilled to 1 GiB requested (the churn a cache sees), then everything is freed.
  *
  * <p>Printed per phase: the live allocations, the bytes requested (sum of sizes live), the bytes the allocator holds,
- * and the overhead {@code held / requested - 1}. Held is, for the slab allocator, {@link SlabAllocator#reserved()}
- * (the slabs taken from the OS; nothing is returned before close) with {@link SlabAllocator#used()} (the 512-byte
+ * and the overhead {@code held / requested - 1}. Held is, for the slab allocator, {@link TierInternals.Slabs#reserved()}
+ * (the slabs taken from the OS; nothing is returned before close) with {@link TierInternals.Slabs#used()} (the 512-byte
  * blocks allocated) beside it; for Netty, {@code PooledByteBufAllocator.metric().usedDirectMemory()} (the chunks its
  * arenas hold). The slab allocator gets 2 GiB of capacity, so that its fragmentation shows as reserved memory rather
  * than as failed allocations (failures are printed too).
@@ -64,7 +65,7 @@ public final class AllocatorFootprint {
                 "%-13s %-20s %7s %15s %12s %10s %9s  %s%n",
                 "allocator", "phase", "live", "requested MiB", "held MiB", "overhead", "failures", "detail");
 
-        SlabAllocator slab = new SlabAllocator(2 * TARGET, 64L << 20, s -> {});
+        TierInternals.Slabs slab = TierInternals.slabs(2 * TARGET, 64L << 20);
         probe("ffm-slab", sizes, new Candidate() {
             @Override
             public Object allocate(int size) {

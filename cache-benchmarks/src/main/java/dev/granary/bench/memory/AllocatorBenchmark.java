@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.tier;
+package dev.granary.bench.memory;
 
+import dev.granary.tier.internal.TierInternals;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
 import java.util.concurrent.TimeUnit;
@@ -21,9 +22,9 @@ import org.openjdk.jmh.annotations.Warmup;
 import org.openjdk.jmh.infra.BenchmarkParams;
 
 /**
- * The memory tier's allocator candidates under page churn, in one run: Granary's {@link SlabAllocator} (FFM slabs,
- * 512-byte blocks, best fit with coalescing, one lock) against Netty's {@link PooledByteBufAllocator} (jemalloc-style
- * arenas of 4 MiB chunks, per-thread caches), direct memory.
+ * The memory tier's allocator candidates under page churn, in one run: Granary's {@code SlabAllocator}
+ * ({@link TierInternals#slabs}: FFM slabs, 512-byte blocks, best fit with coalescing, one lock) against Netty's
+ * {@link PooledByteBufAllocator} (jemalloc-style arenas of 4 MiB chunks, per-thread caches), direct memory.
  *
  * <h2>Workload</h2>
  * Each thread keeps a ring of {@code live / threads} live allocations (default 1 024 in total, about 720 MiB). One op
@@ -71,7 +72,7 @@ public class AllocatorBenchmark {
     @Param({"1024"})
     int live;
 
-    SlabAllocator slab;
+    TierInternals.Slabs slab;
     PooledByteBufAllocator netty;
     int[] sizes;
 
@@ -79,7 +80,7 @@ public class AllocatorBenchmark {
     public void setUp() {
         sizes = AllocationSizes.sequence(SEQUENCE, 42);
         switch (allocator) {
-            case "ffm-slab" -> slab = new SlabAllocator(SLAB_CAPACITY, SLAB_SIZE, s -> {});
+            case "ffm-slab" -> slab = TierInternals.slabs(SLAB_CAPACITY, SLAB_SIZE);
             case "netty-pooled" -> netty = new PooledByteBufAllocator(true);
             default ->
                 throw new IllegalArgumentException(

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.tier;
+package dev.granary.bench.disk;
 
 import dev.granary.TieredCache;
 import dev.granary.bench.Options;
@@ -8,6 +8,8 @@ import dev.granary.loader.DataLoader;
 import dev.granary.loader.Dataset;
 import dev.granary.loader.Epoch;
 import dev.granary.origin.posix.PosixOrigin;
+import dev.granary.tier.DiskTier;
+import dev.granary.tier.MemoryTier;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.tier;
+package dev.granary.bench.disk;
 
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
+import dev.granary.tier.DiskTier;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -75,9 +76,8 @@ public final class SegmentSizeBenchmark {
                         (500L << 30) / SIZES[s]);
             }
         }
-        System.out.println("vm.max_map_count here: "
-                + new String(Files.readAllBytes(Path.of("/proc/sys/vm/max_map_count")), StandardCharsets.UTF_8).strip()
-                + " (every segment is one mapping)");
+        String maxMapCount = Files.readString(Path.of("/proc/sys/vm/max_map_count"), StandardCharsets.US_ASCII);
+        System.out.println("vm.max_map_count here: " + maxMapCount.strip() + " (every segment is one mapping)");
     }
 
     /** {@return fill MB/s and reopen milliseconds} */
