@@ -40,6 +40,9 @@ final class ParquetFixtures {
             "flat_zstd.parquet",
             "flat_zstd_v2.parquet");
     static final String NESTED = "nested_zstd.parquet";
+    /** The rows of {@code flat_zstd.parquet} rewritten by pyarrow with a CRC32 in every page header (make_crc.py). */
+    static final List<String> WITH_PAGE_CRCS = List.of("flat_zstd_crc.parquet", "flat_snappy_crc.parquet");
+
     static final int ROWS = 300;
     static final int ROW_GROUPS = 5;
 
@@ -60,6 +63,9 @@ final class ParquetFixtures {
     static void copy(Path root) throws IOException {
         Path to = Files.createDirectories(root.resolve("pq"));
         for (String f : FLAT) {
+            Files.copy(directory().resolve(f), to.resolve(f));
+        }
+        for (String f : WITH_PAGE_CRCS) {
             Files.copy(directory().resolve(f), to.resolve(f));
         }
         Files.copy(directory().resolve(NESTED), to.resolve(NESTED));
