@@ -17,8 +17,8 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
- * docs/extending.md shows the compiled code as it is: {@link MapOrigin} and {@link MapOriginContractTest} whole, and a
- * tier snippet that implements every abstract method of {@link TierContractTest}.
+ * docs/extending.md shows the compiled code as it is: {@link MapOrigin}, {@link MapOriginContractTest} and
+ * {@link MapOriginCacheTest} whole, and a tier snippet that implements every abstract method of {@link TierContractTest}.
  */
 class ExtendingGuideTest {
 
@@ -50,7 +50,7 @@ class ExtendingGuideTest {
     @Test
     void theGuideShowsTheOriginExampleAndItsContractTestAsCompiled() throws IOException {
         String guide = Files.readString(GUIDE);
-        for (String file : new String[] {"MapOrigin.java", "MapOriginContractTest.java"}) {
+        for (String file : new String[] {"MapOrigin.java", "MapOriginContractTest.java", "MapOriginCacheTest.java"}) {
             assertEquals(
                     Files.readString(EXAMPLES.resolve(file)),
                     blockAfter(guide, "<!-- example: cache-core/src/test/java/dev/granary/examples/" + file + " -->"),

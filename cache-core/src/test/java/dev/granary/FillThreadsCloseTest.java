@@ -1,17 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.tier;
+package dev.granary;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.granary.LeakDetection;
-import dev.granary.Lease;
-import dev.granary.TieredCache;
 import dev.granary.origin.posix.PosixOrigin;
 import dev.granary.testkit.Await;
 import dev.granary.testkit.Dataset;
 import dev.granary.testkit.FaultyOrigin;
+import dev.granary.testkit.HeapTier;
 import dev.granary.testkit.LeakCheck;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -67,14 +65,14 @@ class FillThreadsCloseTest {
                 Thread.currentThread().interrupt();
             }
         });
-        MemoryTier memory = MemoryTier.builder().capacity(16L << 20).build();
+        HeapTier tier = new HeapTier(16L << 20);
         TieredCache cache = leaks.watch(TieredCache.builder(origin)
-                .tier(memory)
+                .tier(tier)
                 .pageSize(4096)
                 .readTimeout(Duration.ofMinutes(5))
                 .leakDetection(LeakDetection.PARANOID)
                 .build());
-        leaks.released("memory tier of " + cache, memory::isReleased);
+        leaks.released("heap tier of " + cache, tier::isReleased);
         cache.stat("a");
         cache.stat("b");
         try (ExecutorService readers = Executors.newFixedThreadPool(2)) {
@@ -103,7 +101,7 @@ class FillThreadsCloseTest {
             assertEquals(1, origin.reads(), "the queued fill never reached the origin");
             release.countDown();
             // The blocked fill ends after the close: its page goes back, with no reader left to take it.
-            Await.until(memory::isReleased, () -> "memory tier released after the late fill: " + memory);
+            Await.until(tier::isReleased, () -> "heap tier released after the late fill: " + tier);
         }
     }
 

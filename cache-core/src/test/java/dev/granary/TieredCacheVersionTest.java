@@ -1,15 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.tier;
+package dev.granary;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.granary.CacheStats;
-import dev.granary.Lease;
-import dev.granary.NoSuchObjectException;
-import dev.granary.ObjectChangedException;
 import dev.granary.testkit.Bytes;
 import dev.granary.testkit.Gate;
 import dev.granary.testkit.LeakCheck;

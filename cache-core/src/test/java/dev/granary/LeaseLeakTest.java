@@ -1,13 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.tier;
+package dev.granary;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.granary.LeakDetection;
-import dev.granary.Lease;
-import dev.granary.TieredCache;
 import dev.granary.testkit.Await;
 import dev.granary.testkit.LeakCheck;
 import java.nio.file.Path;
@@ -36,10 +33,10 @@ class LeaseLeakTest {
         AssertionError e = assertThrows(AssertionError.class, strict::verify);
         assertTrue(e.getMessage().contains("1 lease(s) still open"), e.getMessage());
         assertTrue(
-                e.getMessage().contains("memory tier") && e.getMessage().contains("not released"),
+                e.getMessage().contains("heap tier") && e.getMessage().contains("not released"),
                 "the pinned memory is reported too: " + e.getMessage());
         forgotten.close();
-        Await.until(f.memory::isReleased, () -> "closing the lease frees the memory");
+        Await.until(f.tier::isReleased, () -> "closing the lease frees the memory");
     }
 
     @Test

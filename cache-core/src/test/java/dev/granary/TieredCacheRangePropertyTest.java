@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.tier;
+package dev.granary;
 
-import dev.granary.LeakDetection;
-import dev.granary.Lease;
-import dev.granary.TieredCache;
 import dev.granary.origin.posix.PosixOrigin;
 import dev.granary.testkit.Bytes;
 import dev.granary.testkit.Dataset;
+import dev.granary.testkit.HeapTier;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -23,7 +21,7 @@ import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.lifecycle.BeforeContainer;
 
 /**
- * Random ranges of random objects through a cache with tiny pages (4 KiB) and a memory tier much smaller than the
+ * Random ranges of random objects through a cache with tiny pages (4 KiB) and a tier much smaller than the
  * data, compared with the file bytes: reads cross pages, pages get evicted and refilled, and every byte must match.
  */
 class TieredCacheRangePropertyTest {
@@ -31,7 +29,7 @@ class TieredCacheRangePropertyTest {
     private static final int OBJECTS = 24;
     private static Path dir;
     private static Dataset data;
-    private static MemoryTier memory;
+    private static HeapTier tier;
     private static TieredCache cache;
 
     @BeforeContainer
@@ -42,9 +40,9 @@ class TieredCacheRangePropertyTest {
         for (int i = 0; i < OBJECTS; i++) {
             data.put("p/" + i, i < sizes.length ? sizes[i] : 1000 + i * 7919);
         }
-        memory = MemoryTier.builder().capacity(256 << 10).slabSize(64 << 10).build();
+        tier = new HeapTier(256 << 10);
         cache = TieredCache.builder(PosixOrigin.of(dir))
-                .tier(memory)
+                .tier(tier)
                 .pageSize(4096)
                 .leakDetection(LeakDetection.PARANOID)
                 .build();
@@ -66,8 +64,8 @@ class TieredCacheRangePropertyTest {
         if (open != 0) {
             throw new AssertionError(open + " lease(s) left open by the properties");
         }
-        if (!memory.isReleased()) {
-            throw new AssertionError("memory tier not released after close");
+        if (!tier.isReleased()) {
+            throw new AssertionError("heap tier not released after close");
         }
     }
 

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.tier;
+package dev.granary;
 
-import dev.granary.LeakDetection;
-import dev.granary.TieredCache;
 import dev.granary.origin.posix.PosixOrigin;
 import dev.granary.testkit.Dataset;
 import dev.granary.testkit.FaultyOrigin;
+import dev.granary.testkit.HeapTier;
 import dev.granary.testkit.LeakCheck;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,36 +12,36 @@ import java.util.function.Consumer;
 
 /**
  * A cache over real files: a {@link Dataset} in a directory, a {@link PosixOrigin} over it wrapped in a
- * {@link FaultyOrigin} for counting and fault injection, and a {@link MemoryTier}; registered with a
+ * {@link FaultyOrigin} for counting and fault injection, and a {@link HeapTier}; registered with a
  * {@link LeakCheck} so the test fails if it leaks a lease or memory.
  */
 final class CacheFixture {
 
     final Dataset data;
     final FaultyOrigin origin;
-    final MemoryTier memory;
+    final HeapTier tier;
     final TieredCache cache;
 
-    private CacheFixture(Dataset data, FaultyOrigin origin, MemoryTier memory, TieredCache cache) {
+    private CacheFixture(Dataset data, FaultyOrigin origin, HeapTier tier, TieredCache cache) {
         this.data = data;
         this.origin = origin;
-        this.memory = memory;
+        this.tier = tier;
         this.cache = cache;
     }
 
     static CacheFixture create(
-            Path dir, LeakCheck leaks, long memoryCapacity, int pageSize, Consumer<TieredCache.Builder> customize)
+            Path dir, LeakCheck leaks, long tierCapacity, int pageSize, Consumer<TieredCache.Builder> customize)
             throws Exception {
         Path root = Files.createDirectories(dir.resolve("data"));
         Dataset data = new Dataset(root, 42);
         FaultyOrigin origin = new FaultyOrigin(PosixOrigin.of(root));
-        MemoryTier memory = MemoryTier.builder().capacity(memoryCapacity).build();
+        HeapTier tier = new HeapTier(tierCapacity);
         TieredCache.Builder builder =
-                TieredCache.builder(origin).tier(memory).pageSize(pageSize).leakDetection(LeakDetection.PARANOID);
+                TieredCache.builder(origin).tier(tier).pageSize(pageSize).leakDetection(LeakDetection.PARANOID);
         customize.accept(builder);
         TieredCache cache = leaks.watch(builder.build());
-        leaks.released("memory tier of " + cache, memory::isReleased);
-        return new CacheFixture(data, origin, memory, cache);
+        leaks.released("heap tier of " + cache, tier::isReleased);
+        return new CacheFixture(data, origin, tier, cache);
     }
 
     static CacheFixture create(Path dir, LeakCheck leaks) throws Exception {

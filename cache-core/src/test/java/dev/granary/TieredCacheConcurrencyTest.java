@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.tier;
+package dev.granary;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import dev.granary.Lease;
-import dev.granary.TieredCache;
 import dev.granary.testkit.Await;
 import dev.granary.testkit.Bytes;
 import dev.granary.testkit.Concurrently;
@@ -70,8 +68,8 @@ class TieredCacheConcurrencyTest {
             // Every thread has looked up every page and missed (one miss per thread and page, plus the fills' own
             // second look before they go to the origin).
             Await.until(
-                    () -> f.memory.stats().misses() >= (long) threads * pages,
-                    () -> "64 threads to miss: " + f.memory.stats());
+                    () -> f.tier.stats().misses() >= (long) threads * pages,
+                    () -> "64 threads to miss: " + f.tier.stats());
             Await.until(
                     () -> gate.waiting() == pages,
                     () -> "one origin read per page to be waiting, not " + gate.waiting());
@@ -108,7 +106,7 @@ class TieredCacheConcurrencyTest {
     }
 
     /**
-     * Eight threads read random ranges of a dataset four times larger than the memory tier, while a sampler reads the
+     * Eight threads read random ranges of a dataset four times larger than the tier, while a sampler reads the
      * tier's used bytes continuously: the capacity is never exceeded, and every byte is right.
      */
     @Test
@@ -124,7 +122,7 @@ class TieredCacheConcurrencyTest {
         AtomicLong samples = new AtomicLong();
         Thread sampler = Thread.ofPlatform().start(() -> {
             while (!done.get()) {
-                maxUsed.accumulateAndGet(f.memory.stats().usedBytes(), Math::max);
+                maxUsed.accumulateAndGet(f.tier.stats().usedBytes(), Math::max);
                 samples.incrementAndGet();
                 Thread.onSpinWait();
             }
@@ -148,8 +146,8 @@ class TieredCacheConcurrencyTest {
         }
         assertTrue(maxUsed.get() <= capacity, "used bytes peaked at " + maxUsed + " > capacity " + capacity);
         assertTrue(samples.get() > 100, "the sampler must have run: " + samples);
-        assertTrue(f.memory.stats().evictions() > 0, "the dataset is 4x the tier: " + f.memory.stats());
-        assertTrue(f.memory.stats().hits() > 0, "and some reads hit: " + f.memory.stats());
+        assertTrue(f.tier.stats().evictions() > 0, "the dataset is 4x the tier: " + f.tier.stats());
+        assertTrue(f.tier.stats().hits() > 0, "and some reads hit: " + f.tier.stats());
     }
 
     /**
@@ -221,7 +219,7 @@ class TieredCacheConcurrencyTest {
             lease.close();
         }
         assertEquals(0, f.cache.stats().openLeases());
-        Await.until(f.memory::isReleased, () -> "all memory returned once the last lease closed");
+        Await.until(f.tier::isReleased, () -> "all memory returned once the last lease closed");
     }
 
     /** A lease pins its memory: however much is read after it, its bytes do not change. */
@@ -240,7 +238,7 @@ class TieredCacheConcurrencyTest {
                     }
                 }
             }
-            assertTrue(f.memory.stats().evictions() > 0);
+            assertTrue(f.tier.stats().evictions() > 0);
             Bytes.assertSame(pinned, lease.bytes(), "the leased page after heavy eviction");
         }
     }
@@ -257,11 +255,9 @@ class TieredCacheConcurrencyTest {
                 Lease lease = f.cache.read("h/" + i);
                 Bytes.assertSame(bytes, lease.bytes(), "h/" + i);
                 held.add(lease);
-                assertTrue(f.memory.stats().usedBytes() <= capacity);
+                assertTrue(f.tier.stats().usedBytes() <= capacity);
             }
-            assertTrue(
-                    f.memory.stats().rejections() > 0,
-                    "the tier refused pages it had no room for: " + f.memory.stats());
+            assertTrue(f.tier.stats().rejections() > 0, "the tier refused pages it had no room for: " + f.tier.stats());
         } finally {
             held.forEach(Lease::close);
         }

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-package dev.granary.tier;
+package dev.granary;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.granary.Lease;
 import dev.granary.testkit.Bytes;
 import dev.granary.testkit.Concurrently;
 import dev.granary.testkit.LeakCheck;
