@@ -5,6 +5,7 @@ import dev.granary.TierStats;
 import dev.granary.spi.Page;
 import dev.granary.spi.PageKey;
 import dev.granary.spi.Tier;
+import dev.granary.spi.Workload;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
@@ -13,6 +14,7 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.function.Consumer;
 
 /**
@@ -53,7 +55,7 @@ import java.util.function.Consumer;
  * Every method may be called from any thread; one lock guards the index and the counters. The eviction listener runs
  * on the evicting thread under that lock (it must not call back into this tier, as the {@code Tier} contract says).
  */
-public final class HeapTier implements Tier {
+public final class HeapTier implements Tier, Tier.Eviction {
 
     private final String name;
     private final long capacity;
@@ -237,12 +239,22 @@ public final class HeapTier implements Tier {
         }
     }
 
+    /** Its eviction view: the listener exclusive tiering demotes through; the loader's workload is not used. */
+    @Override
+    public Optional<Tier.Eviction> eviction() {
+        return Optional.of(this);
+    }
+
     @Override
     public void evictionListener(Consumer<Page> listener) {
         synchronized (lock) {
             this.evictionListener = listener;
         }
     }
+
+    /** Ignored: this tier evicts the least recently used page whatever the loader plans to read. */
+    @Override
+    public void workload(Workload workload) {}
 
     @Override
     public void invalidate(String origin, String key) {
