@@ -20,11 +20,16 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 final class PageChecks {
 
-    private static final System.Logger LOG = System.getLogger(DiskTier.class.getName());
-    /** Touching a page's first byte takes longer than this only if the kernel had to read it from the device. */
+    /** Touching a page takes longer than this only if the kernel had to read it from the device. */
     private static final long COLD_NANOS = 20_000;
 
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
+
+    /** The byte the last probe read: written so that the read is not dropped as unused. Racy by design. */
+    @SuppressWarnings("unused")
+    private static byte touched;
+
+    private static final System.Logger LOG = System.getLogger(DiskTier.class.getName());
 
     private final String tierName;
     private final DiskIndex index;
@@ -82,7 +87,7 @@ final class PageChecks {
                 return false;
             }
             if (page.length() > 4096) {
-                probe(page, now);
+                probe(page);
             }
             return true;
         } catch (InternalError e) {
@@ -110,12 +115,22 @@ final class PageChecks {
      * Makes a cold page larger than one OS page come in with one large read rather than one 4 KiB read per fault.
      * Under {@code MADV_RANDOM} (which keeps 4 KiB samples from dragging in read-ahead) a fault reads only its own
      * 4 KiB, so a reader walking a cold 1 MiB page would wait for 256 reads one after another. Whether the page is
-     * cold is found out cheaply: touch its first byte and time it; a fault that went to the device takes tens of
-     * microseconds, a resident page tens of nanoseconds. Only then is the kernel asked ({@code MADV_WILLNEED}) to
-     * read the rest in one go: a system call on every hit would cost 20-25 % of a warm 128 KiB-1 MiB read (measured).
+     * cold is asked of the kernel ({@code mincore}, one OS page, no fault); only then is it asked
+     * ({@code MADV_WILLNEED}) to read the rest in one go. Until 2026-11-27 this timed a touch of the page's first byte
+     * instead, which never fired: that byte's OS page is resident through its record header, and the JIT does not
+     * keep {@code System.nanoTime()} ordered with a memory read (decision 0026).
      */
-    private static void probe(DiskPage page, long start) {
-        byte ignored = (byte) BYTE.getOpaque(page.segment.map, page.payloadOffset);
+    private static void probe(DiskPage page) {
+        // Not the payload's first OS page: it also holds the record header (read at open, by recovery) and the end of
+        // the record before, so it is resident when the rest of the page is not. The first OS page wholly inside the
+        // payload is shared with nothing; the page is over 4 KiB, so it exists.
+        long probeAt = (page.payloadOffset + 4096) & -4096L;
+        // Timed touch. The JIT drops a read whose value is unused (even a volatile one) and lets a read float above
+        // System.nanoTime(): the value is stored where the JIT cannot prove nobody reads it, the full fence pins the
+        // read after the first clock read, and the volatile read keeps the second one after it.
+        long start = System.nanoTime();
+        VarHandle.fullFence();
+        touched = (byte) BYTE.getVolatile(page.segment.map, probeAt);
         if (System.nanoTime() - start > COLD_NANOS) {
             willNeed(page);
         }
@@ -132,9 +147,14 @@ final class PageChecks {
         NativeFiles.populate(range);
     }
 
+    /**
+     * The OS pages under a page's payload. {@code madvise} refuses ({@code EINVAL}) a range that does not start on an
+     * OS page boundary, and a payload follows its record header: the start is rounded down, the end up.
+     */
     private static MemorySegment span(DiskPage page) {
-        long span = Math.min((page.length() + 4095) & -4096L, page.segment.map.byteSize() - page.payloadOffset);
-        return page.segment.map.asSlice(page.payloadOffset, span);
+        long from = page.payloadOffset & -4096L;
+        long to = Math.min((page.payloadOffset + page.length() + 4095) & -4096L, page.segment.map.byteSize());
+        return page.segment.map.asSlice(from, to - from);
     }
 
     /**

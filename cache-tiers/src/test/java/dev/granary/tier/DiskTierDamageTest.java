@@ -86,13 +86,17 @@ class DiskTierDamageTest {
     }
 
     @Test
-    void copiesFromATruncatedMappingFailAsIoErrorsAndTheNextReadMisses() throws Exception {
+    void readsFromATruncatedMappingFailAsMissesOrIoErrorsAndTheNextReadMisses() throws Exception {
         ChildJvm.Result child =
                 ChildJvm.run(TruncatedSegmentMain.class, data.toString(), dir.toString(), "verified-disk-only");
         assertEquals(0, child.exitCode(), "1: an Error escaped a read; 134: a SIGBUS: " + child.output());
         Matcher m = result(child);
         assertEquals(0, count(m, "wrong"), child.output());
-        assertTrue(count(m, "io") > 0, "a copy met the truncated mapping: " + child.output());
+        // Met at the lease (the cold-page probe touches a page over 4 KiB: the fault drops the segment, a miss that
+        // is counted) or in the copy (an IOException naming the damaged file).
+        assertTrue(
+                count(m, "io") + count(m, "corruptions") + count(m, "failures") > 0,
+                "a read met the truncated mapping: " + child.output());
         assertEquals(0, count(m, "io-unexplained"), "an I/O error says the cache file was damaged: " + child.output());
         assertEquals(2 * count(m, "objects"), count(m, "ok") + count(m, "io"), child.output());
         assertEquals(2 * count(m, "objects"), count(m, "second-pass-ok"), child.output());
