@@ -128,7 +128,8 @@ public final class CacheSimulation {
     }
 
     /**
-     * Reads an extent as {@link LoaderSupport#readExtent(ObjectInfo, long, int)} does: the extent itself if a tier holds
+     * Reads an extent as {@link LoaderSupport#readExtent(ObjectInfo, long, int)} does: the extent itself if a tier
+     * holds
      * it; else, if tiers hold every one of the cache's pages that cover it (what {@link TieredCache#prestage} stages),
      * from those pages, each read as a hit; else from the origin, offered to the tiers as one unit ({@link #read}).
      *

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.granary;
 
-/** Argument checks shared by the cache's public entry points. Messages follow {@code "<what>: <value> (expected: <constraint>)"}. */
+/**
+ * Argument checks shared by the cache's public entry points. Messages follow {@code "<what>: <value> (expected:
+ * <constraint>)"}.
+ */
 final class Checks {
 
     private Checks() {}

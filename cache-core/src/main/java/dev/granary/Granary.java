@@ -18,7 +18,8 @@ public final class Granary {
 
     /**
      * {@return the version of the {@code cache-core} artifact on the class or module path}, such as
-     * {@code 0.1.0-SNAPSHOT}: the {@code Implementation-Version} of its jar's manifest, or, when the classes are not in a
+     * {@code 0.1.0-SNAPSHOT}: the {@code Implementation-Version} of its jar's manifest, or, when the classes are not in
+     * a
      * jar (an IDE, {@code target/classes}), the {@code dev/granary/version.properties} resource the build wrote beside
      * them
      *

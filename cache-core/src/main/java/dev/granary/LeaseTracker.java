@@ -123,8 +123,8 @@ final class LeaseTracker {
                 "cache over " + origin + " closed with " + open + " lease(s) still"
                         + " open: " + which
                         + ". Their memory is freed when each is closed; close every lease (try-with-"
-                        + "resources) before the cache, or use LeakDetection.PARANOID to name them all with where they were"
-                        + " made.");
+                        + "resources) before the cache, or use LeakDetection.PARANOID to name them all with where they"
+                        + " were made.");
     }
 
     /** Releases an untracked lease's page and counts the close. Never throws. */

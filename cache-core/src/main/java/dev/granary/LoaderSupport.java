@@ -120,7 +120,8 @@ public final class LoaderSupport {
     /**
      * Tells whether the cache's tiers hold an object's version in pages of the cache's page size — its first and its
      * last page, probed without counting a hit or miss and without touching the eviction policy: the mark of an object
-     * {@link TieredCache#prestage} staged (or {@link TieredCache#read} read whole). A loader that reads such an object in
+     * {@link TieredCache#prestage} staged (or {@link TieredCache#read} read whole). A loader that reads such an object
+     * in
      * parts of exactly the page size reads cached pages as they are (zero-copy views), where parts of another size
      * would be assembled from them by a copy. A hint, not a promise: pages may be evicted a moment later, and a page
      * between the first and the last may be missing (it is then read from the origin when needed).

@@ -178,8 +178,8 @@ final class MetadataCache {
                             + fetcher.originUri()
                             + " are known: dropping the expired, then arbitrary others, so the next"
                             + " read of each asks the origin again (a stat). Raise TieredCache.Builder.metadataCapacity"
-                            + " if the application reads that many objects by key within the metadata TTL (listed loader"
-                            + " datasets do not need it); this is logged once");
+                            + " if the application reads that many objects by key within the metadata TTL (listed"
+                            + " loader datasets do not need it); this is logged once");
         }
         long now = ticker.getAsLong();
         entries.values().removeIf(e -> now - e.confirmedAt >= ttlNanos);

@@ -42,7 +42,8 @@ import java.util.stream.Stream;
  * staging tiers hold anything at the start, a first pass looks every object's pages up before anything is fetched
  * ({@link #protectHeld}), so that what an earlier run staged is found, not replaced by this run's first fills. Once a
  * staging tier refuses a page while its medium is healthy (no new failure counted) and its used bytes leave no room for
- * the page, the tiers are full: the prestage stops fetching, and every object it reaches after that counts as {@linkplain PrestageResult#notStaged() not staged}
+ * the page, the tiers are full: the prestage stops fetching, and every object it reaches after that counts as
+ * {@linkplain PrestageResult#notStaged() not staged}
  * (with its bytes, so the caller can say how much room was missing). If the staging tiers evicted anything during the
  * run (old pages, or, in a directory other processes share, whatever their policy chose), the objects are looked up
  * once more at the end and only those still held count as staged.

@@ -703,7 +703,9 @@ public final class TieredCache implements AutoCloseable {
         }
     }
 
-    /** {@link LoaderSupport#writeObject}: the origin writes, then every cached page and version of the key is dropped. */
+    /**
+     * {@link LoaderSupport#writeObject}: the origin writes, then every cached page and version of the key is dropped.
+     */
     ObjectInfo writeObject(String key, byte[] bytes) throws IOException {
         ensureOpen();
         Checks.key(key);
@@ -741,7 +743,8 @@ public final class TieredCache implements AutoCloseable {
      * Closes the cache: stops origin reads in progress (their readers fail), carries the pages held only in memory into
      * the free room of a durable tier below (a disk tier), so that the next process on the same directory starts warm
      * (see {@link Builder#carryOnClose(boolean)}), and closes the tiers and the origin. Leases handed out before stay
-     * valid until closed; if any are still open, a warning names them (all of them under {@link LeakDetection#PARANOID},
+     * valid until closed; if any are still open, a warning names them (all of them under {@link
+     * LeakDetection#PARANOID},
      * the sampled ones otherwise). Idempotent.
      */
     @Override
@@ -809,7 +812,8 @@ public final class TieredCache implements AutoCloseable {
                         }
                         throw new IOException(
                                 "cannot read cached " + page + ": the cache file under it was damaged"
-                                        + " (truncated or failing); the page is dropped and the next read fetches it again",
+                                        + " (truncated or failing); the page is dropped and the next read fetches it"
+                                        + " again",
                                 e);
                     }
                 }

@@ -243,7 +243,9 @@ class TieredCacheConcurrencyTest {
         }
     }
 
-    /** Fill the tier with leased pages: new reads are still served (from memory of their own), nothing exceeds capacity. */
+    /**
+     * Fill the tier with leased pages: new reads are still served (from memory of their own), nothing exceeds capacity.
+     */
     @Test
     void whenReadersHoldTheWholeTierReadsStillSucceed() throws Exception {
         long capacity = 256 << 10;

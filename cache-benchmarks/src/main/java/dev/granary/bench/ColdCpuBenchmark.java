@@ -93,7 +93,8 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  * subject alike). Every subject lists the bucket once before its epoch (Granary through {@code cache.list("")}, so no
  * object needs a HEAD; the plain loop to learn its keys): timed and its CPU reported on its own, not in the epoch.
  * A listing reshapes the type profiles of SDK code both paths share (the XML unmarshaller, collection helpers: JFR
- * shows {@code jdk.Deoptimization} there), so listing in one subject only would put the recompilation in its epoch. Every 64th object's bytes are checked.
+ * shows {@code jdk.Deoptimization} there), so listing in one subject only would put the recompilation in its epoch.
+ * Every 64th object's bytes are checked.
  * Two warm-up passes of every subject over {@code warmup} objects run first (JIT, the server's caches).
  *
  * <h2>Run</h2>
@@ -405,7 +406,8 @@ public final class ColdCpuBenchmark {
         System.out.printf(
                 Locale.ROOT,
                 "(reader cpu-s: this process only, every thread; S3Proxy and the latency proxy"
-                        + " run in child JVMs; without JIT: less the compiler threads'. load average at the end: %.2f)%n",
+                        + " run in child JVMs; without JIT: less the compiler threads'. load average at the end:"
+                        + " %.2f)%n",
                 ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
     }
 

@@ -174,7 +174,8 @@ public final class LoaderBenchmark {
         System.out.println(
                 fresh
                         ? "(a new cache every round: its memory is touched for the first time)"
-                        : "(one cache for every round, emptied by invalidate() before each: cold data, memory in use before)");
+                        : "(one cache for every round, emptied by invalidate() before each: cold data, memory in use"
+                                + " before)");
         TieredCache shared = fresh ? null : granaryCache(world, k);
         try {
             coldGranary(world, o, k, Math.min(256, world.files.size()), shared); // warm-up

@@ -37,8 +37,10 @@ import java.util.SplittableRandom;
  *       counted (each shard decoded once).</li>
  * </ul>
  * Run: {@code ./mvnw -o -q install -DskipTests -pl cache-benchmarks -am} then
- * {@code java --enable-native-access=ALL-UNNAMED -cp "$(cat cache-benchmarks/target/classpath.txt):cache-benchmarks/target/classes"
- * dev.granary.bench.MdsZstdBenchmark [shards] [shardMiB]} (the classpath as {@code dependency:build-classpath} writes it).
+ * {@code java --enable-native-access=ALL-UNNAMED -cp "$(cat
+ * cache-benchmarks/target/classpath.txt):cache-benchmarks/target/classes"
+ * dev.granary.bench.MdsZstdBenchmark [shards] [shardMiB]} (the classpath as {@code dependency:build-classpath} writes
+ * it).
  */
 public final class MdsZstdBenchmark {
 

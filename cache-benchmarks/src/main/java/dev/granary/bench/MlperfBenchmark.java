@@ -56,7 +56,8 @@ import software.amazon.awssdk.services.s3.S3Client;
 
 /**
  * An MLPerf-Storage-style benchmark: how many emulated accelerators one node keeps at least 90 % busy
- * ({@link Utilisation}: MLPerf's accelerator utilisation, AU = compute time / wall time, the first step's I/O excluded).
+ * ({@link Utilisation}: MLPerf's accelerator utilisation, AU = compute time / wall time, the first step's I/O
+ * excluded).
  *
  * <h2>Workload (a ResNet-50-like profile, scaled to the machine)</h2>
  * {@code objects} samples of {@code size} bytes (default 3 000 × 150 528 B = 224 × 224 × 3, MLPerf's

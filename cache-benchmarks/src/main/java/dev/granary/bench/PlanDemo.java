@@ -74,7 +74,8 @@ public final class PlanDemo {
         System.out.printf(
                 Locale.ROOT,
                 "plan demo: memory %d MiB + disk %d MiB (segments of %d MiB); S3Proxy at %d ms"
-                        + " per request, %d MB/s per connection, %d concurrent; $%.4f per 1000 requests; JVM %s, %d CPUs%n",
+                        + " per request, %d MB/s per connection, %d concurrent; $%.4f per 1000 requests; JVM %s, %d"
+                        + " CPUs%n",
                 o.get("memory-mib"),
                 o.get("disk-mib"),
                 o.get("segment-mib"),

@@ -39,7 +39,8 @@ import org.openjdk.jmh.annotations.Warmup;
  *   <li>{@code origin}: {@link PosixOrigin#read} of an object stat'ed in setup into a native segment: key check,
  *       {@code openat(O_NOFOLLOW)} from the root per path component, {@code statx} before and after, {@code pread}
  *       straight into the segment.</li>
- *   <li>{@code channel} (floor): {@code FileChannel.open(path)}, positional reads into the segment's buffer, close.</li>
+ *   <li>{@code channel} (floor): {@code FileChannel.open(path)}, positional reads into the segment's buffer,
+ * close.</li>
  * </ul>
  * 64 files per size, under two directories ({@code train/part-0/obj-N.bin}), read in random order; they are a few MiB,
  * so every read is a page-cache hit.

@@ -202,8 +202,8 @@ public final class ShardStreamBenchmark {
                 System.out.printf(
                         Locale.ROOT,
                         "round %d: (a) streamed %.1f MB/s, %d requests; (b) plain whole shards"
-                                + " %.1f MB/s; (c) per sample %.1f MB/s, %d requests; (a)/(b) %.3f; CPU-s per GiB (a) %.2f,"
-                                + " (b) %.2f%n",
+                                + " %.1f MB/s; (c) per sample %.1f MB/s, %d requests; (a)/(b) %.3f; CPU-s per GiB (a)"
+                                + " %.2f, (b) %.2f%n",
                         round,
                         aRate,
                         (long) a[1],

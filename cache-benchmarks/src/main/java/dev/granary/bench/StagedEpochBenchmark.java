@@ -31,7 +31,8 @@ import java.util.TreeMap;
 import java.util.zip.CRC32C;
 
 /**
- * How a pre-staged WebDataset is best kept for the loader (issue 13, docs/decisions/0008): the first epoch of a job over
+ * How a pre-staged WebDataset is best kept for the loader (issue 13, docs/decisions/0008): the first epoch of a job
+ * over
  * a disk tier staged two ways, in one run, over real files, a real disk tier and the real loader:
  * <ul>
  *   <li><b>pages</b> — {@code TieredCache.prestage}: every shard and index in the cache's pages (1 MiB); the job's
@@ -40,7 +41,8 @@ import java.util.zip.CRC32C;
  *   <li><b>units</b> — the loader's own units, staged by running one streamed epoch into the disk tier: each part is
  *       one cached extent, served as a zero-copy view.</li>
  * </ul>
- * For each, a fresh job cache (memory over the staged disk tier, which nothing else is written to) runs a streamed epoch
+ * For each, a fresh job cache (memory over the staged disk tier, which nothing else is written to) runs a streamed
+ * epoch
  * and a per-sample epoch, {@code rounds} times, rotated; every sample's CRC32C is computed by the decoder. Printed per
  * staging and epoch kind: origin data reads, wall time, process CPU time (median over rounds), and what staging cost
  * (origin reads, disk bytes, seconds).

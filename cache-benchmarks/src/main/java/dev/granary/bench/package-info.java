@@ -21,7 +21,8 @@
  *       set) and {@code PageCache} ({@code posix_fadvise} and {@code mincore} through FFM).</li>
  * </ul>
  * Every JMH class names its run command in its Javadoc; the Maven executions {@code demo}, {@code loader},
- * {@code simulate}, {@code s3}, {@code jmh}, {@code footprint}, {@code cold} and {@code recovery} of this module's {@code pom.xml} fix the JVM flags (see
+ * {@code simulate}, {@code s3}, {@code jmh}, {@code footprint}, {@code cold} and {@code recovery} of this module's
+ * {@code pom.xml} fix the JVM flags (see
  * {@code BENCHMARKS.md}).
  */
 package dev.granary.bench;

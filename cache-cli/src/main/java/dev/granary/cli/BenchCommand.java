@@ -41,7 +41,8 @@ import picocli.CommandLine.Spec;
  * <ol>
  *   <li><b>Throughput versus decode workers</b> ("benchmark your DataLoader with num_workers 1, 2, 4, ... 32; plot
  *       throughput"): a warm memory tier, so the curve is the decode pool's; samples per second for each worker count.
- *   <li><b>Data wait versus origin latency</b> ("add artificial latency; at what latency does GPU utilisation drop below
+ *   <li><b>Data wait versus origin latency</b> ("add artificial latency; at what latency does GPU utilisation drop
+ * below
  *       50 %?"): a cold cache per point over an origin answering each read that much later, a trainer that spends
  *       {@code --step-ms} per batch; utilisation = 1 - (time the trainer waited for data) / (epoch time).</li>
  * </ol>

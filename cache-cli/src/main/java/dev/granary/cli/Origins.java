@@ -13,7 +13,8 @@ import picocli.CommandLine.Option;
 
 /**
  * The options every command that reads an origin shares, and the origin a URI names: {@code file:///data/train},
- * {@code s3://bucket/prefix} (with {@code --endpoint}, {@code --path-style}, {@code --region}), {@code gs://bucket/prefix}
+ * {@code s3://bucket/prefix} (with {@code --endpoint}, {@code --path-style}, {@code --region}), {@code
+ * gs://bucket/prefix}
  * (with {@code --endpoint} for an emulator, {@code --project}). Credentials come from each SDK's default chain
  * (AWS: environment, system properties, profile, instance role; GCS: Application Default Credentials).
  */

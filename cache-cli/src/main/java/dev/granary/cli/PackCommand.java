@@ -119,9 +119,9 @@ final class PackCommand implements Callable<Integer> {
             shards = writer.shards();
         }
         if (samples == 0) {
-            throw new IllegalArgumentException(
-                    "source directory: " + source + " has nothing to pack (expected:"
-                            + " files named <key>.<field>, or IDX files <name>-images-idx3-ubyte and <name>-labels-idx1-ubyte)");
+            throw new IllegalArgumentException("source directory: " + source + " has nothing to pack (expected:"
+                    + " files named <key>.<field>, or IDX files <name>-images-idx3-ubyte and"
+                    + " <name>-labels-idx1-ubyte)");
         }
         out.printf(
                 Locale.ROOT,

@@ -44,7 +44,8 @@ import picocli.CommandLine.Spec;
             "Predict a loader's epochs without reading data: origin requests and bytes, hit ratio and"
                     + " request cost per epoch, for a cache of the given tiers (a staged disk directory counts).",
             "",
-            "  granary plan s3://train-data/ --prefix train/ --memory 8G --disk /nvme/granary --capacity 500G --epochs 3"
+            "  granary plan s3://train-data/ --prefix train/ --memory 8G --disk /nvme/granary --capacity 500G --epochs"
+                    + " 3"
         },
         footer = {"", ExitCodes.HELP})
 final class PlanCommand implements Callable<Integer> {

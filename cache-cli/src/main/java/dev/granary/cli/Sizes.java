@@ -4,7 +4,10 @@ package dev.granary.cli;
 import java.util.Locale;
 import picocli.CommandLine;
 
-/** Byte sizes as the command line writes them: {@code 4096}, {@code 64K}, {@code 64M}, {@code 10G}, {@code 1T} (powers of 1024). */
+/**
+ * Byte sizes as the command line writes them: {@code 4096}, {@code 64K}, {@code 64M}, {@code 10G}, {@code 1T} (powers
+ * of 1024).
+ */
 final class Sizes implements CommandLine.ITypeConverter<Long> {
 
     @Override

@@ -33,8 +33,8 @@ import picocli.CommandLine.Spec;
                     + " that scan (the log's order is not proven past damage): verify counts them too.",
             "What it changes: like any cache opening the directory, it deletes a segment file whose own header is"
                     + " damaged, or that ends before its pages do. It repairs nothing else and deletes no page: a cache"
-                    + " drops a damaged page when it reads it, and reads it again from the origin; dropped pages are read"
-                    + " again from the origin too. To start over, use 'granary clear'."
+                    + " drops a damaged page when it reads it, and reads it again from the origin; dropped pages are"
+                    + " read again from the origin too. To start over, use 'granary clear'."
         },
         footer = {"", ExitCodes.HELP})
 final class VerifyCommand implements Callable<Integer> {

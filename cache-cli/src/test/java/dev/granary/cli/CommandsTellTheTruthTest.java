@@ -328,7 +328,9 @@ class CommandsTellTheTruthTest {
         }
     }
 
-    /** The offset of record header {@code n} (from 0), or -1 past the last: headers follow the 64-byte segment header. */
+    /**
+     * The offset of record header {@code n} (from 0), or -1 past the last: headers follow the 64-byte segment header.
+     */
     private static long recordHeaderOffset(Path segment, long n) throws IOException {
         try (FileChannel ch = FileChannel.open(segment, StandardOpenOption.READ)) {
             long at = 64;

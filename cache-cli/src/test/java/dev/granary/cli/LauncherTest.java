@@ -21,7 +21,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The {@code granary} launcher script finds a Java 25 where {@code ./mvnw}'s toolchain discovery would, also when
- * {@code JAVA_HOME} and the {@code PATH}'s {@code java} are older: here both are a stand-in that says it is Java 17, and
+ * {@code JAVA_HOME} and the {@code PATH}'s {@code java} are older: here both are a stand-in that says it is Java 17,
+ * and
  * the only Java 25 the test adds is one in {@code ~/.sdkman/candidates/java} (a link to the JDK running this test).
  */
 @Timeout(60)

@@ -39,7 +39,10 @@ import java.util.stream.Stream;
  */
 public interface Origin extends AutoCloseable {
 
-    /** {@return the origin's root, e.g. {@code s3://bucket/prefix/} or {@code file:///mnt/data/}; part of every page's identity} */
+    /**
+     * {@return the origin's root, e.g. {@code s3://bucket/prefix/} or {@code file:///mnt/data/}; part of every page's
+     * identity}
+     */
     URI uri();
 
     /**

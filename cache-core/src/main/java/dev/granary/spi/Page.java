@@ -60,7 +60,8 @@ public abstract class Page {
      * Creates an unsealed page over the given memory, with a reference count of one.
      *
      * @param key    the page's identity
-     * @param memory exactly {@code key.length()} bytes that this page owns until {@link #deallocate()}; read-only memory
+     * @param memory exactly {@code key.length()} bytes that this page owns until {@link #deallocate()}; read-only
+     *     memory
      *               is served as the page's read-only view itself (for a page sealed at once)
      * @throws IllegalArgumentException if the memory's size is not the key's length
      */

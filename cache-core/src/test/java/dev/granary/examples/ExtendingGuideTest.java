@@ -18,7 +18,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * docs/extending.md shows the compiled code as it is: {@link MapOrigin}, {@link MapOriginContractTest} and
- * {@link MapOriginCacheTest} whole, and a tier snippet that implements every abstract method of {@link TierContractTest}.
+ * {@link MapOriginCacheTest} whole, and a tier snippet that implements every abstract method of {@link
+ * TierContractTest}.
  */
 class ExtendingGuideTest {
 

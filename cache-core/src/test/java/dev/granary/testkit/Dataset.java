@@ -11,7 +11,8 @@ import java.util.Map;
 import java.util.SplittableRandom;
 
 /**
- * Real files with random bytes in a directory, remembered so tests can compare what the cache returns. Thread-safe: tests
+ * Real files with random bytes in a directory, remembered so tests can compare what the cache returns. Thread-safe:
+ * tests
  * replace objects from origin callbacks, which run on several fill threads at once.
  */
 public final class Dataset {

@@ -16,7 +16,8 @@ import java.util.NoSuchElementException;
  *
  * <p>The dataset closes the Granary epoch behind this iterator's back when it opens the next epoch, resumes or closes
  * (which frees or reuses the staging buffers): it does so holding its lock and marking this epoch
- * {@link #supersede(String) superseded}, and {@code next()} makes arrays only while holding the same lock and after checking
+ * {@link #supersede(String) superseded}, and {@code next()} makes arrays only while holding the same lock and after
+ * checking
  * the mark — so arrays are never made from a buffer that was handed back. Iterated by one thread; {@link #fetched()}
  * may be read by any.
  */

@@ -26,7 +26,9 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class EveryLoaderOptionTest {
 
-    /** The options the dataset keeps for itself, refused through {@code loader(...)}: it sizes and fills its staging. */
+    /**
+     * The options the dataset keeps for itself, refused through {@code loader(...)}: it sizes and fills its staging.
+     */
     private static final Set<String> THE_DATASETS_OWN = Set.of("staging");
 
     @RegisterExtension

@@ -25,7 +25,9 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class EveryLoaderOptionTest {
 
-    /** The options the iterator keeps for itself, refused through {@code loader(...)}: it sizes and fills its staging. */
+    /**
+     * The options the iterator keeps for itself, refused through {@code loader(...)}: it sizes and fills its staging.
+     */
     private static final Set<String> THE_ITERATORS_OWN = Set.of("staging");
 
     @RegisterExtension

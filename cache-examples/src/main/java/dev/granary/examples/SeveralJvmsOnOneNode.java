@@ -15,7 +15,9 @@ import dev.granary.tier.MemoryTier;
 import java.io.IOException;
 import java.nio.file.Path;
 
-/** One process per GPU: {@code java ... SeveralJvmsOnOneNode <data> <node-cache> <rank> <world-size> <gpus-per-node>}. */
+/**
+ * One process per GPU: {@code java ... SeveralJvmsOnOneNode <data> <node-cache> <rank> <world-size> <gpus-per-node>}.
+ */
 public class SeveralJvmsOnOneNode {
 
     public static void main(String[] args) throws IOException {

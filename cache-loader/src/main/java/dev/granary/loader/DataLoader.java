@@ -75,7 +75,8 @@ import java.util.function.Consumer;
  *
  * <h2>Shuffles</h2>
  * {@link Shuffle#samples(long)} ({@code shuffle(seed)}) permutes all samples every epoch.
- * {@link Shuffle#shardBlocks(long, int)} permutes the shards of a {@link WebDataset}, cuts them into blocks of {@code k} and shuffles samples within a
+ * {@link Shuffle#shardBlocks(long, int)} permutes the shards of a {@link WebDataset}, cuts them into blocks of {@code
+ * k} and shuffles samples within a
  * block, so that an epoch reads {@code k} shards at a time and they can be read whole: use it when the dataset does
  * not fit the cache and the origin charges per request or is slow per request; the price is mixing limited to
  * {@code k} shards' samples at a time (docs/benchmarks.md, "Shuffle quality": choose {@code k} so a block holds a few
@@ -780,7 +781,8 @@ public final class DataLoader<T> implements AutoCloseable {
         /**
          * Sets the number {@code P} of canonical partitions {@link Partitioning#STABLE} cuts the dataset into; a node
          * owns {@code P / nodes} of them. Keep it fixed for the life of a job: a restart on another number of nodes
-         * then moves whole partitions. Default {@value Sampler#DEFAULT_CANONICAL_PARTITIONS} (exactly equal parts for 1–6,
+         * then moves whole partitions. Default {@value Sampler#DEFAULT_CANONICAL_PARTITIONS} (exactly equal parts for
+         * 1–6,
          * 8, 10, 12, 16, 20, 24, 32, 48, 64, … nodes; other counts get parts differing by up to {@code N / P} samples,
          * the shorter ones padded).
          *

@@ -537,8 +537,8 @@ public final class MdsDataset {
         throw bad(
                 indexKey,
                 where + ": encoding '" + encoding + "' (expected: an MDS encoding: bytes, str, int,"
-                        + " (u)int8-64, float16-64, str_int, str_float, str_decimal, json, pkl, pil, jpeg, png, list[…] or"
-                        + " ndarray[:dtype[:shape]])",
+                        + " (u)int8-64, float16-64, str_int, str_float, str_decimal, json, pkl, pil, jpeg, png,"
+                        + " list[…] or ndarray[:dtype[:shape]])",
                 null);
     }
 

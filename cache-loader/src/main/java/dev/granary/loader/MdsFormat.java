@@ -43,7 +43,9 @@ final class MdsFormat implements ShardFormat, EncodedShards {
             Map<String, String> rawHashes,
             Map<String, String> zipHashes) {}
 
-    /** The columns every shard of a dataset shares: names in shard order, encodings, fixed sizes ({@code -1}: variable). */
+    /**
+     * The columns every shard of a dataset shares: names in shard order, encodings, fixed sizes ({@code -1}: variable).
+     */
     record Columns(List<String> names, List<String> encodings, int[] sizes) {
 
         int variable() {

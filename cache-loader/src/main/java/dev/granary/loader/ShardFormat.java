@@ -94,7 +94,8 @@ public interface ShardFormat {
      * @param sample the sample's number in that shard, {@code 0 <= sample < index.size()}
      * @param extent the sample's bytes, from its position to its limit (do not move its position); read-only, valid
      *               only until the decoder of the sample returns
-     * @return the sample's fields by name, in the format's order: slices of {@code extent} (zero-copy) or buffers of the
+     * @return the sample's fields by name, in the format's order: slices of {@code extent} (zero-copy) or buffers of
+     *     the
      *     format's own; one field for a format whose sample is one record
      * @throws CorruptShardException if the bytes are not a valid sample (a checksum that fails, framing that does not
      *                               match the index): never wrong bytes

@@ -95,7 +95,9 @@ public final class Shuffle implements Serializable {
         return kind != Kind.NONE;
     }
 
-    /** {@return the kind's name in {@link LoaderState#encode()}: {@code none}, {@code samples}, {@code shard-blocks}} */
+    /**
+     * {@return the kind's name in {@link LoaderState#encode()}: {@code none}, {@code samples}, {@code shard-blocks}}
+     */
     String kindName() {
         return switch (kind) {
             case NONE -> "none";

@@ -68,7 +68,8 @@ final class TarFormat implements ShardFormat {
                 "index '" + index + "' of shard '" + shard + "' is damaged: "
                         + problem
                         + " (the index file itself does not check out; the shard may be intact: check the shard"
-                        + " against its source first, then write a new index from it with WebDataset.writeIndex(cache, \""
+                        + " against its source first, then write a new index from it with WebDataset.writeIndex(cache,"
+                        + " \""
                         + shard + "\"))",
                 cause);
     }
@@ -108,8 +109,9 @@ final class TarFormat implements ShardFormat {
                                 + " (expected: " + Integer.toHexString(tar.crc[sample]) + ", as its index '" + tar.shard
                                 + ShardIndexFile.SUFFIX
                                 + "' records). Either the shard's bytes changed after the index was"
-                                + " written (damage, or the shard rewritten in place at the same size), or the index was"
-                                + " written for other bytes. To tell which, check the shard against its source (a checksum"
+                                + " written (damage, or the shard rewritten in place at the same size), or the index"
+                                + " was written for other bytes. To tell which, check the shard against its source (a"
+                                + " checksum"
                                 + " or the ETag it was uploaded with): if the shard is damaged, restore it; only if the"
                                 + " shard is right, write its index again with WebDataset.writeIndex. Do not delete or"
                                 + " rewrite the index first: the loader would then serve the damaged bytes unchecked.");

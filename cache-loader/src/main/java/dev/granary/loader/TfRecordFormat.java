@@ -28,7 +28,8 @@ import java.util.zip.CRC32C;
  * never wrong bytes.
  *
  * <p>Indexing: from a DALI {@code tfrecord2idx} index beside the shard ({@code <shard>.idx}, or the shard's name with
- * its extension replaced by {@code .idx}: one text line {@code "<offset> <framed length>"} per record), which must cover
+ * its extension replaced by {@code .idx}: one text line {@code "<offset> <framed length>"} per record), which must
+ * cover
  * the shard exactly, record after record (else it is stale and the shard is scanned); or by one sequential scan of the
  * records' length fields. GZIP- and ZLIB-compressed TFRecord files are refused with a clear error (decompress them, or
  * write them uncompressed): a compressed file is one stream, which this format does not split into records.
@@ -171,7 +172,8 @@ final class TfRecordFormat implements ShardFormat {
                     "a " + (gzip ? "GZIP" : "ZLIB") + "-compressed TFRecord"
                             + " file (it starts with " + String.format("%02x %02x", b0, b1)
                             + "), which this reader refuses"
-                            + " (expected: uncompressed TFRecord; decompress it, or write it with compression_type=None:"
+                            + " (expected: uncompressed TFRecord; decompress it, or write it with"
+                            + " compression_type=None:"
                             + " a compressed file is one stream that cannot be read record by record)");
         }
     }

@@ -256,15 +256,16 @@ class LoaderOrderTest {
         IllegalArgumentException e = assertThrows(
                 IllegalArgumentException.class,
                 () -> LoaderState.decode(
-                        "granary-loader-state/1 epoch=3 nextBatch=4 datasetSize=100 batchSize=8 dropLast=false shuffled=true"
-                                + " seed=9 rank=1 worldSize=2"));
+                        "granary-loader-state/1 epoch=3 nextBatch=4 datasetSize=100 batchSize=8 dropLast=false"
+                                + " shuffled=true seed=9 rank=1 worldSize=2"));
         assertTrue(e.getMessage().contains("a version-1 state in the middle of epoch 3"), e.getMessage());
         assertTrue(e.getMessage().contains("repeat and skip samples"), e.getMessage());
         LoaderState v2 =
                 new LoaderState(1, 2, 100, 8, true, Shuffle.shardBlocks(-4, 16), Partitioning.STABLE, 5, 8, 4, 64);
         assertEquals(
                 "granary-loader-state/2 epoch=1 nextBatch=2 datasetSize=100 batchSize=8 dropLast=true"
-                        + " shuffle=shard-blocks seed=-4 blockShards=16 partitioning=stable rank=5 worldSize=8 ranksPerNode=4"
+                        + " shuffle=shard-blocks seed=-4 blockShards=16 partitioning=stable rank=5 worldSize=8"
+                        + " ranksPerNode=4"
                         + " canonicalPartitions=64",
                 v2.encode());
         assertEquals(v2, LoaderState.decode(v2.encode()));

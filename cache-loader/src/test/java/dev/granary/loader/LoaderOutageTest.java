@@ -155,7 +155,8 @@ class LoaderOutageTest {
             assertTrue(
                     failed.getMessage()
                             .matches("(?s)sample \\d 'train/00\\d\\.bin' of batch 0 of epoch 0 failed: "
-                                    + ".*(HEAD|GET) of 'train/00\\d\\.bin' in s3://outage/ failed after \\d+ attempts over \\d+\\.\\d"
+                                    + ".*(HEAD|GET) of 'train/00\\d\\.bin' in s3://outage/ failed after \\d+ attempts"
+                                    + " over \\d+\\.\\d"
                                     + " s: HTTP 503.*"),
                     failed.getMessage()); // a HEAD's 503 has no body, so no error code
             proxy.heal();

@@ -39,7 +39,8 @@ class PlanOverS3Test {
             + ProcessHandle.current().pid();
 
     /**
-     * Three quarters of the disk of {@link PlanVersusRunTest}, so the upload and the epochs over S3 stay short while the
+     * Three quarters of the disk of {@link PlanVersusRunTest}, so the upload and the epochs over S3 stay short while
+     * the
      * loader's read-ahead window stays a small part of the tiers (with 8 MiB of disk, objects of up to 150 KB read
      * out of order at the fill boundary erred by 5.4 %).
      */

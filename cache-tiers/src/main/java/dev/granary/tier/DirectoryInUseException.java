@@ -40,7 +40,8 @@ public final class DirectoryInUseException extends IllegalStateException {
     }
 
     /**
-     * {@return who holds it, as its lock file or {@code /proc/locks} tells: {@code pid 4242 on node-7, boot …, since …},
+     * {@return who holds it, as its lock file or {@code /proc/locks} tells: {@code pid 4242 on node-7, boot …, since
+     * …},
      * or a description when that cannot be told}
      */
     public String holder() {

@@ -69,7 +69,8 @@ import java.util.List;
  * <h2>Sharing</h2>
  * By default one tier holds a directory: it is locked ({@code flock} on the directory itself; {@code granary.lock}
  * names the holder) against a second tier in this or any other process, which gets a {@link DirectoryInUseException}
- * naming the holder (a job can catch it to fall back to a scratch directory). With {@link Builder#shared}, any number of processes on the host open it at once: each sees the
+ * naming the holder (a job can catch it to fall back to a scratch directory). With {@link Builder#shared}, any number
+ * of processes on the host open it at once: each sees the
  * pages the others write at its next miss, the capacity bounds the whole directory, eviction is least recently used
  * across processes and never takes a segment a live process appends to, concurrent misses of one page read the origin
  * once ({@link #awaitFill}), and a process killed at any moment leaves the others running
@@ -100,7 +101,9 @@ public final class DiskTier implements Tier, Tier.Sharing, Tier.Eviction, Tier.D
     private final PageChecks checks;
 
     private final Recovery recovery;
-    /** Scratch mode ({@link Builder#deleteOnClose}); and whether this tier made the directory (then it may remove it). */
+    /**
+     * Scratch mode ({@link Builder#deleteOnClose}); and whether this tier made the directory (then it may remove it).
+     */
     private final boolean deleteOnClose;
 
     private final boolean createdDirectory;
@@ -815,7 +818,8 @@ public final class DiskTier implements Tier, Tier.Sharing, Tier.Eviction, Tier.D
          * and can wait while the device's queue is full. It makes nothing durable: the tier never needs that (a crash
          * loses at most pages not yet written, found by their checksums). Measured with one writer, the tier's durable
          * rate against a plain append of the same pages, off and on: 0.79 and 0.88-0.99 with 4 KiB pages, 0.85 and
-         * 1.00-1.11 with 128 KiB, 0.90 and 1.12-1.15 with 1 MiB. Pages written with {@link #directWrites} are not in the page cache
+         * 1.00-1.11 with 128 KiB, 0.90 and 1.12-1.15 with 1 MiB. Pages written with {@link #directWrites} are not in
+         * the page cache
          * and need none of this.
          *
          * @param bytes {@code 0} to leave writeback to the kernel, else at least 64 KiB; default 8 MiB
@@ -844,7 +848,8 @@ public final class DiskTier implements Tier, Tier.Sharing, Tier.Eviction, Tier.D
 
         /**
          * The segment size used when none is set: the largest power of two from 16 KiB to 64 MiB of which the capacity
-         * holds at least eight, else 16 KiB (a capacity from 32 to 128 KiB). Eight or more segments keep eviction, which
+         * holds at least eight, else 16 KiB (a capacity from 32 to 128 KiB). Eight or more segments keep eviction,
+         * which
          * drops a whole segment, from dropping more than an eighth of the tier at once; 64 MiB keeps the number of
          * files and mappings low for large tiers (8,000 for 500 GiB). A page larger than a segment is not cached on
          * disk (logged once), so a small tier with large pages should set {@link #segmentSize} itself.

@@ -13,7 +13,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 /**
  * What a {@link DiskTier} checks before it serves a leased page ({@code docs/disk-format.md}, "Recovery" and "A
  * segment file truncated, or its device failing, while the tier runs"): the page's bytes against its CRC32C the first
- * time it is read after the tier opened (or on every read, {@link DiskTier.Verify#EVERY_READ}), its segment's file length at most every {@link DiskTier.Builder#LENGTH_CHECK},
+ * time it is read after the tier opened (or on every read, {@link DiskTier.Verify#EVERY_READ}), its segment's file
+ * length at most every {@link DiskTier.Builder#LENGTH_CHECK},
  * and a timed touch that brings a cold page in with one read. A page that fails is dropped from the index, a segment
  * whose file was truncated is dropped whole, and a fault of the medium under the mapping is a miss, never an error.
  * Thread-safe: lock-free, but for dropping a segment (the appender's allocation lock).

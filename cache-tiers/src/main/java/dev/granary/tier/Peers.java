@@ -74,7 +74,9 @@ interface Peers {
      */
     void catchUpLocked();
 
-    /** {@return the number of a new segment, never used in the directory, at least {@code floor}}; under {@link #lock} */
+    /**
+     * {@return the number of a new segment, never used in the directory, at least {@code floor}}; under {@link #lock}
+     */
     long nextSegment(long floor);
 
     /** {@return the owner id written into the header of every segment the tier creates; 0 for none} */

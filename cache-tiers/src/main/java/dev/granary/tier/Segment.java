@@ -198,7 +198,8 @@ final class Segment implements RegionPolicy.Region {
 
     /**
      * Called once a page whose payload was written at {@code payload} through the page cache is published: once the
-     * payloads below the last hand-off reach two intervals, hands the first of them (from one interval above this payload up to the
+     * payloads below the last hand-off reach two intervals, hands the first of them (from one interval above this
+     * payload up to the
      * mark) to writeback ({@link NativeFiles#startWriteback}), and moves the mark down. The interval of lag gives
      * writers of pages reserved before this one (higher in the file) time to finish theirs; a page written after its
      * range was handed off is dirty again and left to the kernel's flusher. Lock-free: of the writers that cross a

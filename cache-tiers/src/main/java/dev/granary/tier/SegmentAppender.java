@@ -191,8 +191,8 @@ final class SegmentAppender {
                         "disk tier '" + tierName + "': a page of " + length + " bytes ("
                                 + headerLength + " bytes of header) does not fit a segment of " + segmentSize
                                 + " bytes and"
-                                + " is not cached here; set DiskTier.builder().segmentSize(...) to a multiple of the page"
-                                + " size");
+                                + " is not cached here; set DiskTier.builder().segmentSize(...) to a multiple of the"
+                                + " page size");
             }
             return false;
         }

@@ -4,7 +4,8 @@
  *
  * <ul>
  *   <li>{@link dev.granary.tier.MemoryTier} — off-heap memory: slabs reserved from one FFM arena up to a hard
- *       capacity ({@code SlabAllocator}), optionally page-locked ({@code dev.granary.internal.PageLocker}, {@code mlock} through an FFM
+ *       capacity ({@code SlabAllocator}), optionally page-locked ({@code dev.granary.internal.PageLocker}, {@code
+ * mlock} through an FFM
  *       downcall), indexed in primitive arrays ({@code MemorySlots}: no object per cached page), ordered by an
  *       eviction policy.</li>
  *   <li>{@link dev.granary.tier.WindowTinyLfuPolicy} — the default policy, W-TinyLFU weighted by bytes: run over slot

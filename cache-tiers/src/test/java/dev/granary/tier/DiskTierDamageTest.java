@@ -28,7 +28,9 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** A disk tier whose files are damaged under it or between runs: misses and I/O errors, never a crash or wrong bytes. */
+/**
+ * A disk tier whose files are damaged under it or between runs: misses and I/O errors, never a crash or wrong bytes.
+ */
 class DiskTierDamageTest {
 
     @TempDir

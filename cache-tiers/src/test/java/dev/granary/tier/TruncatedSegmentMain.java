@@ -22,7 +22,8 @@ import java.util.stream.Stream;
  * Child JVM of the truncation tests (a {@code SIGBUS} the JVM cannot handle kills it, so the parent watches the exit
  * code): fills a disk tier from a directory of objects, reopens it, truncates a segment file inside a page, and
  * reads every object back, twice. Mode {@code cold} truncates before any page was read since the reopen (so every
- * page is still to be verified); modes {@code verified} and {@code checked} first reads everything once (every page verified, copies go
+ * page is still to be verified); modes {@code verified} and {@code checked} first reads everything once (every page
+ * verified, copies go
  * through the mapping), and puts a memory tier above the disk so pages are also copied up from the mapping; mode
  * {@code verified-disk-only} does the same without the memory tier, so whole-object reads are assembled by copies
  * from the mapping.

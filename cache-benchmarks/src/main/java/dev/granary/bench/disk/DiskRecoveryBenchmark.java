@@ -135,8 +135,8 @@ public final class DiskRecoveryBenchmark {
         System.out.printf(
                 Locale.ROOT,
                 "  warm: CPU of the whole process during build() (every thread, GC included):"
-                        + " median %.1f ms, min %.1f, max %.1f (%s) — on a loaded machine the wall time stretches, this does"
-                        + " not%n",
+                        + " median %.1f ms, min %.1f, max %.1f (%s) — on a loaded machine the wall time stretches,"
+                        + " this does not%n",
                 cpuSorted[repeats / 2],
                 cpuSorted[0],
                 cpuSorted[repeats - 1],

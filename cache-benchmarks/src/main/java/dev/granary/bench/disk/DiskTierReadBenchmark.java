@@ -69,7 +69,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * it is not 0. The op then reads the page from the device (the tier: its cold-page probe, {@code MADV_WILLNEED} +
  * {@code MADV_POPULATE_READ}; the ceiling: one fault per 4 KiB under {@code MADV_NORMAL} read-around).
  *
- * <p>Both consume through {@link #consume(ByteBuffer, byte[])}, a bulk copy of every byte into a per-thread scratch array
+ * <p>Both consume through {@link #consume(ByteBuffer, byte[])}, a bulk copy of every byte into a per-thread scratch
+ * array
  * (the consumer of {@code MemoryTierHitBenchmark}; see there for why a copy). Teardown fails the run if the tier
  * missed.
  *

@@ -389,7 +389,8 @@ public final class DiskWriteBenchmark {
             System.out.printf(
                     Locale.ROOT,
                     "%s tier/append (per round): buffered %s, durable %s;"
-                            + " tier/append-falloc: buffered %s, durable %s; tier/append-writeback: buffered %s, durable %s%n",
+                            + " tier/append-falloc: buffered %s, durable %s; tier/append-writeback: buffered %s,"
+                            + " durable %s%n",
                     size,
                     summary(runs, r -> r[0].bufferedMBps / r[1].bufferedMBps, "%.2f"),
                     summary(runs, r -> r[0].durableMBps / r[1].durableMBps, "%.2f"),

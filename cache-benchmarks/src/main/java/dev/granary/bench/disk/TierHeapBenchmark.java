@@ -26,7 +26,8 @@ import java.util.Locale;
  * strings belong to objects, not pages: a page's key is (origin, object key, version, offset, length) and the first
  * three are shared by every page of one object. So the figure depends on how many pages an object has; the run
  * reports it for {@code pagesPerObject} = 1 (every page its own object, as 150 KB JPEGs in 1 MiB pages) and 64 (a
- * 64 MiB shard in 1 MiB pages); the pages of one object share its strings, as the cache's keys do. Object keys look like
+ * 64 MiB shard in 1 MiB pages); the pages of one object share its strings, as the cache's keys do. Object keys look
+ * like
  * {@code train/000123.jpg}, versions like {@code 4096-1700000004551-1000123} (size-mtime-inode), one origin.
  *
  * <h2>Tiers</h2>

@@ -16,7 +16,8 @@ import java.util.Random;
  * refilled to 1 GiB requested (the churn a cache sees), then everything is freed.
  *
  * <p>Printed per phase: the live allocations, the bytes requested (sum of sizes live), the bytes the allocator holds,
- * and the overhead {@code held / requested - 1}. Held is, for the slab allocator, {@link TierInternals.Slabs#reserved()}
+ * and the overhead {@code held / requested - 1}. Held is, for the slab allocator, {@link
+ * TierInternals.Slabs#reserved()}
  * (the slabs taken from the OS; nothing is returned before close) with {@link TierInternals.Slabs#used()} (the 512-byte
  * blocks allocated) beside it; for Netty, {@code PooledByteBufAllocator.metric().usedDirectMemory()} (the chunks its
  * arenas hold). The slab allocator gets 2 GiB of capacity, so that its fragmentation shows as reserved memory rather

@@ -92,7 +92,8 @@ public final class NodeCacheSimulator {
                         Partitioning.STABLE));
         System.out.printf(
                 "# Per-node caches: N = %d items (1 KiB), %d epochs (steady state = 1..%d), shards of %d,"
-                        + " %d rank(s) per node, %d canonical partitions; cell = steady-state hit ratio over all nodes%n%n",
+                        + " %d rank(s) per node, %d canonical partitions; cell = steady-state hit ratio over all"
+                        + " nodes%n%n",
                 s.items, s.epochs, s.epochs - 1, s.shardSize, s.ranksPerNode, s.partitions);
         System.out.println("| W nodes | C·W/N | C per node (measured C') | order | hit ratio | worst node |"
                 + " ideal min(1, C'·W/N) | hit ÷ ideal |");

@@ -31,7 +31,8 @@ class PageCacheTest {
         List<String> maps = List.of(
                 "7f1200000000-7f1204000000 rw-s 00000000 fd:00 1234                       /data/tier/segments/0001.dat",
                 "7f1300000000-7f1300001000 r--s 00000000 fd:00 1235                       /data/tier/segments/a b.dat",
-                "7f1400000000-7f1400001000 rw-s 00000000 fd:00 1236                       /data/tier/segments/0002.dat (deleted)",
+                "7f1400000000-7f1400001000 rw-s 00000000 fd:00 1236                       /data/tier/segments/0002.dat"
+                        + " (deleted)",
                 "7f1500000000-7f1500001000 rw-p 00000000 00:00 0 ",
                 "7f1600000000-7f1600001000 r--p 00000000 fd:00 99                         /data/tierx/0003.dat",
                 "55d0c0000000-55d0c0021000 rw-p 00000000 00:00 0                          [heap]");

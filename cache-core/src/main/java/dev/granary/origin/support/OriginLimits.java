@@ -10,7 +10,8 @@ import java.nio.channels.ClosedByInterruptException;
 import java.time.Duration;
 
 /**
- * The settings every remote origin's builder shares — concurrency, attempts, retry budget, timeouts, backoff — validated once, with
+ * The settings every remote origin's builder shares — concurrency, attempts, retry budget, timeouts, backoff —
+ * validated once, with
  * the messages of the whole project ({@code "<what>: <value> (expected: <constraint>)"}), and how to tell an
  * interrupted call from a failed one. Stateless.
  */

@@ -61,7 +61,9 @@ public final class LoaderOptionCases {
 
     private static final Collator<Object> NOTHING = new WritesNothing();
 
-    /** The staging the loaders built here have, standing in for the adapters' own, so that options that need it apply. */
+    /**
+     * The staging the loaders built here have, standing in for the adapters' own, so that options that need it apply.
+     */
     private static final long STAND_IN_STAGING_BYTES = 4096;
 
     /**

@@ -54,7 +54,8 @@ import java.util.stream.StreamSupport;
  * {@code 429}, {@code 408}, {@code 5xx}, resets and timeouts for up to {@link Builder#retryBudget(Duration)} (default
  * 15 s) and at most {@link Builder#maxAttempts(int)} attempts, with exponential backoff and full jitter, counts them
  * ({@link #retries()}), and resumes a broken-off read from its first missing byte, still pinned. A request given up
- * says what it waited for: {@code "read of 'k' in gs://b/p/ failed after 9 attempts over 12.3 s: <last failure>"}. {@link Builder#requestTimeout(Duration)} is the HTTP connect and read timeout of each attempt.
+ * says what it waited for: {@code "read of 'k' in gs://b/p/ failed after 9 attempts over 12.3 s: <last failure>"}.
+ * {@link Builder#requestTimeout(Duration)} is the HTTP connect and read timeout of each attempt.
  *
  * <h2>Listing</h2>
  * {@link #list(String)} pages through the objects lazily (one page of at most 1 000 in memory), in GCS's
@@ -413,7 +414,8 @@ public final class GcsOrigin implements Origin {
         if (s != null && (s.getCode() == 401 || s.getCode() == 403)) {
             return new IOException(
                     where + " was refused (" + s.getCode() + " " + s.getReason() + "): check the"
-                            + " credentials (Application Default Credentials unless set) and their permissions on bucket '"
+                            + " credentials (Application Default Credentials unless set) and their permissions on"
+                            + " bucket '"
                             + bucket + "'",
                     e);
         }
@@ -505,7 +507,9 @@ public final class GcsOrigin implements Origin {
             return this;
         }
 
-        /** Sets the project (for billing of requester-pays buckets and for emulators). Default: from the environment. */
+        /**
+         * Sets the project (for billing of requester-pays buckets and for emulators). Default: from the environment.
+         */
         public Builder projectId(String projectId) {
             if (projectId == null || projectId.isBlank()) {
                 throw new IllegalArgumentException("project id: " + quote(projectId) + " (expected: a project id)");
@@ -584,13 +588,19 @@ public final class GcsOrigin implements Origin {
             return this;
         }
 
-        /** Sets the connect and read timeout of each attempt. Default 10 s. @throws IllegalArgumentException unless 1 ms .. 1 h */
+        /**
+         * Sets the connect and read timeout of each attempt. Default 10 s. @throws IllegalArgumentException unless 1 ms
+         * .. 1 h
+         */
         public Builder requestTimeout(Duration timeout) {
             this.requestTimeout = OriginLimits.requestTimeout(timeout);
             return this;
         }
 
-        /** Sets the base of the backoff between attempts. Default 50 ms. @throws IllegalArgumentException unless 0 .. 10 s */
+        /**
+         * Sets the base of the backoff between attempts. Default 50 ms. @throws IllegalArgumentException unless 0 .. 10
+         * s
+         */
         public Builder retryBackoff(Duration base) {
             this.retryBackoff = OriginLimits.retryBackoff(base);
             return this;

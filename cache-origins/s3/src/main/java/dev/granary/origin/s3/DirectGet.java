@@ -138,7 +138,8 @@ final class DirectGet {
     /**
      * Sends {@code GET <key>} with {@code Range: bytes=from-last} (and {@code If-Match}) and copies the body into
      * {@code dst} from offset {@code done}. Never throws for what the store answers or for an I/O error: those are in
-     * the returned {@link Attempt}; a failure to sign (credentials that cannot be resolved) is an {@link Outcome#ANSWER}
+     * the returned {@link Attempt}; a failure to sign (credentials that cannot be resolved) is an {@link
+     * Outcome#ANSWER}
      * too, so the S3 client reports it in its own words.
      *
      * @param s3Key     the object's key in the bucket (not encoded)

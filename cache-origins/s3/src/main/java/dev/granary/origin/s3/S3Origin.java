@@ -73,7 +73,8 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  * {@code "GET of 'k' in s3://b/p/ failed after 9 attempts over 12.3 s: <last failure>"}. A data read that fails after
  * some of its bytes arrived resumes from the first missing byte — still pinned to the same ETag. Every wait of an
  * attempt is bounded by
- * {@link Builder#requestTimeout(Duration)}: connecting, waiting for the response, and every wait for more body bytes. Missing objects ({@code 404}), changed
+ * {@link Builder#requestTimeout(Duration)}: connecting, waiting for the response, and every wait for more body bytes.
+ * Missing objects ({@code 404}), changed
  * ones ({@code 412}), ranges past the end ({@code 416}) and access errors ({@code 403}) are not retried.
  *
  * <h2>The request path</h2>
@@ -1045,7 +1046,8 @@ public final class S3Origin implements Origin {
             } catch (SdkClientException e) {
                 throw new IllegalStateException(
                         "region: not set and none found (AWS_REGION, aws.region,"
-                                + " ~/.aws/config, instance metadata) (expected: S3Origin.builder().region(\"us-east-1\"))",
+                                + " ~/.aws/config, instance metadata) (expected:"
+                                + " S3Origin.builder().region(\"us-east-1\"))",
                         e);
             }
         }

@@ -22,7 +22,8 @@ import java.util.concurrent.atomic.AtomicReference;
 /**
  * A loopback HTTP/1.1 proxy that sits in front of a real S3 server and injects the faults object stores have: added
  * latency per request, a bandwidth cap per connection, bursts of {@code 503 SlowDown} answered by the proxy itself,
- * connections reset in the middle of a response, canned answers (wrong headers, bodies cut short), and a black hole that accepts requests and never answers. The
+ * connections reset in the middle of a response, canned answers (wrong headers, bodies cut short), and a black hole
+ * that accepts requests and never answers. The
  * upstream port can be switched (a server restarted on another port).
  *
  * <p>It understands just enough HTTP for an SDK client that does not pipeline: a request is a head up to the blank
