@@ -4,6 +4,7 @@ package dev.granary.tier;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.TreeMap;
@@ -45,8 +46,11 @@ final class SlabAllocator {
     private final ReentrantLock lock = new ReentrantLock();
     /** The reserved slabs, replaced (never mutated) under the lock when one is added; read without it. */
     private volatile MemorySegment[] slabs = new MemorySegment[0];
-    /** Read-only views of {@link #slabs}, index for index; replaced just before it. */
-    private volatile MemorySegment[] readOnlySlabs = new MemorySegment[0];
+    /**
+     * Read-only buffers over {@link #slabs}, index for index, replaced just before it: a hit's buffer is one slice of
+     * one of them (decision 0021), instead of a segment slice, its buffer and that buffer's read-only copy.
+     */
+    private volatile ByteBuffer[] readOnlyBuffers = new ByteBuffer[0];
     /** Free runs: start block → length in blocks. Guarded by lock. */
     private final TreeMap<Long, Long> freeByStart = new TreeMap<>();
     /** Free runs: (length << 32 | start), for best fit. Guarded by lock. */
@@ -172,10 +176,14 @@ final class SlabAllocator {
         return slab.asSlice((start % blocksPerSlab) << BLOCK_SHIFT, length);
     }
 
-    /** {@return the memory of an allocation, read-only: one view object, not a slice and a read-only copy of it} */
-    MemorySegment readOnlySegment(long start, int length) {
-        MemorySegment slab = readOnlySlabs[(int) (start / blocksPerSlab)];
-        return slab.asSlice((start % blocksPerSlab) << BLOCK_SHIFT, length);
+    /** {@return a read-only buffer over the whole slab that holds the allocation at {@code start}} */
+    ByteBuffer readOnlyBuffer(long start) {
+        return readOnlyBuffers[(int) (start / blocksPerSlab)];
+    }
+
+    /** {@return where the allocation at {@code start} begins in {@link #readOnlyBuffer(long)}} */
+    int offsetInSlab(long start) {
+        return (int) ((start % blocksPerSlab) << BLOCK_SHIFT);
     }
 
     /** Frees an allocation, coalescing it with free neighbours in the same slab. */
@@ -299,9 +307,9 @@ final class SlabAllocator {
             }
             MemorySegment[] grown = Arrays.copyOf(slabs, slabs.length + 1);
             grown[slabs.length] = slab;
-            MemorySegment[] views = Arrays.copyOf(readOnlySlabs, slabs.length + 1);
-            views[slabs.length] = slab.asReadOnly();
-            readOnlySlabs = views;
+            ByteBuffer[] buffers = Arrays.copyOf(readOnlyBuffers, slabs.length + 1);
+            buffers[slabs.length] = slab.asReadOnly().asByteBuffer(); // a slab is at most 1 GiB
+            readOnlyBuffers = buffers;
             slabs = grown;
         }
         slabCount++;
