@@ -60,7 +60,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@code --warmup} unmeasured rounds, then {@code --rounds} measured ones (default 7). A round runs every subject once
  * for {@code --millis} on {@code --threads} threads (each thread its own random keys), in an order that reverses
  * from round to round. Per round and subject: ops/s by wall clock and CPU-ns per op of the reading threads
- * ({@link java.lang.management.ThreadMXBean#getCurrentThreadCpuTime()}: counts only while the threads run, steadier on a shared host).
+ * ({@link java.lang.management.ThreadMXBean#getCurrentThreadCpuTime()}: counts only while the threads run, steadier
+ * on a shared host).
  * Printed: per page size, the ratio of each subject to the ceiling per round, as median (min–max), by wall clock and
  * by CPU; above 1 the subject is faster. The ceiling is {@code caffeine} at 4 KiB and below when it runs, else
  * {@code direct}.
@@ -310,6 +311,10 @@ public final class LeaseReadCheck {
         if (arena != null) {
             arena.close();
         }
+        // The next size starts afresh: this size's direct buffers (the ceiling's, the tier's direct slabs) are freed
+        // now rather than whenever the collector gets to them, so that they do not count against the JVM's
+        // direct-memory limit when the next tier reserves its slabs (decision 0021).
+        System.gc();
     }
 
     /** The same memory as a segment of the global scope (never closed), read-only, as a buffer. */

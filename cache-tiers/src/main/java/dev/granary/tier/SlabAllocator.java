@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongFunction;
 
 /**
  * Off-heap memory for one memory tier: slabs reserved from one shared {@link Arena}, carved into contiguous runs of
@@ -66,6 +67,11 @@ final class SlabAllocator {
     /** Written under the lock only, read without it. */
     private volatile long used;
 
+    /** Gives a slab as a plain direct buffer, or null to map it ({@link DirectSlabs#allocate(long)}). */
+    private final LongFunction<ByteBuffer> directSlabs;
+    /** Slabs reserved as plain direct buffers. Guarded by lock. */
+    private int directSlabCount;
+
     private long liveAllocations;
     private boolean closed;
     private boolean arenaClosed;
@@ -80,10 +86,21 @@ final class SlabAllocator {
      * @param slabBytes the size of each reserved slab; the largest allocation possible
      */
     SlabAllocator(long capacity, long slabBytes, SlabListener listener) {
-        this(capacity, slabBytes, listener, false);
+        this(capacity, slabBytes, listener, false, DirectSlabs::allocate);
     }
 
-    private SlabAllocator(long capacity, long slabBytes, SlabListener listener, boolean phantom) {
+    /**
+     * As {@link #SlabAllocator(long, long, SlabListener)}, with the source of direct slabs given (for tests).
+     *
+     * @param direct gives a slab of the size asked as a plain direct buffer, or null to map that slab instead
+     */
+    SlabAllocator(long capacity, long slabBytes, SlabListener listener, LongFunction<ByteBuffer> direct) {
+        this(capacity, slabBytes, listener, false, direct);
+    }
+
+    private SlabAllocator(
+            long capacity, long slabBytes, SlabListener listener, boolean phantom, LongFunction<ByteBuffer> direct) {
+        this.directSlabs = direct;
         this.capacity = capacity;
         long slab = Math.min(slabBytes, capacity);
         this.blocksPerSlab = (int) (slab >>> BLOCK_SHIFT);
@@ -102,7 +119,7 @@ final class SlabAllocator {
      *                  copied is never one whose block the copy holds as free
      */
     SlabAllocator phantomCopy(Runnable underLock) {
-        SlabAllocator copy = new SlabAllocator(capacity, slabBytes, slab -> {}, true);
+        SlabAllocator copy = new SlabAllocator(capacity, slabBytes, slab -> {}, true, bytes -> null);
         lock.lock();
         try {
             underLock.run();
@@ -301,14 +318,24 @@ final class SlabAllocator {
         MemorySegment slab = null;
         if (!phantom) {
             long bytes = slabBytes > size ? size : slabBytes;
-            slab = NativeMemory.map(bytes, arena);
-            if (slab == null) {
-                slab = arena.allocate(bytes, 4096);
+            ByteBuffer plain = directSlabs.apply(bytes);
+            ByteBuffer readOnly;
+            if (plain != null) { // a plain direct buffer: hits read as fast as a user's own (DirectSlabs)
+                slab = MemorySegment.ofBuffer(plain);
+                NativeMemory.adviseHugePages(slab);
+                readOnly = plain.asReadOnlyBuffer();
+                directSlabCount++;
+            } else {
+                slab = NativeMemory.map(bytes, arena);
+                if (slab == null) {
+                    slab = arena.allocate(bytes, 4096);
+                }
+                readOnly = slab.asReadOnly().asByteBuffer(); // a slab is at most 1 GiB
             }
             MemorySegment[] grown = Arrays.copyOf(slabs, slabs.length + 1);
             grown[slabs.length] = slab;
             ByteBuffer[] buffers = Arrays.copyOf(readOnlyBuffers, slabs.length + 1);
-            buffers[slabs.length] = slab.asReadOnly().asByteBuffer(); // a slab is at most 1 GiB
+            buffers[slabs.length] = readOnly;
             readOnlyBuffers = buffers;
             slabs = grown;
         }
@@ -335,6 +362,19 @@ final class SlabAllocator {
         if (closed && liveAllocations == 0 && !arenaClosed) {
             arenaClosed = true;
             arena.close();
+            // direct slabs are freed by the collector once unreachable: drop the allocator's references
+            slabs = new MemorySegment[0];
+            readOnlyBuffers = new ByteBuffer[0];
+        }
+    }
+
+    /** {@return how many of the slabs reserved so far are plain direct buffers ({@link DirectSlabs})} */
+    int directSlabs() {
+        lock.lock();
+        try {
+            return directSlabCount;
+        } finally {
+            lock.unlock();
         }
     }
 }
