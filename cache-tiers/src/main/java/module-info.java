@@ -7,6 +7,7 @@
 module dev.granary.tiers {
     requires transitive dev.granary.core;
     requires com.github.benmanes.caffeine;
+    requires java.management; // DirectSlabs reads the JVM's direct-memory use and limit
 
     exports dev.granary.tier;
 }

@@ -66,7 +66,7 @@ public final class Lease implements AutoCloseable {
 
     /** A zero-copy lease on part of one page; takes over one reference the caller holds on the page. */
     static Lease ofPage(String key, long offset, Page page, int pageOffset, int length, LeaseTracker tracker) {
-        return new Lease(key, offset, page.buffer().slice(pageOffset, length), page, tracker);
+        return new Lease(key, offset, page.slice(pageOffset, length), page, tracker);
     }
 
     /** A lease over bytes the cache assembled into a buffer of their own; holds no page. */

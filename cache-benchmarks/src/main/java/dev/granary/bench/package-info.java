@@ -10,11 +10,12 @@
  *       {@link dev.granary.bench.S3ReadBenchmark} compares S3 clients. The trace simulator, which replays shuffled
  *       epochs against LRU, Caffeine, Belady MIN and Granary's real tiers, is in {@code dev.granary.bench.sim}.</li>
  *   <li>{@link dev.granary.bench.MemoryTierHitBenchmark}: warm memory-tier hits against a raw off-heap buffer and a
- *       Caffeine map of buffers, in the same run. The allocator comparison lives in {@code dev.granary.tier}
- *       ({@code AllocatorBenchmark}, {@code AllocatorFootprint}) because it reaches the package-private
- *       {@code SlabAllocator}.</li>
+ *       Caffeine map of buffers, in the same run. {@link dev.granary.bench.MemoryTierGetLongBenchmark} (JMH) and
+ *       {@link dev.granary.bench.LeaseReadCheck} (one JVM, subjects alternating) read each hit as a decoder does, a
+ *       {@code getLong} loop (decision 0021). The allocator comparison lives in {@code dev.granary.bench.memory}
+ *       ({@code AllocatorBenchmark}, {@code AllocatorFootprint}).</li>
  *   <li>Their origin: {@link dev.granary.bench.SyntheticOrigin} (computed, verifiable bytes, no disk).</li>
- *   <li>The disk tier, also in {@code dev.granary.tier} (they reach package-private parts of it):
+ *   <li>The disk tier, in {@code dev.granary.bench.disk}:
  *       {@code DiskTierReadBenchmark} (JMH: warm hits against a plain read-only mapping of the same bytes),
  *       {@code DiskColdReadBenchmark} (page cache dropped before every pass, against O_DIRECT reads) and
  *       {@code DiskRecoveryBenchmark} (how long reopening a directory takes), with {@code DiskBenchData} (their data

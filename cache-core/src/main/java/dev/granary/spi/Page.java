@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
+import java.util.Objects;
 
 /**
  * The bytes of one page in some tier's memory (or on the heap), with a reference count.
@@ -24,17 +25,22 @@ import java.nio.ByteBuffer;
  * <h2>Thread safety</h2>
  * Reference counting is lock-free and safe from any thread. Filling is single-threaded by contract (one filler).
  * Reads of a sealed page need no synchronisation beyond the safe publication that handed the page over (a concurrent
- * map, a future).
+ * map, a future). A page object must only reach other threads that way: its initial count and state are written
+ * without a fence of their own (a tier makes a page object per hit; docs/decisions/0021-hit-path-as-users-read-it.md).
  */
 public abstract class Page {
 
     private static final VarHandle REF_CNT;
     private static final VarHandle BUFFER;
+    private static final VarHandle READ_ONLY;
+    private static final VarHandle SEALED;
 
     static {
         try {
             REF_CNT = MethodHandles.lookup().findVarHandle(Page.class, "refCnt", int.class);
             BUFFER = MethodHandles.lookup().findVarHandle(Page.class, "buffer", ByteBuffer.class);
+            READ_ONLY = MethodHandles.lookup().findVarHandle(Page.class, "readOnly", MemorySegment.class);
+            SEALED = MethodHandles.lookup().findVarHandle(Page.class, "sealed", boolean.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -45,16 +51,27 @@ public abstract class Page {
     private final long offset;
 
     private final int length;
+    /** The page's memory; null for a page over part of a read-only region ({@link #Page(PageKey, ByteBuffer, int)}). */
     private final MemorySegment memory;
-    /** Made on first use (tiers make a page object per lease; many are read through one view only). */
-    private volatile MemorySegment readOnly;
+    /** A read-only buffer whose bytes from {@link #regionOffset} are the page's, or null: views are its slices. */
+    private final ByteBuffer region;
+
+    private final int regionOffset;
+    /*
+     * Made on first use (tiers make a page object per lease; many are read through one view only). This field, the
+     * count and the seal are written plainly by the constructors only (a volatile store there would be a full fence on
+     * every page object made, that is on every hit), and otherwise accessed through their VarHandles.
+     */
+    @SuppressWarnings("unused") // read through READ_ONLY
+    private MemorySegment readOnly;
 
     private volatile ByteBuffer buffer;
 
     @SuppressWarnings("unused") // accessed through REF_CNT
-    private volatile int refCnt = 1;
+    private int refCnt = 1;
 
-    private volatile boolean sealed;
+    @SuppressWarnings("unused") // read through SEALED
+    private boolean sealed;
 
     /**
      * Creates an unsealed page over the given memory, with a reference count of one.
@@ -74,9 +91,39 @@ public abstract class Page {
         this.offset = key.offset();
         this.length = key.length();
         this.memory = memory;
+        this.region = null;
+        this.regionOffset = 0;
         if (memory.isReadOnly()) {
             this.readOnly = memory; // a tier that leases sealed pages over read-only memory: no second view
         }
+    }
+
+    /**
+     * Creates a sealed page over {@code key.length()} bytes of a read-only buffer, with a reference count of one: the
+     * cheapest page object for a tier that makes one per hit. Its {@link #slice(int, int)} and {@link #buffer()} are
+     * each one slice of {@code region}; its {@link #segment()} is made only if asked for.
+     *
+     * @param key          the page's identity
+     * @param region       a read-only direct buffer (for example a tier's view of a whole slab) whose bytes from
+     *                     {@code regionOffset} are this page's, until {@link #deallocate()}
+     * @param regionOffset where the page's bytes start in {@code region}
+     * @throws IllegalArgumentException if {@code region} is writable or not direct, or too small for the page there
+     */
+    protected Page(PageKey key, ByteBuffer region, int regionOffset) {
+        if (!region.isReadOnly()
+                || !region.isDirect()
+                || regionOffset < 0
+                || regionOffset > region.capacity() - key.length()) {
+            throw new IllegalArgumentException("page region: " + region + " at " + regionOffset + " (expected: a"
+                    + " read-only direct buffer holding the key's " + key.length() + " bytes there)");
+        }
+        this.key = key;
+        this.offset = key.offset();
+        this.length = key.length();
+        this.memory = null;
+        this.region = region;
+        this.regionOffset = regionOffset;
+        this.sealed = true;
     }
 
     /** {@return the identity of the bytes this page holds} */
@@ -96,10 +143,13 @@ public abstract class Page {
 
     /** {@return a read-only view of the page's bytes; valid while the caller holds a reference} */
     public final MemorySegment segment() {
-        MemorySegment view = readOnly;
+        MemorySegment view = (MemorySegment) READ_ONLY.getAcquire(this);
         if (view == null) {
-            view = memory.asReadOnly(); // racing callers may each make one: equal views, one kept
-            readOnly = view;
+            // racing callers may each make one: equal views, one kept
+            view = memory != null
+                    ? memory.asReadOnly()
+                    : MemorySegment.ofBuffer(region).asSlice(regionOffset, length); // read-only, as the region
+            READ_ONLY.setRelease(this, view);
         }
         return view;
     }
@@ -113,7 +163,9 @@ public abstract class Page {
     public final ByteBuffer buffer() {
         ByteBuffer view = buffer;
         if (view == null) {
-            view = segment().asByteBuffer();
+            view = region != null
+                    ? region.slice(regionOffset, length)
+                    : segment().asByteBuffer();
             ByteBuffer witness = (ByteBuffer) BUFFER.compareAndExchange(this, null, view); // one shared buffer
             if (witness != null) {
                 view = witness;
@@ -123,26 +175,45 @@ public abstract class Page {
     }
 
     /**
+     * Returns a new read-only buffer over part of the page's bytes, positioned at 0 with limit {@code length}: the
+     * caller's own (unlike {@link #buffer()}, not shared), valid while the caller holds a reference. For a page over a
+     * region this is one slice of it, with no shared buffer or segment made; otherwise a slice of {@link #buffer()}.
+     *
+     * @param offset the first byte, within the page
+     * @param length the number of bytes
+     * @return the new buffer
+     * @throws IndexOutOfBoundsException if the range is not within the page
+     */
+    public final ByteBuffer slice(int offset, int length) {
+        Objects.checkFromIndexSize(offset, length, this.length);
+        ByteBuffer r = region;
+        return r != null ? r.slice(regionOffset + offset, length) : buffer().slice(offset, length);
+    }
+
+    /**
      * Returns the writable memory, for the page's single filler, until the page is sealed.
      *
      * @return the page's memory, writable
      * @throws IllegalStateException if the page is already sealed
      */
     public final MemorySegment writableSegment() {
-        if (sealed) {
+        if ((boolean) SEALED.getAcquire(this) || memory == null) {
             throw new IllegalStateException("page " + key + " is sealed (expected: an unsealed page being filled)");
         }
         return memory;
     }
 
-    /** Marks the page as filled: from now on it is immutable. Idempotent. */
+    /**
+     * Marks the page as filled: from now on it is immutable. Idempotent. A release store: every write of the filler
+     * before it is visible to a thread that sees the page sealed (no full fence, as the page is handed over safely).
+     */
     public final void seal() {
-        sealed = true;
+        SEALED.setRelease(this, true);
     }
 
     /** {@return whether the page has been sealed} */
     public final boolean isSealed() {
-        return sealed;
+        return (boolean) SEALED.getAcquire(this);
     }
 
     /**

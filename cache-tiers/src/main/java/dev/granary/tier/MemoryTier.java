@@ -15,6 +15,7 @@ import dev.granary.spi.Workload;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -155,7 +156,6 @@ public final class MemoryTier implements Tier, Tier.Hints, Tier.Eviction, Tier.D
     /** A page object for a lease just taken, with the hit counted and recorded. */
     private Page hit(int slot, int sequence, PageKey key) {
         SlotPage page = page(slot, sequence, key);
-        page.seal();
         counters.hit(page.length());
         slots.stamp(slot, clock);
         if (policy == null) {
@@ -168,9 +168,13 @@ public final class MemoryTier implements Tier, Tier.Hints, Tier.Eviction, Tier.D
         return page;
     }
 
+    /**
+     * A sealed page object over a slot's memory: a read-only view of the slab that holds it, sliced per lease
+     * (decision 0021: one buffer object per hit, no segment unless asked for).
+     */
     private SlotPage page(int slot, int sequence, PageKey key) {
-        long bl = slots.blockAndLength(slot);
-        return new SlotPage(this, slot, sequence, key, allocator.readOnlySegment(bl >>> 32, (int) bl));
+        long block = slots.blockAndLength(slot) >>> 32;
+        return new SlotPage(this, slot, sequence, key, allocator.readOnlyBuffer(block), allocator.offsetInSlab(block));
     }
 
     /** {@return this tier: it hands out hints to its pages} */
@@ -200,9 +204,7 @@ public final class MemoryTier implements Tier, Tier.Hints, Tier.Eviction, Tier.D
         if (lease == MemorySlots.NONE) {
             return null;
         }
-        SlotPage page = page((int) lease, (int) (lease >>> 32), key);
-        page.seal();
-        return page;
+        return page((int) lease, (int) (lease >>> 32), key);
     }
 
     @Override
@@ -341,7 +343,6 @@ public final class MemoryTier implements Tier, Tier.Hints, Tier.Eviction, Tier.D
             }
             if (listener != null) {
                 SlotPage page = page(slot, EVICTED, key); // takes over the index's reference
-                page.seal();
                 try {
                     listener.accept(page);
                 } catch (RuntimeException e) {
@@ -442,7 +443,6 @@ public final class MemoryTier implements Tier, Tier.Hints, Tier.Eviction, Tier.D
         for (MemorySlots.Entry e : slots.entries()) {
             if (slots.retainHint(e.slot(), e.sequence())) {
                 SlotPage page = page(e.slot(), e.sequence(), e.key());
-                page.seal();
                 try {
                     action.accept(page);
                 } finally {
@@ -592,6 +592,14 @@ public final class MemoryTier implements Tier, Tier.Hints, Tier.Eviction, Tier.D
 
         SlotPage(MemoryTier tier, int slot, int sequence, PageKey key, MemorySegment memory) {
             super(key, memory);
+            this.tier = tier;
+            this.slot = slot;
+            this.sequence = sequence;
+        }
+
+        /** A sealed page over the slot's bytes in a read-only view of their slab. */
+        SlotPage(MemoryTier tier, int slot, int sequence, PageKey key, ByteBuffer slab, int offsetInSlab) {
+            super(key, slab, offsetInSlab);
             this.tier = tier;
             this.slot = slot;
             this.sequence = sequence;

@@ -100,6 +100,26 @@ final class NativeMemory {
         }
     }
 
+    /**
+     * Marks the 2 MiB-aligned part of {@code memory} {@code MADV_HUGEPAGE}, where transparent huge pages are on
+     * {@code madvise}; a hint, so failure is ignored.
+     */
+    static void adviseHugePages(MemorySegment memory) {
+        if (MADVISE == null) {
+            return;
+        }
+        long huge = 2L << 20;
+        long start = (memory.address() + huge - 1) & -huge;
+        long end = (memory.address() + memory.byteSize()) & -huge;
+        if (end > start) {
+            try {
+                int ignored = (int) MADVISE.invokeExact(MemorySegment.ofAddress(start), end - start, MADV_HUGEPAGE);
+            } catch (Throwable e) {
+                // a hint only
+            }
+        }
+    }
+
     private static void unmap(long address, long size) {
         try {
             int ignored = (int) MUNMAP.invokeExact(MemorySegment.ofAddress(address), size);

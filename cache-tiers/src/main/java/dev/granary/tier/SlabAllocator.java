@@ -4,11 +4,13 @@ package dev.granary.tier;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongFunction;
 
 /**
  * Off-heap memory for one memory tier: slabs reserved from one shared {@link Arena}, carved into contiguous runs of
@@ -45,8 +47,11 @@ final class SlabAllocator {
     private final ReentrantLock lock = new ReentrantLock();
     /** The reserved slabs, replaced (never mutated) under the lock when one is added; read without it. */
     private volatile MemorySegment[] slabs = new MemorySegment[0];
-    /** Read-only views of {@link #slabs}, index for index; replaced just before it. */
-    private volatile MemorySegment[] readOnlySlabs = new MemorySegment[0];
+    /**
+     * Read-only buffers over {@link #slabs}, index for index, replaced just before it: a hit's buffer is one slice of
+     * one of them (decision 0021), instead of a segment slice, its buffer and that buffer's read-only copy.
+     */
+    private volatile ByteBuffer[] readOnlyBuffers = new ByteBuffer[0];
     /** Free runs: start block → length in blocks. Guarded by lock. */
     private final TreeMap<Long, Long> freeByStart = new TreeMap<>();
     /** Free runs: (length << 32 | start), for best fit. Guarded by lock. */
@@ -62,6 +67,11 @@ final class SlabAllocator {
     /** Written under the lock only, read without it. */
     private volatile long used;
 
+    /** Gives a slab as a plain direct buffer, or null to map it ({@link DirectSlabs#allocate(long)}). */
+    private final LongFunction<ByteBuffer> directSlabs;
+    /** Slabs reserved as plain direct buffers. Guarded by lock. */
+    private int directSlabCount;
+
     private long liveAllocations;
     private boolean closed;
     private boolean arenaClosed;
@@ -76,10 +86,21 @@ final class SlabAllocator {
      * @param slabBytes the size of each reserved slab; the largest allocation possible
      */
     SlabAllocator(long capacity, long slabBytes, SlabListener listener) {
-        this(capacity, slabBytes, listener, false);
+        this(capacity, slabBytes, listener, false, DirectSlabs::allocate);
     }
 
-    private SlabAllocator(long capacity, long slabBytes, SlabListener listener, boolean phantom) {
+    /**
+     * As {@link #SlabAllocator(long, long, SlabListener)}, with the source of direct slabs given (for tests).
+     *
+     * @param direct gives a slab of the size asked as a plain direct buffer, or null to map that slab instead
+     */
+    SlabAllocator(long capacity, long slabBytes, SlabListener listener, LongFunction<ByteBuffer> direct) {
+        this(capacity, slabBytes, listener, false, direct);
+    }
+
+    private SlabAllocator(
+            long capacity, long slabBytes, SlabListener listener, boolean phantom, LongFunction<ByteBuffer> direct) {
+        this.directSlabs = direct;
         this.capacity = capacity;
         long slab = Math.min(slabBytes, capacity);
         this.blocksPerSlab = (int) (slab >>> BLOCK_SHIFT);
@@ -98,7 +119,7 @@ final class SlabAllocator {
      *                  copied is never one whose block the copy holds as free
      */
     SlabAllocator phantomCopy(Runnable underLock) {
-        SlabAllocator copy = new SlabAllocator(capacity, slabBytes, slab -> {}, true);
+        SlabAllocator copy = new SlabAllocator(capacity, slabBytes, slab -> {}, true, bytes -> null);
         lock.lock();
         try {
             underLock.run();
@@ -172,10 +193,14 @@ final class SlabAllocator {
         return slab.asSlice((start % blocksPerSlab) << BLOCK_SHIFT, length);
     }
 
-    /** {@return the memory of an allocation, read-only: one view object, not a slice and a read-only copy of it} */
-    MemorySegment readOnlySegment(long start, int length) {
-        MemorySegment slab = readOnlySlabs[(int) (start / blocksPerSlab)];
-        return slab.asSlice((start % blocksPerSlab) << BLOCK_SHIFT, length);
+    /** {@return a read-only buffer over the whole slab that holds the allocation at {@code start}} */
+    ByteBuffer readOnlyBuffer(long start) {
+        return readOnlyBuffers[(int) (start / blocksPerSlab)];
+    }
+
+    /** {@return where the allocation at {@code start} begins in {@link #readOnlyBuffer(long)}} */
+    int offsetInSlab(long start) {
+        return (int) ((start % blocksPerSlab) << BLOCK_SHIFT);
     }
 
     /** Frees an allocation, coalescing it with free neighbours in the same slab. */
@@ -293,15 +318,25 @@ final class SlabAllocator {
         MemorySegment slab = null;
         if (!phantom) {
             long bytes = slabBytes > size ? size : slabBytes;
-            slab = NativeMemory.map(bytes, arena);
-            if (slab == null) {
-                slab = arena.allocate(bytes, 4096);
+            ByteBuffer plain = directSlabs.apply(bytes);
+            ByteBuffer readOnly;
+            if (plain != null) { // a plain direct buffer: hits read as fast as a user's own (DirectSlabs)
+                slab = MemorySegment.ofBuffer(plain);
+                NativeMemory.adviseHugePages(slab);
+                readOnly = plain.asReadOnlyBuffer();
+                directSlabCount++;
+            } else {
+                slab = NativeMemory.map(bytes, arena);
+                if (slab == null) {
+                    slab = arena.allocate(bytes, 4096);
+                }
+                readOnly = slab.asReadOnly().asByteBuffer(); // a slab is at most 1 GiB
             }
             MemorySegment[] grown = Arrays.copyOf(slabs, slabs.length + 1);
             grown[slabs.length] = slab;
-            MemorySegment[] views = Arrays.copyOf(readOnlySlabs, slabs.length + 1);
-            views[slabs.length] = slab.asReadOnly();
-            readOnlySlabs = views;
+            ByteBuffer[] buffers = Arrays.copyOf(readOnlyBuffers, slabs.length + 1);
+            buffers[slabs.length] = readOnly;
+            readOnlyBuffers = buffers;
             slabs = grown;
         }
         slabCount++;
@@ -327,6 +362,19 @@ final class SlabAllocator {
         if (closed && liveAllocations == 0 && !arenaClosed) {
             arenaClosed = true;
             arena.close();
+            // direct slabs are freed by the collector once unreachable: drop the allocator's references
+            slabs = new MemorySegment[0];
+            readOnlyBuffers = new ByteBuffer[0];
+        }
+    }
+
+    /** {@return how many of the slabs reserved so far are plain direct buffers ({@link DirectSlabs})} */
+    int directSlabs() {
+        lock.lock();
+        try {
+            return directSlabCount;
+        } finally {
+            lock.unlock();
         }
     }
 }
