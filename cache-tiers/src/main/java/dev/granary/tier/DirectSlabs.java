@@ -58,11 +58,13 @@ final class DirectSlabs {
      * @return the slab, or {@code null} if it would take direct memory beyond half the limit
      */
     static ByteBuffer allocate(long bytes, long used, long limit) {
-        if (bytes <= 0 || bytes > (1L << 30) || used + bytes + 4096 > limit / 2) {
+        if (bytes <= 0 || bytes > (1L << 30) || used + bytes + 8192 > limit / 2) {
             return null;
         }
         try {
-            ByteBuffer raw = ByteBuffer.allocateDirect(Math.toIntExact(bytes + 4096));
+            // alignedSlice rounds both ends to 4 KiB: room for a whole number of pages past the first aligned byte
+            long pages = (bytes + 4095) & -4096L;
+            ByteBuffer raw = ByteBuffer.allocateDirect(Math.toIntExact(pages + 4096));
             return raw.alignedSlice(4096).limit(Math.toIntExact(bytes)).slice();
         } catch (OutOfMemoryError e) {
             return null; // the limit was reached meanwhile by other buffers: map the slab instead

@@ -31,6 +31,12 @@ class DirectSlabsTest {
         assertTrue(fits.isDirect() && !fits.isReadOnly());
         assertEquals(4 * mib, fits.capacity());
         assertEquals(0, MemorySegment.ofBuffer(fits).address() % 4096, "aligned to 4 KiB");
+        for (long odd : new long[] {512, 4096 + 512, 66 << 10, 4 * mib - 512}) { // not whole 4 KiB pages
+            ByteBuffer slab = DirectSlabs.allocate(odd, 0, 256 * mib);
+            assertNotNull(slab, odd + " bytes");
+            assertEquals(odd, slab.capacity(), "a slab of " + odd + " bytes");
+            assertEquals(0, MemorySegment.ofBuffer(slab).address() % 4096, "aligned to 4 KiB");
+        }
         assertNull(DirectSlabs.allocate(4 * mib, 125 * mib, 256 * mib), "125 + 4 MiB of 256: past half");
         assertNull(DirectSlabs.allocate((1L << 30) + 512, 0, Long.MAX_VALUE), "over 1 GiB: no buffer that big");
         assertNull(DirectSlabs.allocate(0, 0, Long.MAX_VALUE));
